@@ -1,0 +1,91 @@
+# roundtrim: build, test, check, bench, demo, install. Nothing else builds the project.
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+BUILD ?= build
+OPT ?= -O2 -g
+
+WARN := -Wall -Wextra -Werror
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -Ipolicy -Ishim
+# The shim: hidden by default (only exports.map's symbols leave the object); initial-exec TLS,
+# which is right for a preloaded object; and no builtin malloc family, or GCC may turn
+# malloc+memset inside our own calloc wrapper into a call to calloc.
+SHIM_CFLAGS := $(BASE_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec \
+	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
+SHIM_LDFLAGS := -shared -pthread -Wl,--version-script=shim/exports.map -Wl,-z,nodelete \
+	-Wl,-z,now -Wl,--no-undefined -Wl,-z,defs
+TEST_CFLAGS := $(BASE_CFLAGS) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BUILD))"' \
+	-DRT_SOURCE_DIR='"$(abspath .)"'
+
+POLICY_SRC := $(wildcard policy/*.c)
+SHIM_SRC := $(wildcard shim/*.c)
+UNIT_SRC := $(wildcard test/unit/*.c)
+INTEGRATION_SRC := $(wildcard test/integration/*.c)
+WORKLOAD_SRC := $(wildcard test/workloads/*.c)
+BENCH_SRC := $(wildcard test/bench/*.c)
+
+POLICY_OBJ := $(POLICY_SRC:%.c=$(BUILD)/%.o)
+SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/%.o)
+LIB := $(BUILD)/libroundtrim.so
+UNIT := $(BUILD)/test/unit-tests
+INTEGRATION := $(BUILD)/test/integration-tests
+WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
+BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%)
+
+.PHONY: all test check bench demo install uninstall clean format deps
+all: $(LIB) $(WORKLOADS) $(BENCHES)
+
+$(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h policy/*.h) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(LIB): $(SHIM_OBJ) $(POLICY_OBJ) shim/exports.map
+	$(CC) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJ) $(POLICY_OBJ)
+
+$(UNIT): $(UNIT_SRC) $(POLICY_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion
+
+$(INTEGRATION): $(INTEGRATION_SRC) $(wildcard test/integration/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) -lcriterion -pthread
+
+$(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
+
+$(BUILD)/test/bench/%: test/bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
+
+test: check
+# Unit tests first: they are fast and say precisely which rule broke.
+check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS)
+	$(UNIT)
+	$(INTEGRATION)
+
+bench: $(LIB) $(WORKLOADS) $(BENCHES)
+	scripts/bench.sh
+
+demo: $(LIB) $(WORKLOADS)
+	scripts/demo.sh
+
+deps:
+	scripts/deps.sh
+
+install: $(LIB)
+	install -D -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libroundtrim.so
+	install -D -m 0644 man/roundtrim.7 $(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libroundtrim.so $(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
+
+format:
+	clang-format -i policy/*.[ch] shim/*.[ch] test/*/*.[ch]
+
+clean:
+	rm -rf $(BUILD)

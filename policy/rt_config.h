@@ -1,0 +1,60 @@
+/* rt_config: the library's configuration, read once from the environment.
+ * Owns every variable's name, value rules, defaults and NVFlare/ROUNDTRIM precedence. */
+#ifndef RT_CONFIG_H
+#define RT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_CONFIG_PATH_MAX 512
+#define RT_CONFIG_MATCH_MAX 512
+
+enum rt_role { RT_ROLE_NONE, RT_ROLE_CLIENT, RT_ROLE_SERVER };
+enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
+
+/* Facts about the platform that parsing depends on, passed in so that parsing stays pure. */
+struct rt_platform {
+	int sigrtmin; /* SIGRTMIN as the C library reports it at run time */
+	int sigrtmax;
+	unsigned uid;				/* effective uid, for the default FIFO path */
+	const char *program;			/* basename of argv[0], for ROUNDTRIM_MATCH */
+	bool arena_max_set_by_user;		/* MALLOC_ARENA_MAX or glibc.malloc.arena_max present */
+};
+
+struct rt_config {
+	bool disabled;		 /* ROUNDTRIM_DISABLE: pure pass-through */
+	bool matched;		 /* program matches ROUNDTRIM_MATCH */
+	uint32_t gc_rounds;	 /* act on rounds that are multiples of this; 0 = never */
+	bool cuda_empty_cache;	 /* for the Python actions */
+	bool profile;		 /* one [RSS] line per round */
+	bool python;		 /* ROUNDTRIM_PYTHON: Python steps on (issue 4) */
+	enum rt_role role;
+	unsigned arena_max;	 /* 0 = leave glibc's arena limit alone */
+	int signal;		 /* 0 = no signal trigger */
+	char fifo[RT_CONFIG_PATH_MAX];	/* template with %p; "" = no FIFO */
+	char log[RT_CONFIG_PATH_MAX];	/* "" = stderr, else a path template */
+	char stats[RT_CONFIG_PATH_MAX]; /* "" = no stats file, else a path template */
+	char match[RT_CONFIG_MATCH_MAX];
+	enum rt_jemalloc_action jemalloc;
+	uint64_t trim_pad;
+};
+
+/* Returns the value of an environment variable, or NULL when unset. */
+typedef const char *(*rt_lookup_fn)(void *ctx, const char *name);
+/* Receives one complete diagnostic line (no trailing newline). */
+typedef void (*rt_diag_fn)(void *ctx, const char *line);
+
+/* Fills *cfg from the environment seen through lookup. Every bad value produces exactly one
+ * diagnostic line naming the variable, the value and what is used instead. When the program does
+ * not match ROUNDTRIM_MATCH (or ROUNDTRIM_DISABLE is on) parsing stops early, silently for the
+ * remaining variables, and cfg->matched is false (cfg->disabled true). */
+void rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_lookup_fn lookup,
+		    void *lookup_ctx, rt_diag_fn diag, void *diag_ctx);
+
+/* Whether a program name matches a comma-separated list of fnmatch(3) globs. */
+bool rt_config_match(const char *globs, const char *program);
+
+const char *rt_role_name(enum rt_role role);
+
+#endif

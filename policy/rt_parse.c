@@ -1,0 +1,167 @@
+#include "rt_parse.h"
+
+#include <signal.h>
+#include <stddef.h>
+
+static bool
+rt_parse_is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* ASCII only: strcasecmp follows the locale, and in a Turkish one 'I' does not lower to 'i'. */
+static char
+rt_parse_lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether text starts with prefix, ignoring case; *rest is set past the prefix when it does. */
+static bool
+rt_parse_prefix(const char *text, const char *prefix, const char **rest)
+{
+	for (; *prefix; text++, prefix++) {
+		if (rt_parse_lower(*text) != rt_parse_lower(*prefix))
+			return false;
+	}
+	*rest = text;
+	return true;
+}
+
+static bool
+rt_parse_word(const char *text, const char *word)
+{
+	const char *rest;
+	return rt_parse_prefix(text, word, &rest) && *rest == '\0';
+}
+
+enum rt_parse_result
+rt_parse_u64(const char *text, uint64_t max, uint64_t *out)
+{
+	if (text[0] == '\0')
+		return RT_PARSE_EMPTY;
+	const char *digits = text[0] == '-' ? text + 1 : text;
+	if (digits[0] == '\0')
+		return RT_PARSE_GARBAGE;
+	for (const char *s = digits; *s; s++) {
+		if (!rt_parse_is_digit(*s))
+			return RT_PARSE_GARBAGE;
+	}
+	if (digits != text)
+		return RT_PARSE_NEGATIVE;
+	uint64_t value = 0;
+	for (const char *s = digits; *s; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+		if (value > (UINT64_MAX - d) / 10)
+			return RT_PARSE_OVERFLOW;
+		value = value * 10 + d;
+	}
+	if (value > max)
+		return RT_PARSE_OVERFLOW;
+	*out = value;
+	return RT_PARSE_OK;
+}
+
+bool
+rt_parse_word_in(const char *text, const char *const *words)
+{
+	for (; *words; words++) {
+		if (rt_parse_word(text, *words))
+			return true;
+	}
+	return false;
+}
+
+/* Names of signals the host or the C runtime relies on, without their "SIG" prefix. */
+static const char *const rt_parse_reserved_signals[] = {
+    "HUP",  "INT",  "QUIT", "ILL",    "TRAP", "ABRT",  "IOT",  "BUS",  "FPE",  "KILL", "SEGV",
+    "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CLD",   "CONT", "STOP", "TSTP", "TTIN", "TTOU",
+    "URG",  "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO",   "POLL", "PWR",  "SYS",  NULL,
+};
+
+/* "RTMIN", "RTMIN+N", "RTMAX" or "RTMAX-N" once the "RTMIN"/"RTMAX" word is known to lead. */
+static enum rt_parse_result
+rt_parse_rt_offset(const char *rest, char sign, int base, int sigrtmin, int sigrtmax, int *out)
+{
+	if (rest[0] == '\0') {
+		*out = base;
+		return RT_PARSE_OK;
+	}
+	if (rest[0] != sign)
+		return RT_PARSE_GARBAGE;
+	uint64_t n;
+	enum rt_parse_result r = rt_parse_u64(rest + 1, (uint64_t)(sigrtmax - sigrtmin), &n);
+	if (r == RT_PARSE_OVERFLOW)
+		return r;
+	if (r != RT_PARSE_OK)
+		return RT_PARSE_GARBAGE;
+	*out = sign == '+' ? base + (int)n : base - (int)n;
+	return RT_PARSE_OK;
+}
+
+static enum rt_parse_result
+rt_parse_signal_number(const char *text, int sigrtmin, int sigrtmax, int *out)
+{
+	uint64_t n;
+	enum rt_parse_result r = rt_parse_u64(text, (uint64_t)sigrtmax, &n);
+	if (r != RT_PARSE_OK)
+		return r;
+	if (n == 0)
+		return RT_PARSE_GARBAGE;
+	if (n == SIGUSR1 || n == SIGUSR2 || n >= (uint64_t)sigrtmin) {
+		*out = (int)n;
+		return RT_PARSE_OK;
+	}
+	return RT_PARSE_RESERVED;
+}
+
+enum rt_parse_result
+rt_parse_signal(const char *text, int sigrtmin, int sigrtmax, int *out)
+{
+	if (text[0] == '\0')
+		return RT_PARSE_EMPTY;
+	if (rt_parse_word(text, "none")) {
+		*out = 0;
+		return RT_PARSE_OK;
+	}
+	if (rt_parse_is_digit(text[0]) || text[0] == '-')
+		return rt_parse_signal_number(text, sigrtmin, sigrtmax, out);
+	const char *name = text;
+	const char *rest;
+	rt_parse_prefix(text, "SIG", &name);
+	if (rt_parse_word(name, "USR1")) {
+		*out = SIGUSR1;
+		return RT_PARSE_OK;
+	}
+	if (rt_parse_word(name, "USR2")) {
+		*out = SIGUSR2;
+		return RT_PARSE_OK;
+	}
+	if (rt_parse_prefix(name, "RTMIN", &rest))
+		return rt_parse_rt_offset(rest, '+', sigrtmin, sigrtmin, sigrtmax, out);
+	if (rt_parse_prefix(name, "RTMAX", &rest))
+		return rt_parse_rt_offset(rest, '-', sigrtmax, sigrtmin, sigrtmax, out);
+	if (rt_parse_word_in(name, rt_parse_reserved_signals))
+		return RT_PARSE_RESERVED;
+	return RT_PARSE_GARBAGE;
+}
+
+const char *
+rt_parse_result_text(enum rt_parse_result result)
+{
+	switch (result) {
+	case RT_PARSE_OK:
+		return "ok";
+	case RT_PARSE_EMPTY:
+		return "empty";
+	case RT_PARSE_GARBAGE:
+		return "not a valid value";
+	case RT_PARSE_NEGATIVE:
+		return "negative";
+	case RT_PARSE_OVERFLOW:
+		return "too large";
+	case RT_PARSE_RESERVED:
+		return "a signal reserved for the system";
+	}
+	return "not a valid value";
+}

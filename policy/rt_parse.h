@@ -1,0 +1,31 @@
+/* rt_parse: strict parsing of scalar values (integers, booleans, signal names).
+ * Owns what counts as a valid value; callers own the messages and fallbacks. */
+#ifndef RT_PARSE_H
+#define RT_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum rt_parse_result {
+	RT_PARSE_OK,
+	RT_PARSE_EMPTY,
+	RT_PARSE_GARBAGE,
+	RT_PARSE_NEGATIVE,
+	RT_PARSE_OVERFLOW, /* larger than the allowed maximum */
+	RT_PARSE_RESERVED, /* a valid signal that the host or glibc needs for itself */
+};
+
+/* Decimal digits only: no sign, no blanks, no base prefix. Values above max are OVERFLOW. */
+enum rt_parse_result rt_parse_u64(const char *text, uint64_t max, uint64_t *out);
+
+/* Case-insensitive match of text against a NULL-terminated list of words. */
+bool rt_parse_word_in(const char *text, const char *const *words);
+
+/* A signal usable as a round trigger: "USR2", "SIGUSR2", "RTMIN+N", "SIGRTMAX-N", a number, or
+ * "none" (returns 0). Signals the host needs for itself (KILL, STOP, SEGV, TERM, CHLD, ...) and
+ * glibc's reserved real-time signals are refused with RESERVED. */
+enum rt_parse_result rt_parse_signal(const char *text, int sigrtmin, int sigrtmax, int *out);
+
+const char *rt_parse_result_text(enum rt_parse_result result);
+
+#endif

@@ -1,0 +1,98 @@
+#include "rt_path.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool
+rt_path_template_valid(const char *tmpl)
+{
+	if (tmpl[0] != '/')
+		return false;
+	for (const char *s = tmpl; *s; s++) {
+		if (*s != '%')
+			continue;
+		if (s[1] != 'p' && s[1] != '%')
+			return false;
+		s++;
+	}
+	return true;
+}
+
+bool
+rt_path_template_per_pid(const char *tmpl)
+{
+	for (const char *s = tmpl; *s; s++) {
+		if (*s == '%') {
+			if (s[1] == 'p')
+				return true;
+			if (s[1] == '%')
+				s++;
+		}
+	}
+	return false;
+}
+
+bool
+rt_path_expand(char *out, size_t size, const char *tmpl, int pid)
+{
+	if (size == 0 || !rt_path_template_valid(tmpl))
+		return false;
+	size_t w = 0;
+	for (const char *s = tmpl; *s; s++) {
+		char piece[16];
+		size_t len;
+		if (*s == '%' && s[1] == 'p') {
+			len = (size_t)snprintf(piece, sizeof(piece), "%d", pid);
+			s++;
+		} else {
+			piece[0] = *s;
+			len = 1;
+			if (*s == '%')
+				s++;
+		}
+		if (w + len >= size)
+			return false;
+		memcpy(out + w, piece, len);
+		w += len;
+	}
+	out[w] = '\0';
+	return true;
+}
+
+bool
+rt_path_split(const char *path, char *dir, size_t dir_size, char *base, size_t base_size)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash[1] == '\0')
+		return false;
+	size_t dir_len = slash == path ? 1 : (size_t)(slash - path);
+	size_t base_len = strlen(slash + 1);
+	if (dir_len >= dir_size || base_len >= base_size)
+		return false;
+	memcpy(dir, path, dir_len);
+	dir[dir_len] = '\0';
+	memcpy(base, slash + 1, base_len + 1);
+	return true;
+}
+
+bool
+rt_path_default_fifo(char *out, size_t size, const char *xdg_runtime_dir, unsigned uid)
+{
+	int n;
+	if (xdg_runtime_dir && xdg_runtime_dir[0] == '/' && !strchr(xdg_runtime_dir, '%'))
+		n = snprintf(out, size, "%s/roundtrim/%%p.fifo", xdg_runtime_dir);
+	else
+		n = snprintf(out, size, "/tmp/roundtrim-%u/%%p.fifo", uid);
+	return n > 0 && (size_t)n < size;
+}
+
+bool
+rt_path_status_for_fifo(char *out, size_t size, const char *fifo_path)
+{
+	static const char fifo_suffix[] = ".fifo";
+	size_t len = strlen(fifo_path), suffix = sizeof(fifo_suffix) - 1;
+	if (len > suffix && strcmp(fifo_path + len - suffix, fifo_suffix) == 0)
+		len -= suffix;
+	int n = snprintf(out, size, "%.*s.status", (int)len, fifo_path);
+	return n > 0 && (size_t)n < size;
+}

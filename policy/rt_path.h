@@ -1,0 +1,24 @@
+/* rt_path: path templates (%p for the pid, %% for a percent sign) and their validation.
+ * Owns the expansion rules and the default FIFO location. */
+#ifndef RT_PATH_H
+#define RT_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A template is valid when it is absolute, and every '%' starts "%p" or "%%". */
+bool rt_path_template_valid(const char *tmpl);
+/* Whether the template names a distinct file for each process (contains %p). */
+bool rt_path_template_per_pid(const char *tmpl);
+/* Expands tmpl for pid into out. Returns false when the template is invalid or out is too small. */
+bool rt_path_expand(char *out, size_t size, const char *tmpl, int pid);
+/* Splits an absolute path into its directory and final component, both into caller buffers. */
+bool rt_path_split(const char *path, char *dir, size_t dir_size, char *base, size_t base_size);
+/* The default FIFO template: $XDG_RUNTIME_DIR/roundtrim/%p.fifo when xdg_runtime_dir is an
+ * absolute path, else /tmp/roundtrim-<uid>/%p.fifo. */
+bool rt_path_default_fifo(char *out, size_t size, const char *xdg_runtime_dir, unsigned uid);
+
+/* The status file beside a FIFO: "x.fifo" -> "x.status", any other name gets ".status" added. */
+bool rt_path_status_for_fifo(char *out, size_t size, const char *fifo_path);
+
+#endif

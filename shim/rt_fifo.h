@@ -1,0 +1,12 @@
+/* rt_fifo: the FIFO trigger's file: a 0600 FIFO in a 0700 directory of the user's own.
+ * Owns creation, the checks against symlinks and foreign or open directories, and removal. */
+#ifndef RT_FIFO_H
+#define RT_FIFO_H
+
+#include <stddef.h>
+
+/* Creates (or replaces our own stale) FIFO at path and opens it for reading, non-blocking,
+ * close-on-exec. Returns the descriptor, or -1 after writing the reason into why. */
+int rt_fifo_open(const char *path, char *why, size_t why_size);
+
+#endif

@@ -1,0 +1,129 @@
+#include "rt_heap.h"
+
+#include "rt_real.h"
+#include "rt_shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* jemalloc's MALLCTL_ARENAS_ALL: "arena.4096.purge" acts on every arena. */
+#define RT_JEMALLOC_ARENAS_ALL "4096"
+
+static int (*rt_mallctl)(const char *, void *, size_t *, void *, size_t);
+static int (*rt_malloc_trim)(size_t);
+static struct mallinfo2 (*rt_mallinfo2)(void);
+static int (*rt_mallopt)(int, int);
+
+/* The symbol `name` when it lives in the object whose base is `base`, else NULL. */
+static void *
+rt_heap_symbol_in(const char *name, const void *base)
+{
+	void *sym = dlsym(RTLD_DEFAULT, name);
+	Dl_info info;
+	if (!sym || !dladdr(sym, &info) || info.dli_fbase != base)
+		return NULL;
+	return sym;
+}
+
+enum rt_allocator_kind
+rt_heap_detect(void)
+{
+	/* The malloc that wins: ours when we come first in the lookup order (then the next one
+	 * serves), someone else's when a preloaded allocator precedes us. */
+	void *winner = dlsym(RTLD_DEFAULT, "malloc");
+	if (winner == (void *)rt_malloc_self)
+		winner = (void *)rt_real.malloc;
+	Dl_info info;
+	struct rt_allocator_facts facts = {0};
+	if (winner && dladdr(winner, &info)) {
+		const void *base = info.dli_fbase;
+		*(void **)&rt_mallctl = rt_heap_symbol_in("mallctl", base);
+		*(void **)&rt_malloc_trim = rt_heap_symbol_in("malloc_trim", base);
+		*(void **)&rt_mallinfo2 = rt_heap_symbol_in("mallinfo2", base);
+		*(void **)&rt_mallopt = rt_heap_symbol_in("mallopt", base);
+		facts.mallctl = rt_mallctl != NULL;
+		facts.malloc_trim = rt_malloc_trim != NULL;
+		facts.tcmalloc_release =
+			rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
+		facts.mi_collect = rt_heap_symbol_in("mi_collect", base) != NULL;
+	}
+	return rt_allocator_decide(&facts);
+}
+
+void
+rt_heap_set_arena_max(unsigned arena_max)
+{
+	if (rt_mallopt && arena_max > 0)
+		rt_mallopt(M_ARENA_MAX, (int)arena_max);
+}
+
+int
+rt_heap_act(enum rt_action action, uint64_t trim_pad)
+{
+	switch (action) {
+	case RT_ACTION_MALLOC_TRIM:
+		if (!rt_malloc_trim)
+			return -1;
+		rt_malloc_trim((size_t)trim_pad);
+		return 0;
+	case RT_ACTION_JEMALLOC_PURGE:
+		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".purge", NULL, NULL,
+						 NULL, 0) == 0
+			       ? 0
+			       : -1;
+	case RT_ACTION_JEMALLOC_DECAY:
+		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".decay", NULL, NULL,
+						 NULL, 0) == 0
+			       ? 0
+			       : -1;
+	case RT_ACTION_NONE:
+		break;
+	}
+	return 0;
+}
+
+uint64_t
+rt_heap_live_kib(void)
+{
+	if (rt_mallctl) {
+		/* Statistics are cached until the epoch advances. */
+		uint64_t epoch = 1;
+		size_t allocated = 0, len = sizeof(allocated);
+		if (rt_mallctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) != 0 ||
+		    rt_mallctl("stats.allocated", &allocated, &len, NULL, 0) != 0)
+			return 0;
+		return allocated / 1024;
+	}
+	if (rt_mallinfo2) {
+		struct mallinfo2 mi = rt_mallinfo2();
+		return (mi.uordblks + mi.hblkhd) / 1024;
+	}
+	return 0;
+}
+
+uint64_t
+rt_heap_rss_kib(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long long size, resident;
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}

@@ -1,0 +1,21 @@
+/* rt_heap: the allocator that actually serves malloc, its actions and its readings.
+ * Owns the calls into glibc (malloc_trim, mallinfo2, mallopt) and jemalloc (mallctl). */
+#ifndef RT_HEAP_H
+#define RT_HEAP_H
+
+#include <stdint.h>
+
+#include "rt_allocator.h"
+
+/* Finds the object that provides the winning malloc and what it offers. */
+enum rt_allocator_kind rt_heap_detect(void);
+/* glibc only: caps the number of arenas (mallopt M_ARENA_MAX). */
+void rt_heap_set_arena_max(unsigned arena_max);
+/* Runs the action; returns 0, or -1 when the allocator refused it. */
+int rt_heap_act(enum rt_action action, uint64_t trim_pad);
+/* Live heap bytes by the allocator's own statistics, in KiB; 0 when it keeps none. */
+uint64_t rt_heap_live_kib(void);
+/* Resident set size from /proc/self/statm, in KiB; 0 when unreadable. */
+uint64_t rt_heap_rss_kib(void);
+
+#endif

@@ -1,0 +1,58 @@
+/* rt_real: the real functions behind every symbol the shim interposes, found with
+ * dlsym(RTLD_NEXT), and the bootstrap buffer that serves allocations made while resolving. */
+#ifndef RT_REAL_H
+#define RT_REAL_H
+
+#include <spawn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct rt_real_fns {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+	pid_t (*fork)(void);
+	void (*exit_now)(int); /* _exit */
+	void (*exit_now_c)(int); /* _Exit */
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*system)(const char *);
+	FILE *(*popen)(const char *, const char *);
+};
+
+extern struct rt_real_fns rt_real;
+/* Set once every pointer above is usable; read on the hot path, written once. */
+extern bool rt_real_ready;
+
+/* Resolves every pointer; safe to call again. Allocations made by dlsym meanwhile are served
+ * from the bootstrap buffer (jemalloc#329/#443, libfaketime#130/#365 deadlocked here). */
+void rt_real_resolve(void);
+/* Whether the calling thread is inside rt_real_resolve. */
+bool rt_real_resolving(void);
+
+/* This object's own malloc wrapper (a hidden alias, not subject to interposition). */
+void *rt_malloc_self(size_t size);
+
+void *rt_real_bootstrap_alloc(size_t size, size_t alignment);
+bool rt_real_is_bootstrap(const void *ptr);
+size_t rt_real_bootstrap_size(const void *ptr);
+
+#endif

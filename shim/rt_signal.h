@@ -1,0 +1,30 @@
+/* rt_signal: the signal trigger. Owns the blocked mask that keeps the signal away from the
+ * application's threads (no EINTR there), its signalfd, and the undoing of that mask on exec. */
+#ifndef RT_SIGNAL_H
+#define RT_SIGNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* In the constructor, before the application starts threads: installs a counting fallback
+ * handler, blocks sig in the calling thread (every later thread inherits the mask) and opens a
+ * signalfd. wake_fd is an eventfd the fallback handler writes to. */
+bool rt_signal_setup(int sig, int wake_fd);
+/* After fork, in the child: the worker's new eventfd. */
+void rt_signal_set_wake_fd(int wake_fd);
+int rt_signal_fd(void);
+/* Rounds received since the last call: queued on the signalfd, or taken by the fallback handler
+ * in a thread that had unblocked the signal. */
+uint64_t rt_signal_drain(void);
+
+/* Around exec and spawn: the new program must start with the mask it would have had without
+ * roundtrim. enter unblocks the signal in the calling thread (a signal that arrives meanwhile
+ * is counted by the fallback handler); leave restores the mask when the call returns. */
+void rt_signal_exec_enter(sigset_t *saved);
+void rt_signal_exec_leave(const sigset_t *saved);
+/* The calling thread's mask without roundtrim's signal: what a spawned child should get. */
+void rt_signal_clean_mask(sigset_t *mask);
+bool rt_signal_owned(void);
+
+#endif

@@ -1,0 +1,858 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_config.h"
+
+struct env_var {
+	const char *name;
+	const char *value;
+};
+
+#define DIAG_MAX 32
+#define DIAG_LINE 2048
+
+struct diags {
+	size_t n;
+	char lines[DIAG_MAX][DIAG_LINE];
+};
+
+/* A NULL-terminated list of variables, as a compound literal. */
+#define ENV(...) ((const struct env_var[]){__VA_ARGS__, {NULL, NULL}})
+
+static struct rt_config cfg;
+static struct diags diags;
+static unsigned lookups_of_unmatched;
+
+static const char *
+lookup(void *ctx, const char *name)
+{
+	const struct env_var *vars = ctx;
+	for (; vars && vars->name; vars++) {
+		if (strcmp(vars->name, name) == 0)
+			return vars->value;
+	}
+	return NULL;
+}
+
+static void
+collect(void *ctx, const char *line)
+{
+	struct diags *d = ctx;
+	cr_assert_lt(d->n, DIAG_MAX, "too many diagnostics");
+	cr_assert_lt(strlen(line), DIAG_LINE);
+	snprintf(d->lines[d->n++], DIAG_LINE, "%s", line);
+}
+
+static struct rt_platform
+platform(const char *program, bool arena_set)
+{
+	return (struct rt_platform){.sigrtmin = 34,
+				    .sigrtmax = 64,
+				    .uid = 1000,
+				    .program = program,
+				    .arena_max_set_by_user = arena_set};
+}
+
+static void
+read_for(const struct env_var *vars, const struct rt_platform *p)
+{
+	memset(&cfg, 0xa5, sizeof(cfg));
+	memset(&diags, 0, sizeof(diags));
+	rt_config_read(&cfg, p, lookup, (void *)vars, collect, &diags);
+}
+
+static void
+read_env(const struct env_var *vars)
+{
+	struct rt_platform p = platform("python3", false);
+	read_for(vars, &p);
+}
+
+static void
+expect_no_diag(void)
+{
+	cr_assert_eq(diags.n, 0, "unexpected diagnostic: %s", diags.n ? diags.lines[0] : "");
+}
+
+static void
+expect_diag(const char *line)
+{
+	cr_assert_eq(diags.n, 1, "want 1 diagnostic, got %zu (%s)", diags.n,
+		     diags.n ? diags.lines[0] : "");
+	cr_assert_str_eq(diags.lines[0], line);
+}
+
+static void
+expect_diags2(const char *first, const char *second)
+{
+	cr_assert_eq(diags.n, 2, "want 2 diagnostics, got %zu", diags.n);
+	cr_assert_str_eq(diags.lines[0], first);
+	cr_assert_str_eq(diags.lines[1], second);
+}
+
+/* Reads ROUNDTRIM_GC_ROUNDS=value alone and checks the diagnostic it gives. */
+static void
+expect_bad_gc_rounds(const char *value, const char *line)
+{
+	read_env(ENV({"ROUNDTRIM_GC_ROUNDS", value}));
+	expect_diag(line);
+	cr_assert_eq(cfg.gc_rounds, 1);
+}
+
+Test(config, defaults)
+{
+	read_env(NULL);
+	expect_no_diag();
+	cr_assert_not(cfg.disabled);
+	cr_assert(cfg.matched);
+	cr_assert_eq(cfg.gc_rounds, 1);
+	cr_assert_not(cfg.cuda_empty_cache);
+	cr_assert_not(cfg.profile);
+	cr_assert(cfg.python);
+	cr_assert_eq(cfg.role, RT_ROLE_NONE);
+	cr_assert_eq(cfg.arena_max, 0);
+	cr_assert_eq(cfg.signal, 34 + 8);
+	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+	cr_assert_str_eq(cfg.log, "");
+	cr_assert_str_eq(cfg.stats, "");
+	cr_assert_str_eq(cfg.match, "*");
+	cr_assert_eq(cfg.jemalloc, RT_JEMALLOC_PURGE);
+	cr_assert_eq(cfg.trim_pad, 0);
+}
+
+Test(config, every_variable_valid)
+{
+	read_env(ENV({"ROUNDTRIM_MATCH", "python*"}, {"ROUNDTRIM_ROLE", "server"},
+		     {"ROUNDTRIM_GC_ROUNDS", "7"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"},
+		     {"ROUNDTRIM_PROFILE", "yes"}, {"ROUNDTRIM_SIGNAL", "USR2"},
+		     {"ROUNDTRIM_FIFO", "/run/rt/%p.fifo"}, {"ROUNDTRIM_LOG", "/var/log/rt-%p.log"},
+		     {"ROUNDTRIM_STATS", "/tmp/rt-%p.jsonl"}, {"ROUNDTRIM_JEMALLOC", "decay"},
+		     {"ROUNDTRIM_TRIM_PAD", "4096"}, {"ROUNDTRIM_PYTHON", "off"},
+		     {"ROUNDTRIM_DISABLE", "0"}));
+	expect_no_diag();
+	cr_assert_not(cfg.disabled);
+	cr_assert(cfg.matched);
+	cr_assert_str_eq(cfg.match, "python*");
+	cr_assert_eq(cfg.role, RT_ROLE_SERVER);
+	cr_assert_eq(cfg.arena_max, 4);
+	cr_assert_eq(cfg.gc_rounds, 7);
+	cr_assert(cfg.cuda_empty_cache);
+	cr_assert(cfg.profile);
+	cr_assert_eq(cfg.signal, 12);
+	cr_assert_str_eq(cfg.fifo, "/run/rt/%p.fifo");
+	cr_assert_str_eq(cfg.log, "/var/log/rt-%p.log");
+	cr_assert_str_eq(cfg.stats, "/tmp/rt-%p.jsonl");
+	cr_assert_eq(cfg.jemalloc, RT_JEMALLOC_DECAY);
+	cr_assert_eq(cfg.trim_pad, 4096);
+	cr_assert_not(cfg.python);
+}
+
+/* ROUNDTRIM_DISABLE */
+
+Test(config, disable_on_words)
+{
+	static const char *const on[] = {"1", "true", "TRUE", "yes", "Yes", "on", "ON"};
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+		/* Nothing else is read: the bad values below must stay silent. */
+		read_env(ENV({"ROUNDTRIM_DISABLE", on[i]}, {"ROUNDTRIM_GC_ROUNDS", "x"},
+			     {"ROUNDTRIM_MATCH", ",,"}));
+		cr_assert(cfg.disabled, "ROUNDTRIM_DISABLE=%s", on[i]);
+		cr_assert_not(cfg.matched);
+		expect_no_diag();
+	}
+}
+
+Test(config, disable_off_words)
+{
+	static const char *const off[] = {"0", "false", "FALSE", "no", "No", "off", "OFF"};
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		read_env(ENV({"ROUNDTRIM_DISABLE", off[i]}));
+		cr_assert_not(cfg.disabled, "ROUNDTRIM_DISABLE=%s", off[i]);
+		cr_assert(cfg.matched);
+		expect_no_diag();
+	}
+}
+
+Test(config, disable_bad_value_fails_safe)
+{
+	read_env(ENV({"ROUNDTRIM_DISABLE", "maybe"}, {"ROUNDTRIM_GC_ROUNDS", "x"}));
+	cr_assert(cfg.disabled);
+	cr_assert_not(cfg.matched);
+	expect_diag("roundtrim: ROUNDTRIM_DISABLE=\"maybe\" is not a valid value; using on");
+}
+
+Test(config, disable_empty_fails_safe)
+{
+	read_env(ENV({"ROUNDTRIM_DISABLE", ""}));
+	cr_assert(cfg.disabled);
+	expect_diag("roundtrim: ROUNDTRIM_DISABLE=\"\" is empty; using on");
+}
+
+/* ROUNDTRIM_MATCH */
+
+Test(config, match_lists)
+{
+	read_env(ENV({"ROUNDTRIM_MATCH", "torchrun,python3"}));
+	cr_assert(cfg.matched);
+	cr_assert_str_eq(cfg.match, "torchrun,python3");
+	read_env(ENV({"ROUNDTRIM_MATCH", "py[tx]hon?"}));
+	cr_assert(cfg.matched);
+	read_env(ENV({"ROUNDTRIM_MATCH", "python"}));
+	cr_assert_not(cfg.matched);
+	expect_no_diag();
+}
+
+Test(config, not_matched_is_silent)
+{
+	struct rt_platform p = platform("sleep", false);
+	read_for(ENV({"ROUNDTRIM_MATCH", "python*,torchrun"}, {"ROUNDTRIM_ROLE", "bogus"},
+		     {"ROUNDTRIM_GC_ROUNDS", "-3"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "maybe"},
+		     {"ROUNDTRIM_PROFILE", "maybe"}, {"ROUNDTRIM_SIGNAL", "KILL"},
+		     {"ROUNDTRIM_FIFO", "relative"}, {"ROUNDTRIM_LOG", "relative"},
+		     {"ROUNDTRIM_STATS", "relative"}, {"ROUNDTRIM_JEMALLOC", "x"},
+		     {"ROUNDTRIM_TRIM_PAD", "x"}, {"ROUNDTRIM_PYTHON", "x"}),
+		 &p);
+	cr_assert_not(cfg.matched);
+	cr_assert_not(cfg.disabled);
+	expect_no_diag();
+}
+
+Test(config, match_empty)
+{
+	read_env(ENV({"ROUNDTRIM_MATCH", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_MATCH=\"\" is empty; using *");
+	cr_assert_str_eq(cfg.match, "*");
+	cr_assert(cfg.matched);
+}
+
+Test(config, match_empty_elements)
+{
+	static const char *const bad[] = {",python3", "python3,", "sleep,,python3", ","};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[256];
+		snprintf(want, sizeof(want),
+			 "roundtrim: ROUNDTRIM_MATCH=\"%s\" is a list with an empty pattern; "
+			 "using *",
+			 bad[i]);
+		read_env(ENV({"ROUNDTRIM_MATCH", bad[i]}));
+		expect_diag(want);
+		cr_assert_str_eq(cfg.match, "*");
+		cr_assert(cfg.matched);
+	}
+}
+
+Test(config, match_too_long)
+{
+	char value[RT_CONFIG_MATCH_MAX + 1];
+	memset(value, 'a', sizeof(value) - 1);
+	value[sizeof(value) - 1] = '\0';
+	read_env(ENV({"ROUNDTRIM_MATCH", value}));
+	char want[256];
+	snprintf(want, sizeof(want), "roundtrim: ROUNDTRIM_MATCH=\"%.64s...\" is too long; using *",
+		 value);
+	expect_diag(want);
+	cr_assert_str_eq(cfg.match, "*");
+}
+
+Test(config_match, globs)
+{
+	cr_assert(rt_config_match("*", "python3"));
+	cr_assert(rt_config_match("*", ""));
+	cr_assert(rt_config_match("python3", "python3"));
+	cr_assert_not(rt_config_match("python", "python3"));
+	cr_assert(rt_config_match("python*", "python3.11"));
+	cr_assert(rt_config_match("sleep,python*", "python3"));
+	cr_assert(rt_config_match("python*,sleep", "sleep"));
+	cr_assert_not(rt_config_match("python*,sleep", "bash"));
+	cr_assert(rt_config_match("?ash", "bash"));
+	cr_assert(rt_config_match("[bd]ash", "dash"));
+	cr_assert_not(rt_config_match("[bd]ash", "zsh"));
+}
+
+Test(config_match, empty_patterns_match_nothing)
+{
+	cr_assert_not(rt_config_match("", ""));
+	cr_assert_not(rt_config_match(",", ""));
+	cr_assert(rt_config_match(",,bash", "bash"));
+	cr_assert_not(rt_config_match("bash", NULL));
+	cr_assert(rt_config_match("*", NULL));
+}
+
+/* ROUNDTRIM_ROLE */
+
+Test(config, role_client)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.role, RT_ROLE_CLIENT);
+	cr_assert_eq(cfg.gc_rounds, 1);
+	cr_assert_eq(cfg.arena_max, 2);
+}
+
+Test(config, role_server_any_case)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "SeRvEr"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.role, RT_ROLE_SERVER);
+	cr_assert_eq(cfg.gc_rounds, 5);
+	cr_assert_eq(cfg.arena_max, 4);
+}
+
+Test(config, role_arena_max_set_by_user)
+{
+	static const char *const roles[] = {"client", "server"};
+	for (size_t i = 0; i < 2; i++) {
+		struct rt_platform p = platform("python3", true);
+		read_for(ENV({"ROUNDTRIM_ROLE", roles[i]}), &p);
+		cr_assert_eq(cfg.arena_max, 0, "role %s", roles[i]);
+		cr_assert_eq(cfg.role, i == 0 ? RT_ROLE_CLIENT : RT_ROLE_SERVER);
+	}
+}
+
+Test(config, role_bad)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "worker"}));
+	expect_diag("roundtrim: ROUNDTRIM_ROLE=\"worker\" is not a valid value; using no role");
+	cr_assert_eq(cfg.role, RT_ROLE_NONE);
+	cr_assert_eq(cfg.arena_max, 0);
+	cr_assert_eq(cfg.gc_rounds, 1);
+}
+
+Test(config, role_empty)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_ROLE=\"\" is empty; using no role");
+	cr_assert_eq(cfg.role, RT_ROLE_NONE);
+}
+
+Test(role_name, names)
+{
+	cr_assert_str_eq(rt_role_name(RT_ROLE_NONE), "none");
+	cr_assert_str_eq(rt_role_name(RT_ROLE_CLIENT), "client");
+	cr_assert_str_eq(rt_role_name(RT_ROLE_SERVER), "server");
+}
+
+/* gc_rounds */
+
+Test(config, gc_rounds_valid)
+{
+	static const struct {
+		const char *text;
+		uint32_t value;
+	} cases[] = {{"0", 0}, {"3", 3}, {"0012", 12}, {"1000000000", 1000000000}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		read_env(ENV({"ROUNDTRIM_GC_ROUNDS", cases[i].text}));
+		expect_no_diag();
+		cr_assert_eq(cfg.gc_rounds, cases[i].value, "%s", cases[i].text);
+	}
+}
+
+Test(config, gc_rounds_negative)
+{
+	expect_bad_gc_rounds("-3", "roundtrim: ROUNDTRIM_GC_ROUNDS=\"-3\" is negative; using 1");
+}
+
+Test(config, gc_rounds_overflow)
+{
+	expect_bad_gc_rounds("1000000001",
+			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"1000000001\" is too large; using 1");
+	expect_bad_gc_rounds(
+		"18446744073709551617",
+		"roundtrim: ROUNDTRIM_GC_ROUNDS=\"18446744073709551617\" is too large; using 1");
+}
+
+Test(config, gc_rounds_garbage)
+{
+	expect_bad_gc_rounds("abc",
+			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"abc\" is not a valid value; using 1");
+	expect_bad_gc_rounds(" 3",
+			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\" 3\" is not a valid value; using 1");
+	expect_bad_gc_rounds("+3",
+			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"+3\" is not a valid value; using 1");
+	expect_bad_gc_rounds("0x10",
+			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"0x10\" is not a valid value; using 1");
+}
+
+Test(config, gc_rounds_empty)
+{
+	expect_bad_gc_rounds("", "roundtrim: ROUNDTRIM_GC_ROUNDS=\"\" is empty; using 1");
+}
+
+Test(config, gc_rounds_bad_uses_role_default)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "server"}, {"ROUNDTRIM_GC_ROUNDS", "x"}));
+	expect_diag("roundtrim: ROUNDTRIM_GC_ROUNDS=\"x\" is not a valid value; using 5");
+	cr_assert_eq(cfg.gc_rounds, 5);
+}
+
+Test(config, gc_rounds_nvflare_alone)
+{
+	read_env(ENV({"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "4"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.gc_rounds, 4);
+}
+
+Test(config, gc_rounds_roundtrim_wins)
+{
+	read_env(ENV({"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "4"}, {"ROUNDTRIM_GC_ROUNDS", "3"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.gc_rounds, 3);
+}
+
+Test(config, gc_rounds_roundtrim_valid_ignores_bad_nvflare)
+{
+	read_env(ENV({"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "-1"}, {"ROUNDTRIM_GC_ROUNDS", "3"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.gc_rounds, 3);
+}
+
+Test(config, gc_rounds_bad_roundtrim_falls_back_to_nvflare)
+{
+	read_env(ENV({"ROUNDTRIM_GC_ROUNDS", "-3"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "4"}));
+	expect_diag("roundtrim: ROUNDTRIM_GC_ROUNDS=\"-3\" is negative; using "
+		    "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=4");
+	cr_assert_eq(cfg.gc_rounds, 4);
+}
+
+Test(config, gc_rounds_bad_nvflare_alone)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "server"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "lots"}));
+	expect_diag("roundtrim: NVFLARE_CLIENT_MEMORY_GC_ROUNDS=\"lots\" is not a valid value; "
+		    "using 5");
+	cr_assert_eq(cfg.gc_rounds, 5);
+}
+
+Test(config, gc_rounds_both_bad)
+{
+	read_env(ENV({"ROUNDTRIM_GC_ROUNDS", "x"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", ""}));
+	expect_diags2("roundtrim: ROUNDTRIM_GC_ROUNDS=\"x\" is not a valid value; using 1",
+		      "roundtrim: NVFLARE_CLIENT_MEMORY_GC_ROUNDS=\"\" is empty; using 1");
+	cr_assert_eq(cfg.gc_rounds, 1);
+}
+
+/* cuda_empty_cache */
+
+Test(config, cuda_empty_cache_values)
+{
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "TRUE"}));
+	expect_no_diag();
+	cr_assert(cfg.cuda_empty_cache);
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "false"}));
+	expect_no_diag();
+	cr_assert_not(cfg.cuda_empty_cache);
+	read_env(ENV({"NVFLARE_CUDA_EMPTY_CACHE", "True"}));
+	expect_no_diag();
+	cr_assert(cfg.cuda_empty_cache);
+}
+
+Test(config, cuda_empty_cache_only_true_false)
+{
+	/* NVFlare accepts only true and false here; 1 is not a spelling of true. */
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "1"}));
+	expect_diag("roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"1\" is not a valid value; using false");
+	cr_assert_not(cfg.cuda_empty_cache);
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"\" is empty; using false");
+}
+
+Test(config, cuda_empty_cache_precedence)
+{
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "false"}, {"NVFLARE_CUDA_EMPTY_CACHE", "true"}));
+	expect_no_diag();
+	cr_assert_not(cfg.cuda_empty_cache);
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"}, {"NVFLARE_CUDA_EMPTY_CACHE", "false"}));
+	expect_no_diag();
+	cr_assert(cfg.cuda_empty_cache);
+}
+
+Test(config, cuda_empty_cache_falls_back_to_nvflare)
+{
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "yes"}, {"NVFLARE_CUDA_EMPTY_CACHE", "true"}));
+	expect_diag("roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"yes\" is not a valid value; using "
+		    "NVFLARE_CUDA_EMPTY_CACHE=true");
+	cr_assert(cfg.cuda_empty_cache);
+}
+
+Test(config, cuda_empty_cache_bad_nvflare_alone)
+{
+	read_env(ENV({"NVFLARE_CUDA_EMPTY_CACHE", "on"}));
+	expect_diag("roundtrim: NVFLARE_CUDA_EMPTY_CACHE=\"on\" is not a valid value; using false");
+	cr_assert_not(cfg.cuda_empty_cache);
+}
+
+/* profile */
+
+Test(config, profile_values)
+{
+	static const char *const on[] = {"1", "true", "YES"};
+	static const char *const off[] = {"0", "False", "no"};
+	for (size_t i = 0; i < 3; i++) {
+		read_env(ENV({"ROUNDTRIM_PROFILE", on[i]}));
+		expect_no_diag();
+		cr_assert(cfg.profile, "%s", on[i]);
+		read_env(ENV({"NVFLARE_CLIENT_MEMORY_PROFILE", on[i]}));
+		expect_no_diag();
+		cr_assert(cfg.profile, "%s", on[i]);
+		read_env(ENV({"ROUNDTRIM_PROFILE", off[i]}));
+		expect_no_diag();
+		cr_assert_not(cfg.profile, "%s", off[i]);
+	}
+}
+
+Test(config, profile_bad)
+{
+	/* NVFlare's rule has no "on". */
+	read_env(ENV({"ROUNDTRIM_PROFILE", "on"}));
+	expect_diag("roundtrim: ROUNDTRIM_PROFILE=\"on\" is not a valid value; using false");
+	cr_assert_not(cfg.profile);
+	read_env(ENV({"ROUNDTRIM_PROFILE", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_PROFILE=\"\" is empty; using false");
+}
+
+Test(config, profile_precedence)
+{
+	read_env(ENV({"ROUNDTRIM_PROFILE", "0"}, {"NVFLARE_CLIENT_MEMORY_PROFILE", "1"}));
+	expect_no_diag();
+	cr_assert_not(cfg.profile);
+	read_env(ENV({"ROUNDTRIM_PROFILE", "1"}, {"NVFLARE_CLIENT_MEMORY_PROFILE", "0"}));
+	expect_no_diag();
+	cr_assert(cfg.profile);
+}
+
+Test(config, profile_falls_back_to_nvflare)
+{
+	read_env(ENV({"ROUNDTRIM_PROFILE", "2"}, {"NVFLARE_CLIENT_MEMORY_PROFILE", "Yes"}));
+	expect_diag("roundtrim: ROUNDTRIM_PROFILE=\"2\" is not a valid value; using "
+		    "NVFLARE_CLIENT_MEMORY_PROFILE=Yes");
+	cr_assert(cfg.profile);
+}
+
+/* ROUNDTRIM_SIGNAL */
+
+Test(config, signal_values)
+{
+	static const struct {
+		const char *text;
+		int sig;
+	} cases[] = {{"USR1", 10},   {"SIGUSR2", 12}, {"rtmin+3", 37}, {"SIGRTMAX-1", 63},
+		     {"40", 40},     {"none", 0},     {"NONE", 0},     {"SIGRTMIN", 34}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		read_env(ENV({"ROUNDTRIM_SIGNAL", cases[i].text}));
+		expect_no_diag();
+		cr_assert_eq(cfg.signal, cases[i].sig, "%s", cases[i].text);
+	}
+}
+
+Test(config, signal_default_follows_platform)
+{
+	struct rt_platform p = platform("python3", false);
+	p.sigrtmin = 35;
+	read_for(NULL, &p);
+	cr_assert_eq(cfg.signal, 43);
+}
+
+Test(config, signal_bad)
+{
+	static const struct {
+		const char *text;
+		const char *line;
+	} cases[] = {
+		{"KILL", "roundtrim: ROUNDTRIM_SIGNAL=\"KILL\" is a signal reserved for the system; "
+			 "using SIGRTMIN+8"},
+		{"33", "roundtrim: ROUNDTRIM_SIGNAL=\"33\" is a signal reserved for the system; "
+		       "using SIGRTMIN+8"},
+		{"RTMIN+31", "roundtrim: ROUNDTRIM_SIGNAL=\"RTMIN+31\" is too large; using SIGRTMIN+8"},
+		{"65", "roundtrim: ROUNDTRIM_SIGNAL=\"65\" is too large; using SIGRTMIN+8"},
+		{"-5", "roundtrim: ROUNDTRIM_SIGNAL=\"-5\" is negative; using SIGRTMIN+8"},
+		{"wat", "roundtrim: ROUNDTRIM_SIGNAL=\"wat\" is not a valid value; using SIGRTMIN+8"},
+		{"", "roundtrim: ROUNDTRIM_SIGNAL=\"\" is empty; using SIGRTMIN+8"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		read_env(ENV({"ROUNDTRIM_SIGNAL", cases[i].text}));
+		expect_diag(cases[i].line);
+		cr_assert_eq(cfg.signal, 42, "%s", cases[i].text);
+	}
+}
+
+/* ROUNDTRIM_FIFO */
+
+Test(config, fifo_default_xdg)
+{
+	read_env(ENV({"XDG_RUNTIME_DIR", "/run/user/1000"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "/run/user/1000/roundtrim/%p.fifo");
+}
+
+Test(config, fifo_default_relative_xdg)
+{
+	read_env(ENV({"XDG_RUNTIME_DIR", "run/user"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+}
+
+Test(config, fifo_default_xdg_too_long)
+{
+	char xdg[RT_CONFIG_PATH_MAX];
+	memset(xdg, 'x', sizeof(xdg) - 1);
+	xdg[0] = '/';
+	xdg[sizeof(xdg) - 1] = '\0';
+	read_env(ENV({"XDG_RUNTIME_DIR", xdg}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+}
+
+Test(config, fifo_values)
+{
+	read_env(ENV({"ROUNDTRIM_FIFO", "none"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "");
+	read_env(ENV({"ROUNDTRIM_FIFO", "/srv/rt/%p-%%.fifo"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "/srv/rt/%p-%%.fifo");
+	read_env(ENV({"ROUNDTRIM_FIFO", "/srv/rt/shared.fifo"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "/srv/rt/shared.fifo");
+}
+
+Test(config, fifo_bad)
+{
+	read_env(ENV({"ROUNDTRIM_FIFO", "rt.fifo"}, {"XDG_RUNTIME_DIR", "/run/user/1000"}));
+	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"rt.fifo\" is not an absolute path; using the "
+		    "default /run/user/1000/roundtrim/%p.fifo");
+	cr_assert_str_eq(cfg.fifo, "/run/user/1000/roundtrim/%p.fifo");
+	read_env(ENV({"ROUNDTRIM_FIFO", "/tmp/%d.fifo"}));
+	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"/tmp/%d.fifo\" is not a valid template ('%' must "
+		    "start %p or %%); using the default /tmp/roundtrim-1000/%p.fifo");
+	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+	read_env(ENV({"ROUNDTRIM_FIFO", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"\" is empty; using the default "
+		    "/tmp/roundtrim-1000/%p.fifo");
+}
+
+Test(config, fifo_must_expand_for_any_pid)
+{
+	/* 508 bytes fit the buffer, but "%p" becomes up to 7 digits. */
+	char value[509];
+	memset(value, 'a', sizeof(value) - 1);
+	value[0] = '/';
+	memcpy(value + sizeof(value) - 3, "%p", 3);
+	cr_assert_eq(strlen(value), 508);
+	read_env(ENV({"ROUNDTRIM_FIFO", value}));
+	char want[256];
+	snprintf(want, sizeof(want),
+		 "roundtrim: ROUNDTRIM_FIFO=\"%.64s...\" is too long; using the default "
+		 "/tmp/roundtrim-1000/%%p.fifo",
+		 value);
+	expect_diag(want);
+	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+
+	/* Four bytes shorter it fits: 502 + 7 digits < 512. */
+	value[504] = '\0';
+	memcpy(value + 502, "%p", 3);
+	read_env(ENV({"ROUNDTRIM_FIFO", value}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, value);
+}
+
+/* ROUNDTRIM_LOG and ROUNDTRIM_STATS */
+
+Test(config, log_values)
+{
+	read_env(ENV({"ROUNDTRIM_LOG", "stderr"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.log, "");
+	read_env(ENV({"ROUNDTRIM_LOG", "STDERR"}));
+	cr_assert_str_eq(cfg.log, "");
+	read_env(ENV({"ROUNDTRIM_LOG", "/var/log/rt.log"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.log, "/var/log/rt.log");
+}
+
+Test(config, log_bad)
+{
+	read_env(ENV({"ROUNDTRIM_LOG", "rt.log"}));
+	expect_diag("roundtrim: ROUNDTRIM_LOG=\"rt.log\" is not an absolute path; using stderr");
+	cr_assert_str_eq(cfg.log, "");
+	read_env(ENV({"ROUNDTRIM_LOG", "/var/log/%"}));
+	expect_diag("roundtrim: ROUNDTRIM_LOG=\"/var/log/%\" is not a valid template ('%' must "
+		    "start %p or %%); using stderr");
+	read_env(ENV({"ROUNDTRIM_LOG", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_LOG=\"\" is empty; using stderr");
+}
+
+Test(config, stats_values)
+{
+	read_env(ENV({"ROUNDTRIM_STATS", "none"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.stats, "");
+	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/rt-%p.jsonl"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.stats, "/tmp/rt-%p.jsonl");
+}
+
+Test(config, stats_bad)
+{
+	read_env(ENV({"ROUNDTRIM_STATS", "stats.jsonl"}));
+	expect_diag("roundtrim: ROUNDTRIM_STATS=\"stats.jsonl\" is not an absolute path; using no "
+		    "stats file");
+	cr_assert_str_eq(cfg.stats, "");
+	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/%s"}));
+	expect_diag("roundtrim: ROUNDTRIM_STATS=\"/tmp/%s\" is not a valid template ('%' must "
+		    "start %p or %%); using no stats file");
+}
+
+/* ROUNDTRIM_JEMALLOC */
+
+Test(config, jemalloc_values)
+{
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", "DECAY"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.jemalloc, RT_JEMALLOC_DECAY);
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", "purge"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.jemalloc, RT_JEMALLOC_PURGE);
+}
+
+Test(config, jemalloc_bad)
+{
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", "both"}));
+	expect_diag("roundtrim: ROUNDTRIM_JEMALLOC=\"both\" is not a valid value; using purge");
+	cr_assert_eq(cfg.jemalloc, RT_JEMALLOC_PURGE);
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_JEMALLOC=\"\" is empty; using purge");
+}
+
+/* ROUNDTRIM_TRIM_PAD */
+
+Test(config, trim_pad_values)
+{
+	read_env(ENV({"ROUNDTRIM_TRIM_PAD", "1099511627776"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.trim_pad, 1ULL << 40);
+	read_env(ENV({"ROUNDTRIM_TRIM_PAD", "0"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.trim_pad, 0);
+}
+
+Test(config, trim_pad_bad)
+{
+	static const struct {
+		const char *text;
+		const char *line;
+	} cases[] = {
+		{"1099511627777",
+		 "roundtrim: ROUNDTRIM_TRIM_PAD=\"1099511627777\" is too large; using 0"},
+		{"-1", "roundtrim: ROUNDTRIM_TRIM_PAD=\"-1\" is negative; using 0"},
+		{"1k", "roundtrim: ROUNDTRIM_TRIM_PAD=\"1k\" is not a valid value; using 0"},
+		{"", "roundtrim: ROUNDTRIM_TRIM_PAD=\"\" is empty; using 0"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		read_env(ENV({"ROUNDTRIM_TRIM_PAD", cases[i].text}));
+		expect_diag(cases[i].line);
+		cr_assert_eq(cfg.trim_pad, 0);
+	}
+}
+
+/* ROUNDTRIM_PYTHON */
+
+Test(config, python_values)
+{
+	static const char *const on[] = {"1", "TRUE", "yes", "on"};
+	static const char *const off[] = {"0", "false", "NO", "Off"};
+	for (size_t i = 0; i < 4; i++) {
+		read_env(ENV({"ROUNDTRIM_PYTHON", off[i]}));
+		expect_no_diag();
+		cr_assert_not(cfg.python, "%s", off[i]);
+		read_env(ENV({"ROUNDTRIM_PYTHON", on[i]}));
+		expect_no_diag();
+		cr_assert(cfg.python, "%s", on[i]);
+	}
+}
+
+Test(config, python_bad)
+{
+	read_env(ENV({"ROUNDTRIM_PYTHON", "maybe"}));
+	expect_diag("roundtrim: ROUNDTRIM_PYTHON=\"maybe\" is not a valid value; using on");
+	cr_assert(cfg.python);
+	read_env(ENV({"ROUNDTRIM_PYTHON", ""}));
+	expect_diag("roundtrim: ROUNDTRIM_PYTHON=\"\" is empty; using on");
+	cr_assert(cfg.python);
+}
+
+/* Diagnostics in general */
+
+Test(config, one_diagnostic_per_bad_variable)
+{
+	static const char *const names[] = {
+		"ROUNDTRIM_ROLE",    "ROUNDTRIM_GC_ROUNDS", "ROUNDTRIM_CUDA_EMPTY_CACHE",
+		"ROUNDTRIM_PROFILE", "ROUNDTRIM_SIGNAL",    "ROUNDTRIM_FIFO",
+		"ROUNDTRIM_LOG",     "ROUNDTRIM_STATS",	    "ROUNDTRIM_JEMALLOC",
+		"ROUNDTRIM_TRIM_PAD", "ROUNDTRIM_PYTHON"};
+	read_env(ENV({"ROUNDTRIM_ROLE", "bad-0"}, {"ROUNDTRIM_GC_ROUNDS", "bad-1"},
+		     {"ROUNDTRIM_CUDA_EMPTY_CACHE", "bad-2"}, {"ROUNDTRIM_PROFILE", "bad-3"},
+		     {"ROUNDTRIM_SIGNAL", "bad-4"}, {"ROUNDTRIM_FIFO", "bad-5"},
+		     {"ROUNDTRIM_LOG", "bad-6"}, {"ROUNDTRIM_STATS", "bad-7"},
+		     {"ROUNDTRIM_JEMALLOC", "bad-8"}, {"ROUNDTRIM_TRIM_PAD", "bad-9"},
+		     {"ROUNDTRIM_PYTHON", "bad-10"}));
+	size_t n = sizeof(names) / sizeof(names[0]);
+	cr_assert_eq(diags.n, n);
+	for (size_t i = 0; i < n; i++) {
+		char prefix[64];
+		snprintf(prefix, sizeof(prefix), "roundtrim: %s=\"bad-%zu\" is ", names[i], i);
+		cr_assert_eq(strncmp(diags.lines[i], prefix, strlen(prefix)), 0, "%s", diags.lines[i]);
+		cr_assert_not_null(strstr(diags.lines[i], "; using "), "%s", diags.lines[i]);
+	}
+}
+
+Test(config, diagnostic_escapes_value)
+{
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", "a\"b\\c\n\x01\x7f\xff"}));
+	expect_diag("roundtrim: ROUNDTRIM_JEMALLOC=\"a\\\"b\\\\c\\x0a\\x01\\x7f\\xff\" is not a valid "
+		    "value; using purge");
+}
+
+Test(config, diagnostic_truncates_long_value)
+{
+	char value[100000];
+	memset(value, 'x', sizeof(value) - 1);
+	value[sizeof(value) - 1] = '\0';
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", value}));
+	char want[256];
+	snprintf(want, sizeof(want), "roundtrim: ROUNDTRIM_JEMALLOC=\"%.64s...\" is not a valid "
+				     "value; using purge", value);
+	expect_diag(want);
+}
+
+Test(config, diagnostic_does_not_truncate_64_bytes)
+{
+	char value[65];
+	memset(value, 'y', 64);
+	value[64] = '\0';
+	read_env(ENV({"ROUNDTRIM_JEMALLOC", value}));
+	char want[256];
+	snprintf(want, sizeof(want),
+		 "roundtrim: ROUNDTRIM_JEMALLOC=\"%s\" is not a valid value; using purge", value);
+	expect_diag(want);
+}
+
+Test(config, diagnostic_worst_case_is_whole)
+{
+	/* 64 bytes that each need four characters, and a long default FIFO path. */
+	char value[200], xdg[400];
+	memset(value, '\x01', sizeof(value) - 1);
+	value[sizeof(value) - 1] = '\0';
+	memset(xdg, 'd', sizeof(xdg) - 1);
+	xdg[0] = '/';
+	xdg[sizeof(xdg) - 1] = '\0';
+	read_env(ENV({"ROUNDTRIM_FIFO", value}, {"XDG_RUNTIME_DIR", xdg}));
+	cr_assert_eq(diags.n, 1);
+	const char *line = diags.lines[0];
+	cr_assert_not_null(strstr(line, "\\x01\\x01...\" is not an absolute path; using the default "
+					"/ddd"));
+	size_t len = strlen(line);
+	cr_assert_str_eq(line + len - strlen("ddd/roundtrim/%p.fifo"), "ddd/roundtrim/%p.fifo");
+	cr_assert_eq(strlen(strchr(line, '"')), 1 + 64 * 4 + 3 + strlen("\" is not an absolute path; "
+								    "using the default ") +
+							   strlen(cfg.fifo));
+}

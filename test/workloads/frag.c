@@ -1,0 +1,191 @@
+/* frag: the fragmenting round workload. Each round, every thread of a persistent pool allocates
+ * its share of the churn in blocks of random sizes, touches them, and frees all but one in K,
+ * interleaved, so that long-lived survivors pin the pages around them. A round's survivors are
+ * freed during the next round, after its allocations. After each round the program prints
+ *   round R live_kib=L rss_kib=S
+ * and, with --wait, reads one line from stdin before the next round (EOF ends the program).
+ * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does. */
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct frag_opts {
+	int threads;
+	long mib;
+	int rounds;
+	int keep_one_in;
+	size_t min_size;
+	size_t max_size;
+	int wait;
+	int self_trim;
+};
+
+struct frag_thread {
+	pthread_t thread;
+	int index;
+	uint64_t rng;
+	void **survivors;
+	size_t *survivor_sizes;
+	size_t nsurvivors;
+	size_t survivors_cap;
+	size_t live;
+};
+
+static struct frag_opts opts = {2, 256, 5, 10, 4096, 120 * 1024, 0, 0};
+static pthread_barrier_t start_barrier, done_barrier;
+static struct frag_thread *pool;
+
+static uint64_t
+frag_next(uint64_t *s)
+{
+	/* xorshift64*: deterministic per thread, so runs with and without roundtrim match. */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+/* Log-uniform sizes: many small blocks, most bytes in larger ones, as in a real heap. */
+static size_t
+frag_size(uint64_t *rng)
+{
+	double lo = (double)opts.min_size, hi = (double)opts.max_size;
+	double u = (double)(frag_next(rng) >> 11) / (double)(1ull << 53);
+	return (size_t)(lo * exp(u * log(hi / lo)));
+}
+
+static void
+frag_round(struct frag_thread *t)
+{
+	size_t budget = (size_t)opts.mib * 1024 * 1024 / (size_t)opts.threads;
+	size_t old_count = t->nsurvivors;
+	void **old = t->survivors;
+	size_t *old_sizes = t->survivor_sizes;
+	size_t cap = 1024, count = 0, nkept = 0;
+	void **blocks = malloc(cap * sizeof(*blocks));
+	size_t *sizes = malloc(cap * sizeof(*sizes));
+	for (size_t used = 0; used < budget;) {
+		if (count == cap) {
+			cap *= 2;
+			blocks = realloc(blocks, cap * sizeof(*blocks));
+			sizes = realloc(sizes, cap * sizeof(*sizes));
+		}
+		size_t size = frag_size(&t->rng);
+		blocks[count] = malloc(size);
+		memset(blocks[count], (int)count, size);
+		sizes[count++] = size;
+		used += size;
+	}
+	/* The previous round's survivors go only now, after this round's allocations. */
+	for (size_t i = 0; i < old_count; i++)
+		free(old[i]);
+	free(old);
+	free(old_sizes);
+	t->live = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (i % (size_t)opts.keep_one_in == 0) {
+			blocks[nkept] = blocks[i];
+			sizes[nkept++] = sizes[i];
+			t->live += sizes[i];
+		} else {
+			free(blocks[i]);
+		}
+	}
+	t->survivors = realloc(blocks, (nkept ? nkept : 1) * sizeof(*blocks));
+	t->survivor_sizes = realloc(sizes, (nkept ? nkept : 1) * sizeof(*sizes));
+	t->nsurvivors = nkept;
+}
+
+static void *
+frag_worker(void *arg)
+{
+	struct frag_thread *t = arg;
+	for (;;) {
+		pthread_barrier_wait(&start_barrier);
+		frag_round(t);
+		pthread_barrier_wait(&done_barrier);
+	}
+	return NULL;
+}
+
+static long
+frag_rss_kib(void)
+{
+	long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * sysconf(_SC_PAGESIZE) / 1024;
+}
+
+static int
+frag_usage(void)
+{
+	fprintf(stderr, "usage: frag [--threads T] [--mib M] [--rounds R] [--keep-one-in K] "
+			"[--min BYTES] [--max BYTES] [--wait] [--self-trim]\n");
+	return 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--wait"))
+			opts.wait = 1;
+		else if (!strcmp(a, "--self-trim"))
+			opts.self_trim = 1;
+		else if (!v)
+			return frag_usage();
+		else if (!strcmp(a, "--threads"))
+			opts.threads = atoi(v), i++;
+		else if (!strcmp(a, "--mib"))
+			opts.mib = atol(v), i++;
+		else if (!strcmp(a, "--rounds"))
+			opts.rounds = atoi(v), i++;
+		else if (!strcmp(a, "--keep-one-in"))
+			opts.keep_one_in = atoi(v), i++;
+		else if (!strcmp(a, "--min"))
+			opts.min_size = (size_t)atol(v), i++;
+		else if (!strcmp(a, "--max"))
+			opts.max_size = (size_t)atol(v), i++;
+		else
+			return frag_usage();
+	}
+	if (opts.threads < 1 || opts.mib < 1 || opts.keep_one_in < 1 || opts.min_size < 1 ||
+	    opts.max_size < opts.min_size)
+		return frag_usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	pool = calloc((size_t)opts.threads, sizeof(*pool));
+	pthread_barrier_init(&start_barrier, NULL, (unsigned)opts.threads + 1);
+	pthread_barrier_init(&done_barrier, NULL, (unsigned)opts.threads + 1);
+	for (int i = 0; i < opts.threads; i++) {
+		pool[i].index = i;
+		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		pthread_create(&pool[i].thread, NULL, frag_worker, &pool[i]);
+	}
+	char line[64];
+	for (int r = 1; opts.rounds == 0 || r <= opts.rounds; r++) {
+		pthread_barrier_wait(&start_barrier);
+		pthread_barrier_wait(&done_barrier);
+		if (opts.self_trim)
+			malloc_trim(0);
+		size_t live = 0;
+		for (int i = 0; i < opts.threads; i++)
+			live += pool[i].live;
+		printf("round %d live_kib=%zu rss_kib=%ld\n", r, live / 1024, frag_rss_kib());
+		if (opts.wait && !fgets(line, sizeof(line), stdin))
+			break;
+	}
+	/* The pool threads block in the barrier; exit ends them. */
+	return 0;
+}
