@@ -13,7 +13,7 @@
 
 #define RT_EXEC_CALL(call)                                                                         \
 	do {                                                                                       \
-		sigset_t rt_saved;                                                                 \
+		struct rt_signal_exec_state rt_saved;                                              \
 		rt_signal_exec_enter(&rt_saved);                                                   \
 		int rt_ret = (call);                                                               \
 		rt_signal_exec_leave(&rt_saved);                                                   \
@@ -171,7 +171,7 @@ system(const char *command)
 RT_EXPORT FILE *
 popen(const char *command, const char *mode)
 {
-	sigset_t saved;
+	struct rt_signal_exec_state saved;
 	rt_signal_exec_enter(&saved);
 	FILE *f = rt_real.popen ? rt_real.popen(command, mode) : NULL;
 	rt_signal_exec_leave(&saved);

@@ -4,6 +4,10 @@
 #include "rt_shim.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -31,12 +35,50 @@ rt_heap_symbol_in(const char *name, const void *base)
 	return sym;
 }
 
+/* Whether sym is a real definition, not an executable's canonical PLT entry: an executable
+ * that takes malloc's address (CPython does) exports an undefined "malloc" with a value, and
+ * dlsym(RTLD_DEFAULT) returns that stub. */
+static bool
+rt_heap_defined(void *sym)
+{
+	Dl_info info;
+	const ElfW(Sym) *entry = NULL;
+	return sym && dladdr1(sym, &info, (void **)&entry, RTLD_DL_SYMENT) && entry &&
+	       entry->st_shndx != SHN_UNDEF;
+}
+
+/* dl_iterate_phdr visits objects in load order, which is the global lookup order: the first
+ * object after the executable that defines malloc is the one the executable's stub jumps to. */
+static int
+rt_heap_first_definer(struct dl_phdr_info *obj, size_t size, void *ctx)
+{
+	(void)size;
+	void **winner = ctx;
+	if (!obj->dlpi_name || !obj->dlpi_name[0])
+		return 0; /* the executable itself, or the vDSO */
+	void *handle = dlopen(obj->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!handle)
+		return 0;
+	void *sym = dlsym(handle, "malloc");
+	dlclose(handle);
+	Dl_info info;
+	if (!rt_heap_defined(sym) || !dladdr(sym, &info) ||
+	    (uintptr_t)info.dli_fbase != (uintptr_t)obj->dlpi_addr)
+		return 0;
+	*winner = sym;
+	return 1;
+}
+
 enum rt_allocator_kind
 rt_heap_detect(void)
 {
 	/* The malloc that wins: ours when we come first in the lookup order (then the next one
 	 * serves), someone else's when a preloaded allocator precedes us. */
 	void *winner = dlsym(RTLD_DEFAULT, "malloc");
+	if (!rt_heap_defined(winner)) {
+		winner = NULL;
+		dl_iterate_phdr(rt_heap_first_definer, &winner);
+	}
 	if (winner == (void *)rt_malloc_self)
 		winner = (void *)rt_real.malloc;
 	Dl_info info;

@@ -81,6 +81,7 @@ rt_main_init(void)
 	/* Before main, so that every application thread inherits the blocked signal. */
 	if (cfg->signal)
 		rt_signal_setup(cfg->signal, -1);
+	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim.active = rt_worker_start();
 }

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int rt_sig;		  /* 0 when the signal trigger is off */
@@ -14,6 +15,10 @@ static bool rt_sig_was_blocked;	  /* blocked before we came: leave it blocked fo
 static int rt_sig_fd = -1;
 static atomic_int rt_sig_wake_fd = -1;
 static atomic_uint_fast64_t rt_sig_fallback_rounds;
+static unsigned rt_sig_internal_ignored; /* bit i: signal 32 + i was SIG_IGN at load */
+
+/* glibc keeps signals 32 (SIGCANCEL) and 33 (SIGSETXID) for itself; SIGRTMIN is above them. */
+#define RT_SIGNAL_GLIBC_FIRST 32
 
 /* Runs only in a thread that unblocked the signal: the exec/spawn windows above, or a thread the
  * application gave its own mask. Async-signal-safe: an atomic add and a write. */
@@ -109,24 +114,57 @@ rt_signal_owned(void)
 	return rt_sig != 0;
 }
 
-void
-rt_signal_exec_enter(sigset_t *saved)
+/* glibc's sigaction() refuses its internal signals (EINVAL), so these go to the kernel. */
+static int
+rt_signal_raw_action(int sig, const struct rt_kernel_sigaction *act,
+		     struct rt_kernel_sigaction *old)
 {
+	return (int)syscall(SYS_rt_sigaction, sig, act, old, sizeof(uint64_t));
+}
+
+void
+rt_signal_note_inherited(void)
+{
+	for (int i = 0; i < 2 && RT_SIGNAL_GLIBC_FIRST + i < SIGRTMIN; i++) {
+		struct rt_kernel_sigaction old;
+		if (rt_signal_raw_action(RT_SIGNAL_GLIBC_FIRST + i, NULL, &old) == 0 &&
+		    old.handler == (void *)SIG_IGN)
+			rt_sig_internal_ignored |= 1u << i;
+	}
+}
+
+void
+rt_signal_exec_enter(struct rt_signal_exec_state *state)
+{
+	state->reignored = 0;
+	/* As glibc's posix_spawn does in its child: internal signals go back to SIG_IGN. Only
+	 * for those the process inherited ignored, so that nothing changes for everyone else. */
+	for (int i = 0; i < 2; i++) {
+		if (!(rt_sig_internal_ignored & (1u << i)))
+			continue;
+		struct rt_kernel_sigaction ign = {.handler = (void *)SIG_IGN};
+		if (rt_signal_raw_action(RT_SIGNAL_GLIBC_FIRST + i, &ign, &state->internal[i]) ==
+		    0)
+			state->reignored |= 1u << i;
+	}
 	if (!rt_sig || rt_sig_was_blocked) {
-		pthread_sigmask(SIG_BLOCK, NULL, saved);
+		pthread_sigmask(SIG_BLOCK, NULL, &state->mask);
 		return;
 	}
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, rt_sig);
-	pthread_sigmask(SIG_UNBLOCK, &set, saved);
+	pthread_sigmask(SIG_UNBLOCK, &set, &state->mask);
 }
 
 void
-rt_signal_exec_leave(const sigset_t *saved)
+rt_signal_exec_leave(const struct rt_signal_exec_state *state)
 {
 	int saved_errno = errno;
-	pthread_sigmask(SIG_SETMASK, saved, NULL);
+	pthread_sigmask(SIG_SETMASK, &state->mask, NULL);
+	for (int i = 0; i < 2; i++)
+		if (state->reignored & (1u << i))
+			rt_signal_raw_action(RT_SIGNAL_GLIBC_FIRST + i, &state->internal[i], NULL);
 	errno = saved_errno;
 }
 

@@ -18,11 +18,31 @@ int rt_signal_fd(void);
  * in a thread that had unblocked the signal. */
 uint64_t rt_signal_drain(void);
 
-/* Around exec and spawn: the new program must start with the mask it would have had without
- * roundtrim. enter unblocks the signal in the calling thread (a signal that arrives meanwhile
- * is counted by the fallback handler); leave restores the mask when the call returns. */
-void rt_signal_exec_enter(sigset_t *saved);
-void rt_signal_exec_leave(const sigset_t *saved);
+/* What exec_enter changed, for exec_leave to undo when the exec fails or the call returns. */
+struct rt_kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+struct rt_signal_exec_state {
+	sigset_t mask;
+	struct rt_kernel_sigaction internal[2];
+	unsigned reignored; /* bit i: glibc's internal signal 32 + i was set back to SIG_IGN */
+};
+
+/* Around exec and spawn: the new program must start with the mask and dispositions it would
+ * have had without roundtrim. enter unblocks the signal in the calling thread (a signal that
+ * arrives meanwhile is counted by the fallback handler); leave restores it when the call
+ * returns. */
+void rt_signal_exec_enter(struct rt_signal_exec_state *state);
+void rt_signal_exec_leave(const struct rt_signal_exec_state *state);
+/* In the constructor, before the worker thread exists: remembers which of glibc's internal
+ * signals (32, 33) the process inherited as SIG_IGN. Starting any thread makes glibc install
+ * its SIGSETXID handler, and exec resets handled signals to SIG_DFL, so without this a program
+ * execed by a formerly single-threaded host would no longer ignore them. */
+void rt_signal_note_inherited(void);
 /* The calling thread's mask without roundtrim's signal: what a spawned child should get. */
 void rt_signal_clean_mask(sigset_t *mask);
 bool rt_signal_owned(void);

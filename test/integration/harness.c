@@ -1,0 +1,365 @@
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char th_dir[PATH_MAX];
+
+const char *
+th_lib(void)
+{
+	return RT_BUILD_DIR "/libroundtrim.so";
+}
+
+const char *
+th_workload(const char *name)
+{
+	static __thread char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/test/workloads/%s", RT_BUILD_DIR, name);
+	return path;
+}
+
+const char *
+th_jemalloc(void)
+{
+	static const char *const candidates[] = {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+						 "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+						 "/usr/lib64/libjemalloc.so.2", NULL};
+	for (int i = 0; candidates[i]; i++)
+		if (access(candidates[i], R_OK) == 0)
+			return candidates[i];
+	return NULL;
+}
+
+const char *
+th_tmpdir(void)
+{
+	if (!th_dir[0]) {
+		snprintf(th_dir, sizeof(th_dir), "/tmp/rt-test-XXXXXX");
+		cr_assert_not_null(mkdtemp(th_dir), "mkdtemp: %s", strerror(errno));
+	}
+	return th_dir;
+}
+
+static void
+th_remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char child[PATH_MAX];
+			snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+			struct stat st;
+			if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode)) {
+				chmod(child, 0700);
+				th_remove_tree(child);
+			} else {
+				unlink(child);
+			}
+		}
+		closedir(d);
+	}
+	rmdir(path);
+}
+
+void
+th_cleanup(void)
+{
+	if (th_dir[0])
+		th_remove_tree(th_dir);
+	th_dir[0] = '\0';
+}
+
+static bool
+th_env_dropped(const char *entry)
+{
+	return !strncmp(entry, "LD_PRELOAD=", 11) || !strncmp(entry, "ROUNDTRIM_", 10) ||
+	       !strncmp(entry, "NVFLARE_", 8) || !strncmp(entry, "MALLOC_ARENA_MAX=", 17) ||
+	       !strncmp(entry, "MALLOC_CONF=", 12);
+}
+
+void
+th_spawn(struct th_proc *p, const char *const argv[], const char *const env[])
+{
+	memset(p, 0, sizeof(*p));
+	const char *envp[512];
+	size_t n = 0;
+	for (char **e = environ; *e && n < 400; e++)
+		if (!th_env_dropped(*e))
+			envp[n++] = *e;
+	for (size_t i = 0; env && env[i] && n < 510; i++)
+		envp[n++] = env[i];
+	envp[n] = NULL;
+
+	int in[2], out[2], err[2];
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	int rc = posix_spawn(&p->pid, argv[0], &fa, NULL, (char *const *)argv,
+			     (char *const *)envp);
+	posix_spawn_file_actions_destroy(&fa);
+	cr_assert_eq(rc, 0, "spawn %s: %s", argv[0], strerror(rc));
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	p->in_fd = in[1];
+	p->out_fd = out[0];
+	p->err_fd = err[0];
+}
+
+static int64_t
+th_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool
+th_read_line(struct th_proc *p, char *line, size_t size, int timeout_ms)
+{
+	int64_t deadline = th_now_ms() + timeout_ms;
+	for (;;) {
+		char *nl = memchr(p->outbuf, '\n', p->outlen);
+		if (nl) {
+			size_t len = (size_t)(nl - p->outbuf);
+			size_t copy = len < size - 1 ? len : size - 1;
+			memcpy(line, p->outbuf, copy);
+			line[copy] = '\0';
+			memmove(p->outbuf, nl + 1, p->outlen - len - 1);
+			p->outlen -= len + 1;
+			return true;
+		}
+		int64_t left = deadline - th_now_ms();
+		if (left <= 0 || p->outlen == sizeof(p->outbuf))
+			return false;
+		struct pollfd pfd = {.fd = p->out_fd, .events = POLLIN};
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		ssize_t n = read(p->out_fd, p->outbuf + p->outlen, sizeof(p->outbuf) - p->outlen);
+		if (n <= 0)
+			return false;
+		p->outlen += (size_t)n;
+	}
+}
+
+void
+th_write(struct th_proc *p, const char *text)
+{
+	size_t len = strlen(text);
+	cr_assert_eq(write(p->in_fd, text, len), (ssize_t)len);
+}
+
+void
+th_close_stdin(struct th_proc *p)
+{
+	if (p->in_fd >= 0)
+		close(p->in_fd);
+	p->in_fd = -1;
+}
+
+bool
+th_wait(struct th_proc *p, int timeout_ms)
+{
+	if (p->reaped)
+		return true;
+	int pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	cr_assert_geq(pidfd, 0, "pidfd_open: %s", strerror(errno));
+	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+	int ready = poll(&pfd, 1, timeout_ms);
+	close(pidfd);
+	if (ready <= 0) {
+		th_kill(p);
+		return false;
+	}
+	waitpid(p->pid, &p->status, 0);
+	p->reaped = true;
+	return true;
+}
+
+size_t
+th_read_stderr(struct th_proc *p, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	while (len < size - 1 && (n = read(p->err_fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	return len;
+}
+
+void
+th_kill(struct th_proc *p)
+{
+	if (p->reaped || p->pid <= 0)
+		return;
+	kill(p->pid, SIGKILL);
+	waitpid(p->pid, &p->status, 0);
+	p->reaped = true;
+}
+
+static bool
+th_file_has(const char *path, const char *needle, char *line, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	char buf[4096];
+	bool found = false;
+	while (!found && fgets(buf, sizeof(buf), f)) {
+		if (strstr(buf, needle) && strchr(buf, '\n')) {
+			found = true;
+			if (line) {
+				snprintf(line, size, "%s", buf);
+			}
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Blocks until something in the directory of path changes, or the deadline passes. */
+static void
+th_wait_dir_change(int ifd, int64_t deadline)
+{
+	int64_t left = deadline - th_now_ms();
+	if (left <= 0)
+		return;
+	struct pollfd pfd = {.fd = ifd, .events = POLLIN};
+	if (poll(&pfd, 1, (int)left) > 0) {
+		char events[4096];
+		if (read(ifd, events, sizeof(events)) < 0) {
+			/* drained or interrupted: the caller re-checks either way */
+		}
+	}
+}
+
+static int
+th_watch_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = slash == dir ? (slash[1] = '\0', '/') : '\0';
+	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	cr_assert_geq(ifd, 0);
+	inotify_add_watch(ifd, dir,
+			  IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_TO);
+	return ifd;
+}
+
+bool
+th_wait_line(const char *path, const char *needle, char *line, size_t size, int timeout_ms)
+{
+	int64_t deadline = th_now_ms() + timeout_ms;
+	int ifd = th_watch_dir_of(path);
+	bool found;
+	while (!(found = th_file_has(path, needle, line, size)) && th_now_ms() < deadline)
+		th_wait_dir_change(ifd, deadline);
+	close(ifd);
+	return found;
+}
+
+bool
+th_wait_path(const char *path, bool gone, int timeout_ms)
+{
+	int64_t deadline = th_now_ms() + timeout_ms;
+	int ifd = th_watch_dir_of(path);
+	bool done;
+	while (!(done = (access(path, F_OK) == 0) != gone) && th_now_ms() < deadline)
+		th_wait_dir_change(ifd, deadline);
+	close(ifd);
+	return done;
+}
+
+int64_t
+th_field(const char *line, const char *key)
+{
+	char pattern[128];
+	const char *at;
+	snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+	if (!(at = strstr(line, pattern))) {
+		snprintf(pattern, sizeof(pattern), "%s=", key);
+		if (!(at = strstr(line, pattern)))
+			return -1;
+	}
+	at += strlen(pattern);
+	if (*at < '0' || *at > '9')
+		return -1;
+	return strtoll(at, NULL, 10);
+}
+
+ssize_t
+th_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t len = 0, n;
+	while ((size_t)len < size - 1 && (n = read(fd, buf + len, size - 1 - (size_t)len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = '\0';
+	return len;
+}
+
+int
+th_count_lines(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char buf[4096];
+	int count = 0;
+	while (fgets(buf, sizeof(buf), f))
+		count += strstr(buf, needle) != NULL;
+	fclose(f);
+	return count;
+}
+
+bool
+th_fifo_write(const char *path, const char *text, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* Blocking from here on: a reader exists, and FIFO triggers must never be dropped. */
+	fcntl(fd, F_SETFL, 0);
+	bool ok = true;
+	while (len > 0 && ok) {
+		ssize_t n = write(fd, text, len);
+		ok = n > 0;
+		if (ok) {
+			text += n;
+			len -= (size_t)n;
+		}
+	}
+	close(fd);
+	return ok;
+}

@@ -1,0 +1,60 @@
+/* harness: real processes for the integration tests. Owns spawning a child with LD_PRELOAD in
+ * its environment only, reading its output with deadlines, and waiting for files to change. */
+#ifndef TH_HARNESS_H
+#define TH_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TH_TIMEOUT_MS 20000
+
+struct th_proc {
+	pid_t pid;
+	int in_fd;  /* the child's stdin, -1 once closed */
+	int out_fd; /* the child's stdout */
+	int err_fd; /* the child's stderr */
+	char outbuf[8192];
+	size_t outlen;
+	int status;
+	bool reaped;
+};
+
+/* The library and the project's programs. */
+const char *th_lib(void);
+const char *th_workload(const char *name);
+/* Debian's jemalloc, or NULL when absent. */
+const char *th_jemalloc(void);
+/* A fresh 0700 directory under /tmp, removed by th_cleanup. */
+const char *th_tmpdir(void);
+void th_cleanup(void);
+
+/* Spawns argv with the test runner's environment, minus every LD_PRELOAD, ROUNDTRIM_* and
+ * NVFLARE_* variable, plus the NAME=VALUE strings of env (NULL-terminated, may be NULL). */
+void th_spawn(struct th_proc *p, const char *const argv[], const char *const env[]);
+/* Reads one line of stdout (without newline); false on EOF or after timeout_ms. */
+bool th_read_line(struct th_proc *p, char *line, size_t size, int timeout_ms);
+void th_write(struct th_proc *p, const char *text);
+void th_close_stdin(struct th_proc *p);
+/* Waits for exit; false on timeout (then kills the child). */
+bool th_wait(struct th_proc *p, int timeout_ms);
+/* Everything the child wrote on stderr until it closed it (call after th_wait). */
+size_t th_read_stderr(struct th_proc *p, char *buf, size_t size);
+/* Kills and reaps the child if still running. */
+void th_kill(struct th_proc *p);
+
+/* Waits until the file at path holds a line containing needle; copies that line into line. */
+bool th_wait_line(const char *path, const char *needle, char *line, size_t size, int timeout_ms);
+/* Whether a path exists; waits for it to appear (or with gone=true, disappear). */
+bool th_wait_path(const char *path, bool gone, int timeout_ms);
+/* The unsigned number after "key": in a JSON line, or after key= in a text line; -1 if absent. */
+int64_t th_field(const char *line, const char *key);
+/* Reads a whole small file into buf; returns its length or -1. */
+ssize_t th_read_file(const char *path, char *buf, size_t size);
+/* Counts lines of a file that contain needle. */
+int th_count_lines(const char *path, const char *needle);
+/* Writes text to a FIFO without blocking forever; false if nobody reads it. */
+bool th_fifo_write(const char *path, const char *text, size_t len);
+
+#endif

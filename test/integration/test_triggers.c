@@ -1,0 +1,219 @@
+/* Triggers: FIFO bursts and signals are all counted; the signal never interrupts the
+ * application's threads; programs the process starts get the mask they would have had. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(triggers, .timeout = 120, .fini = th_cleanup);
+
+struct probe_run {
+	struct th_proc proc;
+	char fifo[PATH_MAX];
+	char status[PATH_MAX];
+};
+
+/* Starts probe MODE under the library with its FIFO in the test's directory, N=0 (count only)
+ * unless extra says otherwise, and waits for "ready" and for the status file. */
+static void
+start_probe(struct probe_run *run, const char *const args[], const char *extra)
+{
+	const char *dir = th_tmpdir();
+	static char env_preload[PATH_MAX], env_fifo[PATH_MAX];
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
+	const char *env[] = {env_preload, env_fifo, extra ? extra : "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[8] = {th_workload("probe")};
+	for (int i = 0; args[i] && i < 6; i++)
+		argv[i + 1] = args[i];
+	th_spawn(&run->proc, argv, env);
+	char line[256];
+	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS), "probe not ready");
+	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
+	snprintf(run->status, sizeof(run->status), "%s/%d.status", dir, run->proc.pid);
+	cr_assert(th_wait_path(run->status, false, TH_TIMEOUT_MS), "no status file");
+}
+
+static void
+wait_rounds(struct probe_run *run, long rounds)
+{
+	char needle[64], line[2048];
+	snprintf(needle, sizeof(needle), "\"rounds\":%ld,", rounds);
+	cr_assert(th_wait_line(run->status, needle, line, sizeof(line), TH_TIMEOUT_MS),
+		  "rounds never reached %ld", rounds);
+}
+
+Test(triggers, fifo_burst_of_1000_rounds_all_counted)
+{
+	struct probe_run run;
+	start_probe(&run, (const char *[]){"idle", NULL}, NULL);
+	static char burst[6 * 1000 + 1];
+	for (int i = 0; i < 1000; i++)
+		memcpy(burst + 6 * i, "round\n", 6);
+	cr_assert(th_fifo_write(run.fifo, burst, 6000));
+	wait_rounds(&run, 1000);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(run.proc.status, 0);
+	cr_assert(th_wait_path(run.fifo, true, TH_TIMEOUT_MS), "FIFO left behind at exit");
+}
+
+Test(triggers, signals_at_round_pace_never_lost)
+{
+	struct probe_run run;
+	start_probe(&run, (const char *[]){"idle", NULL}, NULL);
+	for (long r = 1; r <= 50; r++) {
+		cr_assert_eq(kill(run.proc.pid, SIGRTMIN + 8), 0);
+		wait_rounds(&run, r);
+	}
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+}
+
+/* A storm of 2000 signals while threads sit in nanosleep, poll and read (and main in read). */
+static void
+storm(struct probe_run *run, int *sent)
+{
+	*sent = 0;
+	for (int i = 0; i < 2000; i++)
+		*sent += kill(run->proc.pid, SIGRTMIN + 8) == 0;
+}
+
+Test(triggers, signal_storm_causes_no_eintr)
+{
+	struct probe_run run;
+	start_probe(&run, (const char *[]){"eintr", NULL}, NULL);
+	int sent;
+	storm(&run, &sent);
+	cr_assert_gt(sent, 0);
+	wait_rounds(&run, sent);
+	th_close_stdin(&run.proc);
+	char line[256];
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(th_field(line, "eintr"), 0, "%s", line);
+	cr_assert_gt(th_field(line, "waits"), 0, "%s", line);
+}
+
+/* The control: the same probe with its own SA_RESTART handler sees EINTR, so the test above
+ * would notice if the library let the signal reach the application's threads. */
+Test(triggers, control_own_handler_does_see_eintr)
+{
+	struct probe_run run;
+	start_probe(&run, (const char *[]){"eintr", "own", NULL}, NULL);
+	int sent;
+	storm(&run, &sent);
+	th_close_stdin(&run.proc);
+	char line[256];
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_gt(th_field(line, "eintr"), 0, "%s", line);
+}
+
+/* Runs argv with or without the library; returns its stdout. */
+static void
+capture(const char *const argv[], bool with_library, char *out, size_t size)
+{
+	char env_preload[PATH_MAX];
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	const char *env[] = {with_library ? env_preload : NULL, NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	size_t len = 0;
+	char line[512];
+	out[0] = '\0';
+	while (th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS))
+		len += (size_t)snprintf(out + len, size - len, "%s\n", line);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(p.status, 0, "%s failed", argv[1]);
+}
+
+Test(triggers, library_blocks_its_signal_in_the_host)
+{
+	/* What the exec tests below undo: the host itself runs with the signal blocked. */
+	char out[2048];
+	const char *argv[] = {th_workload("probe"), "status", NULL};
+	struct th_proc p;
+	char env_preload[PATH_MAX];
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	th_spawn(&p, argv, (const char *[]){env_preload, NULL});
+	size_t len = 0;
+	char line[256];
+	while (th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS) && strncmp(line, "ready", 5))
+		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s\n", line);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	char *blk = strstr(out, "SigBlk:");
+	cr_assert_not_null(blk, "%s", out);
+	unsigned long long mask = strtoull(blk + 7, NULL, 16);
+	cr_assert(mask & (1ull << (SIGRTMIN + 8 - 1)), "%s", out);
+}
+
+static void
+check_exec_mask(const char *how)
+{
+	char with[1024], without[1024];
+	const char *argv[] = {th_workload("probe"), "spawn", how, NULL};
+	capture(argv, false, without, sizeof(without));
+	capture(argv, true, with, sizeof(with));
+	cr_assert_not_null(strstr(without, "SigBlk:"), "%s", without);
+	cr_assert_str_eq(with, without, "%s: child sees a different mask or dispositions", how);
+}
+
+Test(triggers, exec_via_execve_gets_clean_mask)
+{
+	check_exec_mask("execve");
+}
+
+Test(triggers, exec_via_execvp_gets_clean_mask)
+{
+	check_exec_mask("execvp");
+}
+
+Test(triggers, exec_via_execl_gets_clean_mask)
+{
+	check_exec_mask("execl");
+}
+
+Test(triggers, exec_via_posix_spawn_gets_clean_mask)
+{
+	check_exec_mask("posix_spawn");
+}
+
+Test(triggers, exec_via_posix_spawnp_gets_clean_mask)
+{
+	check_exec_mask("posix_spawnp");
+}
+
+Test(triggers, exec_via_system_gets_clean_mask)
+{
+	check_exec_mask("system");
+}
+
+Test(triggers, exec_via_popen_gets_clean_mask)
+{
+	check_exec_mask("popen");
+}
+
+Test(triggers, python_subprocess_gets_clean_mask)
+{
+	static const char script[] =
+		"import os, subprocess\n"
+		"env = {'PATH': '/usr/bin:/bin'}\n"
+		"cmd = ['grep', '-E', '^Sig(Blk|Ign)', '/proc/self/status']\n"
+		"print(subprocess.run(cmd, env=env, capture_output=True, text=True).stdout, end='')\n"
+		"r, w = os.pipe()\n"
+		"pid = os.posix_spawn('/bin/grep', cmd, env, "
+		"file_actions=[(os.POSIX_SPAWN_DUP2, w, 1)])\n"
+		"os.close(w); os.waitpid(pid, 0); print(os.read(r, 4096).decode(), end='')\n";
+	const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+	char with[1024], without[1024];
+	capture(argv, false, without, sizeof(without));
+	capture(argv, true, with, sizeof(with));
+	cr_assert_not_null(strstr(without, "SigBlk:"), "%s", without);
+	cr_assert_str_eq(with, without);
+}

@@ -1,0 +1,334 @@
+/* probe: small programs the integration tests run under the library, one per mode.
+ *   idle            print "ready", wait for EOF on stdin
+ *   alloc           allocate through every malloc-family entry point, print "ok"
+ *   status          print Threads/SigBlk/SigIgn/SigCgt of itself, then act as idle
+ *   eintr [own]     threads block in nanosleep, poll and read while main waits for EOF; prints
+ *                   "eintr=E waits=W". "own" installs an SA_RESTART handler for the trigger
+ *                   signal and unblocks it, as a control: then EINTR must be seen.
+ *   spawn MODE      start grep on /proc/self/status through MODE (execve, execvp, execl,
+ *                   posix_spawn, posix_spawnp, system, popen) without LD_PRELOAD; print its lines
+ *   forkloop N      N times: ask for a trim (roundtrim_trim), fork at once, child allocates and
+ *                   exits; a thread churns the heap meanwhile. Prints "forks=N"
+ *   forkchild       fork; the child prints "child PID" and both wait for EOF on stdin
+ *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void
+wait_eof(void)
+{
+	char buf[256];
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+}
+
+static int
+mode_idle(void)
+{
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	wait_eof();
+	return 0;
+}
+
+static int
+mode_alloc(void)
+{
+	void *p = malloc(100), *q = calloc(10, 10), *r = NULL, *s, *t, *u, *v, *w;
+	p = realloc(p, 1000);
+	q = reallocarray(q, 20, 20);
+	if (posix_memalign(&r, 64, 100) != 0)
+		return 1;
+	s = aligned_alloc(64, 128);
+	t = memalign(64, 100);
+	u = valloc(100);
+	v = pvalloc(100);
+	w = strdup("roundtrim");
+	if (!p || !q || !r || !s || !t || !u || !v || !w || malloc_usable_size(p) < 1000)
+		return 1;
+	void *blocks[] = {p, q, r, s, t, u, v, w};
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		free(blocks[i]);
+	printf("ok\n");
+	return 0;
+}
+
+static void
+print_status(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8) || !strncmp(line, "Sig", 3))
+			fputs(line, stdout);
+	if (f)
+		fclose(f);
+	fflush(stdout);
+}
+
+static atomic_int eintr_count, wait_count, stop;
+static int wake_pipe[2];
+
+static void *
+sleeper(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+			atomic_fetch_add(&eintr_count, 1);
+		atomic_fetch_add(&wait_count, 1);
+	}
+	return NULL;
+}
+
+static void *
+poller(void *arg)
+{
+	(void)arg;
+	int never[2];
+	if (pipe(never) != 0)
+		return NULL;
+	while (!atomic_load(&stop)) {
+		struct pollfd pfd = {.fd = never[0], .events = POLLIN};
+		if (poll(&pfd, 1, 2) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr_count, 1);
+		atomic_fetch_add(&wait_count, 1);
+	}
+	return NULL;
+}
+
+static void *
+reader(void *arg)
+{
+	(void)arg;
+	char c;
+	for (;;) {
+		ssize_t n = read(wake_pipe[0], &c, 1);
+		if (n < 0 && errno == EINTR) {
+			atomic_fetch_add(&eintr_count, 1);
+			continue;
+		}
+		return NULL;
+	}
+}
+
+static void
+own_handler(int sig)
+{
+	(void)sig;
+}
+
+static int
+mode_eintr(int own)
+{
+	if (own) {
+		struct sigaction sa = {.sa_handler = own_handler, .sa_flags = SA_RESTART};
+		sigaction(SIGRTMIN + 8, &sa, NULL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGRTMIN + 8);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
+	if (pipe(wake_pipe) != 0)
+		return 1;
+	pthread_t t[3];
+	pthread_create(&t[0], NULL, sleeper, NULL);
+	pthread_create(&t[1], NULL, poller, NULL);
+	pthread_create(&t[2], NULL, reader, NULL);
+	if (own) {
+		/* Away from main, whose read SA_RESTART restarts: into the sleeping threads. */
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGRTMIN + 8);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	char buf[64];
+	for (;;) {
+		ssize_t n = read(0, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR) {
+			atomic_fetch_add(&eintr_count, 1);
+			continue;
+		}
+		if (n <= 0)
+			break;
+	}
+	atomic_store(&stop, 1);
+	if (write(wake_pipe[1], "x", 1) != 1)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	printf("eintr=%d waits=%d\n", atomic_load(&eintr_count), atomic_load(&wait_count));
+	return 0;
+}
+
+static int
+mode_spawn(const char *how)
+{
+	static char *const argv[] = {"grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status", NULL};
+	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+	unsetenv("LD_PRELOAD"); /* the child must not load roundtrim: it shows the raw mask */
+	fflush(stdout);
+	pid_t pid;
+	if (!strcmp(how, "system"))
+		return system("grep -E '^Sig(Blk|Ign)' /proc/self/status") == 0 ? 0 : 1;
+	if (!strcmp(how, "popen")) {
+		FILE *f = popen("grep -E '^Sig(Blk|Ign)' /proc/self/status", "r");
+		char line[256];
+		while (f && fgets(line, sizeof(line), f))
+			fputs(line, stdout);
+		return f && pclose(f) == 0 ? 0 : 1;
+	}
+	if (!strcmp(how, "posix_spawn") || !strcmp(how, "posix_spawnp")) {
+		int rc = !strcmp(how, "posix_spawn")
+				 ? posix_spawn(&pid, "/bin/grep", NULL, NULL, argv, envp)
+				 : posix_spawnp(&pid, "grep", NULL, NULL, argv, environ);
+		if (rc != 0)
+			return 1;
+	} else {
+		pid = fork();
+		if (pid == 0) {
+			if (!strcmp(how, "execve"))
+				execve("/bin/grep", argv, envp);
+			else if (!strcmp(how, "execvp"))
+				execvp("grep", argv);
+			else if (!strcmp(how, "execl"))
+				execl("/bin/grep", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status",
+				      (char *)NULL);
+			_exit(127);
+		}
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static void *
+churner(void *arg)
+{
+	(void)arg;
+	void *slots[4096] = {0};
+	uint64_t x = 88172645463325252ull;
+	while (!atomic_load(&stop)) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		size_t i = x % 4096;
+		free(slots[i]);
+		slots[i] = malloc(64 + x % 65536);
+		memset(slots[i], 1, 64);
+	}
+	for (size_t i = 0; i < 4096; i++)
+		free(slots[i]);
+	return NULL;
+}
+
+static int
+mode_forkloop(int n)
+{
+	int (*trim)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_trim");
+	pthread_t t;
+	pthread_create(&t, NULL, churner, NULL);
+	for (int i = 0; i < n; i++) {
+		if (trim)
+			trim();
+		pid_t pid = fork();
+		if (pid == 0) {
+			void *p = malloc(1 << 20);
+			memset(p, 2, 1 << 20);
+			free(p);
+			_exit(0);
+		}
+		int status;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			return 1;
+	}
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+	printf("forks=%d trim=%s\n", n, trim ? "yes" : "no");
+	return 0;
+}
+
+static int
+mode_forkchild(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		printf("child %d\n", getpid());
+		fflush(stdout);
+		wait_eof();
+		_exit(0);
+	}
+	wait_eof();
+	int status;
+	waitpid(pid, &status, 0);
+	return 0;
+}
+
+static int
+mode_api(void)
+{
+	struct counts {
+		uint64_t allocations, frees, bytes;
+	} c = {0};
+	void (*get)(struct counts *) =
+		(void (*)(struct counts *))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_thread_counts");
+	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
+	if (!get || !round)
+		return 1;
+	for (int i = 0; i < 100; i++)
+		free(malloc(1000));
+	get(&c);
+	printf("allocations=%llu frees=%llu bytes=%llu round=%d\n",
+	       (unsigned long long)c.allocations, (unsigned long long)c.frees,
+	       (unsigned long long)c.bytes, round());
+	fflush(stdout);
+	wait_eof();
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	const char *mode = argc > 1 ? argv[1] : "idle";
+	if (!strcmp(mode, "idle"))
+		return mode_idle();
+	if (!strcmp(mode, "alloc"))
+		return mode_alloc();
+	if (!strcmp(mode, "status")) {
+		print_status();
+		return mode_idle();
+	}
+	if (!strcmp(mode, "eintr"))
+		return mode_eintr(argc > 2 && !strcmp(argv[2], "own"));
+	if (!strcmp(mode, "spawn") && argc > 2)
+		return mode_spawn(argv[2]);
+	if (!strcmp(mode, "forkloop") && argc > 2)
+		return mode_forkloop(atoi(argv[2]));
+	if (!strcmp(mode, "forkchild"))
+		return mode_forkchild();
+	if (!strcmp(mode, "api"))
+		return mode_api();
+	fprintf(stderr, "probe: unknown mode %s\n", mode);
+	return 2;
+}
