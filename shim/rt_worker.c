@@ -60,9 +60,17 @@ struct rt_batch {
 static struct rt_worker rt_w = {.wake_fd = -1, .fifo_fd = -1, .stats_fd = -1, .log_fd = -1};
 static atomic_bool rt_w_running;
 static atomic_int rt_w_owner; /* pid that created the FIFO and status file, 0 if none */
-static atomic_bool rt_w_exiting;
+/* The pid that is exiting; a pid, not a flag, because a vfork child that calls _exit shares
+ * our memory and must not make its parent believe it is exiting. */
+static atomic_int rt_w_exiting;
 static atomic_uint_fast64_t rt_w_api_rounds;
 static atomic_uint_fast64_t rt_w_api_trims;
+
+static bool
+rt_worker_exiting(void)
+{
+	return atomic_load(&rt_w_exiting) == getpid();
+}
 
 static int64_t
 rt_worker_clock_us(clockid_t clock)
@@ -123,12 +131,16 @@ rt_worker_open_files(bool forked)
 		return;
 	}
 	atomic_store(&rt_w_owner, getpid());
+	/* The host may have begun to exit while we created it: then we remove it ourselves
+	 * (rt_worker_remove_files sets the exiting pid before it reads the owner). */
+	if (rt_worker_exiting())
+		unlink(rt_w.fifo_path);
 }
 
 static void
 rt_worker_write_status(void)
 {
-	if (rt_w.fifo_fd < 0 || atomic_load(&rt_w_exiting))
+	if (rt_w.fifo_fd < 0 || rt_worker_exiting())
 		return;
 	const struct rt_config *cfg = &rt_shim.cfg;
 	struct rt_status_record st = {
@@ -161,7 +173,7 @@ rt_worker_write_status(void)
 	/* Readers see the old status or the new one, never half of one. */
 	if (rename(tmp, rt_w.status_path) != 0)
 		unlink(tmp);
-	if (atomic_load(&rt_w_exiting))
+	if (rt_worker_exiting())
 		unlink(rt_w.status_path);
 }
 
@@ -402,9 +414,9 @@ rt_worker_request_trim(void)
 void
 rt_worker_remove_files(void)
 {
+	atomic_store(&rt_w_exiting, getpid());
 	if (atomic_load(&rt_w_owner) != getpid())
 		return;
-	atomic_store(&rt_w_exiting, true);
 	unlink(rt_w.status_path);
 	unlink(rt_w.fifo_path);
 }

@@ -202,15 +202,41 @@ th_wait(struct th_proc *p, int timeout_ms)
 	return true;
 }
 
+/* Appends what stderr holds now, waiting at most timeout_ms for something; false at EOF. */
+static bool
+th_pull_stderr(struct th_proc *p, int timeout_ms)
+{
+	if (p->errlen >= sizeof(p->errbuf) - 1)
+		return false;
+	struct pollfd pfd = {.fd = p->err_fd, .events = POLLIN};
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return true;
+	ssize_t n = read(p->err_fd, p->errbuf + p->errlen, sizeof(p->errbuf) - 1 - p->errlen);
+	if (n <= 0)
+		return false;
+	p->errlen += (size_t)n;
+	p->errbuf[p->errlen] = '\0';
+	return true;
+}
+
+bool
+th_wait_stderr(struct th_proc *p, const char *needle, char *buf, size_t size, int timeout_ms)
+{
+	int64_t deadline = th_now_ms() + timeout_ms;
+	bool found;
+	while (!(found = p->errlen && strstr(p->errbuf, needle)) && th_now_ms() < deadline)
+		if (!th_pull_stderr(p, (int)(deadline - th_now_ms())))
+			break;
+	snprintf(buf, size, "%s", p->errlen ? p->errbuf : "");
+	return found || (p->errlen && strstr(p->errbuf, needle));
+}
+
 size_t
 th_read_stderr(struct th_proc *p, char *buf, size_t size)
 {
-	size_t len = 0;
-	ssize_t n;
-	while (len < size - 1 && (n = read(p->err_fd, buf + len, size - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	return len;
+	while (th_pull_stderr(p, -1))
+		;
+	return (size_t)snprintf(buf, size, "%s", p->errlen ? p->errbuf : "");
 }
 
 void

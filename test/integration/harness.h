@@ -17,6 +17,8 @@ struct th_proc {
 	int err_fd; /* the child's stderr */
 	char outbuf[8192];
 	size_t outlen;
+	char errbuf[8192];
+	size_t errlen;
 	int status;
 	bool reaped;
 };
@@ -39,6 +41,8 @@ void th_write(struct th_proc *p, const char *text);
 void th_close_stdin(struct th_proc *p);
 /* Waits for exit; false on timeout (then kills the child). */
 bool th_wait(struct th_proc *p, int timeout_ms);
+/* Waits until the child's stderr so far contains needle; copies it all into buf. */
+bool th_wait_stderr(struct th_proc *p, const char *needle, char *buf, size_t size, int timeout_ms);
 /* Everything the child wrote on stderr until it closed it (call after th_wait). */
 size_t th_read_stderr(struct th_proc *p, char *buf, size_t size);
 /* Kills and reaps the child if still running. */

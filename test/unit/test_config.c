@@ -22,12 +22,14 @@ struct diags {
 
 static struct rt_config cfg;
 static struct diags diags;
-static unsigned lookups_of_unmatched;
+/* How many variables rt_config_read asked for, to see where it stops. */
+static unsigned lookups;
 
 static const char *
 lookup(void *ctx, const char *name)
 {
 	const struct env_var *vars = ctx;
+	lookups++;
 	for (; vars && vars->name; vars++) {
 		if (strcmp(vars->name, name) == 0)
 			return vars->value;
@@ -48,10 +50,10 @@ static struct rt_platform
 platform(const char *program, bool arena_set)
 {
 	return (struct rt_platform){.sigrtmin = 34,
-				    .sigrtmax = 64,
-				    .uid = 1000,
-				    .program = program,
-				    .arena_max_set_by_user = arena_set};
+	                            .sigrtmax = 64,
+	                            .uid = 1000,
+	                            .program = program,
+	                            .arena_max_set_by_user = arena_set};
 }
 
 static void
@@ -59,6 +61,7 @@ read_for(const struct env_var *vars, const struct rt_platform *p)
 {
 	memset(&cfg, 0xa5, sizeof(cfg));
 	memset(&diags, 0, sizeof(diags));
+	lookups = 0;
 	rt_config_read(&cfg, p, lookup, (void *)vars, collect, &diags);
 }
 
@@ -79,7 +82,7 @@ static void
 expect_diag(const char *line)
 {
 	cr_assert_eq(diags.n, 1, "want 1 diagnostic, got %zu (%s)", diags.n,
-		     diags.n ? diags.lines[0] : "");
+	             diags.n ? diags.lines[0] : "");
 	cr_assert_str_eq(diags.lines[0], line);
 }
 
@@ -124,12 +127,12 @@ Test(config, defaults)
 Test(config, every_variable_valid)
 {
 	read_env(ENV({"ROUNDTRIM_MATCH", "python*"}, {"ROUNDTRIM_ROLE", "server"},
-		     {"ROUNDTRIM_GC_ROUNDS", "7"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"},
-		     {"ROUNDTRIM_PROFILE", "yes"}, {"ROUNDTRIM_SIGNAL", "USR2"},
-		     {"ROUNDTRIM_FIFO", "/run/rt/%p.fifo"}, {"ROUNDTRIM_LOG", "/var/log/rt-%p.log"},
-		     {"ROUNDTRIM_STATS", "/tmp/rt-%p.jsonl"}, {"ROUNDTRIM_JEMALLOC", "decay"},
-		     {"ROUNDTRIM_TRIM_PAD", "4096"}, {"ROUNDTRIM_PYTHON", "off"},
-		     {"ROUNDTRIM_DISABLE", "0"}));
+	             {"ROUNDTRIM_GC_ROUNDS", "7"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"},
+	             {"ROUNDTRIM_PROFILE", "yes"}, {"ROUNDTRIM_SIGNAL", "USR2"},
+	             {"ROUNDTRIM_FIFO", "/run/rt/%p.fifo"}, {"ROUNDTRIM_LOG", "/var/log/rt-%p.log"},
+	             {"ROUNDTRIM_STATS", "/tmp/rt-%p.jsonl"}, {"ROUNDTRIM_JEMALLOC", "decay"},
+	             {"ROUNDTRIM_TRIM_PAD", "4096"}, {"ROUNDTRIM_PYTHON", "off"},
+	             {"ROUNDTRIM_DISABLE", "0"}));
 	expect_no_diag();
 	cr_assert_not(cfg.disabled);
 	cr_assert(cfg.matched);
@@ -156,10 +159,11 @@ Test(config, disable_on_words)
 	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
 		/* Nothing else is read: the bad values below must stay silent. */
 		read_env(ENV({"ROUNDTRIM_DISABLE", on[i]}, {"ROUNDTRIM_GC_ROUNDS", "x"},
-			     {"ROUNDTRIM_MATCH", ",,"}));
+		             {"ROUNDTRIM_MATCH", ",,"}));
 		cr_assert(cfg.disabled, "ROUNDTRIM_DISABLE=%s", on[i]);
 		cr_assert_not(cfg.matched);
 		expect_no_diag();
+		cr_assert_eq(lookups, 1);
 	}
 }
 
@@ -207,15 +211,17 @@ Test(config, not_matched_is_silent)
 {
 	struct rt_platform p = platform("sleep", false);
 	read_for(ENV({"ROUNDTRIM_MATCH", "python*,torchrun"}, {"ROUNDTRIM_ROLE", "bogus"},
-		     {"ROUNDTRIM_GC_ROUNDS", "-3"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "maybe"},
-		     {"ROUNDTRIM_PROFILE", "maybe"}, {"ROUNDTRIM_SIGNAL", "KILL"},
-		     {"ROUNDTRIM_FIFO", "relative"}, {"ROUNDTRIM_LOG", "relative"},
-		     {"ROUNDTRIM_STATS", "relative"}, {"ROUNDTRIM_JEMALLOC", "x"},
-		     {"ROUNDTRIM_TRIM_PAD", "x"}, {"ROUNDTRIM_PYTHON", "x"}),
-		 &p);
+	             {"ROUNDTRIM_GC_ROUNDS", "-3"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "maybe"},
+	             {"ROUNDTRIM_PROFILE", "maybe"}, {"ROUNDTRIM_SIGNAL", "KILL"},
+	             {"ROUNDTRIM_FIFO", "relative"}, {"ROUNDTRIM_LOG", "relative"},
+	             {"ROUNDTRIM_STATS", "relative"}, {"ROUNDTRIM_JEMALLOC", "x"},
+	             {"ROUNDTRIM_TRIM_PAD", "x"}, {"ROUNDTRIM_PYTHON", "x"}),
+	         &p);
 	cr_assert_not(cfg.matched);
 	cr_assert_not(cfg.disabled);
 	expect_no_diag();
+	/* ROUNDTRIM_DISABLE and ROUNDTRIM_MATCH only. */
+	cr_assert_eq(lookups, 2);
 }
 
 Test(config, match_empty)
@@ -232,9 +238,9 @@ Test(config, match_empty_elements)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char want[256];
 		snprintf(want, sizeof(want),
-			 "roundtrim: ROUNDTRIM_MATCH=\"%s\" is a list with an empty pattern; "
-			 "using *",
-			 bad[i]);
+		         "roundtrim: ROUNDTRIM_MATCH=\"%s\" is a list with an empty pattern; "
+		         "using *",
+		         bad[i]);
 		read_env(ENV({"ROUNDTRIM_MATCH", bad[i]}));
 		expect_diag(want);
 		cr_assert_str_eq(cfg.match, "*");
@@ -250,7 +256,7 @@ Test(config, match_too_long)
 	read_env(ENV({"ROUNDTRIM_MATCH", value}));
 	char want[256];
 	snprintf(want, sizeof(want), "roundtrim: ROUNDTRIM_MATCH=\"%.64s...\" is too long; using *",
-		 value);
+	         value);
 	expect_diag(want);
 	cr_assert_str_eq(cfg.match, "*");
 }
@@ -356,22 +362,22 @@ Test(config, gc_rounds_negative)
 Test(config, gc_rounds_overflow)
 {
 	expect_bad_gc_rounds("1000000001",
-			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"1000000001\" is too large; using 1");
+	                     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"1000000001\" is too large; using 1");
 	expect_bad_gc_rounds(
-		"18446744073709551617",
-		"roundtrim: ROUNDTRIM_GC_ROUNDS=\"18446744073709551617\" is too large; using 1");
+	    "18446744073709551617",
+	    "roundtrim: ROUNDTRIM_GC_ROUNDS=\"18446744073709551617\" is too large; using 1");
 }
 
 Test(config, gc_rounds_garbage)
 {
-	expect_bad_gc_rounds("abc",
-			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"abc\" is not a valid value; using 1");
+	expect_bad_gc_rounds(
+	    "abc", "roundtrim: ROUNDTRIM_GC_ROUNDS=\"abc\" is not a valid value; using 1");
 	expect_bad_gc_rounds(" 3",
-			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\" 3\" is not a valid value; using 1");
+	                     "roundtrim: ROUNDTRIM_GC_ROUNDS=\" 3\" is not a valid value; using 1");
 	expect_bad_gc_rounds("+3",
-			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"+3\" is not a valid value; using 1");
-	expect_bad_gc_rounds("0x10",
-			     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"0x10\" is not a valid value; using 1");
+	                     "roundtrim: ROUNDTRIM_GC_ROUNDS=\"+3\" is not a valid value; using 1");
+	expect_bad_gc_rounds(
+	    "0x10", "roundtrim: ROUNDTRIM_GC_ROUNDS=\"0x10\" is not a valid value; using 1");
 }
 
 Test(config, gc_rounds_empty)
@@ -411,7 +417,7 @@ Test(config, gc_rounds_bad_roundtrim_falls_back_to_nvflare)
 {
 	read_env(ENV({"ROUNDTRIM_GC_ROUNDS", "-3"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "4"}));
 	expect_diag("roundtrim: ROUNDTRIM_GC_ROUNDS=\"-3\" is negative; using "
-		    "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=4");
+	            "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=4");
 	cr_assert_eq(cfg.gc_rounds, 4);
 }
 
@@ -419,7 +425,7 @@ Test(config, gc_rounds_bad_nvflare_alone)
 {
 	read_env(ENV({"ROUNDTRIM_ROLE", "server"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "lots"}));
 	expect_diag("roundtrim: NVFLARE_CLIENT_MEMORY_GC_ROUNDS=\"lots\" is not a valid value; "
-		    "using 5");
+	            "using 5");
 	cr_assert_eq(cfg.gc_rounds, 5);
 }
 
@@ -427,7 +433,7 @@ Test(config, gc_rounds_both_bad)
 {
 	read_env(ENV({"ROUNDTRIM_GC_ROUNDS", "x"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", ""}));
 	expect_diags2("roundtrim: ROUNDTRIM_GC_ROUNDS=\"x\" is not a valid value; using 1",
-		      "roundtrim: NVFLARE_CLIENT_MEMORY_GC_ROUNDS=\"\" is empty; using 1");
+	              "roundtrim: NVFLARE_CLIENT_MEMORY_GC_ROUNDS=\"\" is empty; using 1");
 	cr_assert_eq(cfg.gc_rounds, 1);
 }
 
@@ -450,7 +456,8 @@ Test(config, cuda_empty_cache_only_true_false)
 {
 	/* NVFlare accepts only true and false here; 1 is not a spelling of true. */
 	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "1"}));
-	expect_diag("roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"1\" is not a valid value; using false");
+	expect_diag(
+	    "roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"1\" is not a valid value; using false");
 	cr_assert_not(cfg.cuda_empty_cache);
 	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", ""}));
 	expect_diag("roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"\" is empty; using false");
@@ -458,10 +465,12 @@ Test(config, cuda_empty_cache_only_true_false)
 
 Test(config, cuda_empty_cache_precedence)
 {
-	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "false"}, {"NVFLARE_CUDA_EMPTY_CACHE", "true"}));
+	read_env(
+	    ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "false"}, {"NVFLARE_CUDA_EMPTY_CACHE", "true"}));
 	expect_no_diag();
 	cr_assert_not(cfg.cuda_empty_cache);
-	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"}, {"NVFLARE_CUDA_EMPTY_CACHE", "false"}));
+	read_env(
+	    ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"}, {"NVFLARE_CUDA_EMPTY_CACHE", "false"}));
 	expect_no_diag();
 	cr_assert(cfg.cuda_empty_cache);
 }
@@ -470,7 +479,7 @@ Test(config, cuda_empty_cache_falls_back_to_nvflare)
 {
 	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "yes"}, {"NVFLARE_CUDA_EMPTY_CACHE", "true"}));
 	expect_diag("roundtrim: ROUNDTRIM_CUDA_EMPTY_CACHE=\"yes\" is not a valid value; using "
-		    "NVFLARE_CUDA_EMPTY_CACHE=true");
+	            "NVFLARE_CUDA_EMPTY_CACHE=true");
 	cr_assert(cfg.cuda_empty_cache);
 }
 
@@ -524,7 +533,7 @@ Test(config, profile_falls_back_to_nvflare)
 {
 	read_env(ENV({"ROUNDTRIM_PROFILE", "2"}, {"NVFLARE_CLIENT_MEMORY_PROFILE", "Yes"}));
 	expect_diag("roundtrim: ROUNDTRIM_PROFILE=\"2\" is not a valid value; using "
-		    "NVFLARE_CLIENT_MEMORY_PROFILE=Yes");
+	            "NVFLARE_CLIENT_MEMORY_PROFILE=Yes");
 	cr_assert(cfg.profile);
 }
 
@@ -535,8 +544,8 @@ Test(config, signal_values)
 	static const struct {
 		const char *text;
 		int sig;
-	} cases[] = {{"USR1", 10},   {"SIGUSR2", 12}, {"rtmin+3", 37}, {"SIGRTMAX-1", 63},
-		     {"40", 40},     {"none", 0},     {"NONE", 0},     {"SIGRTMIN", 34}};
+	} cases[] = {{"USR1", 10}, {"SIGUSR2", 12}, {"rtmin+3", 37}, {"SIGRTMAX-1", 63},
+	             {"40", 40},   {"none", 0},     {"NONE", 0},     {"SIGRTMIN", 34}};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		read_env(ENV({"ROUNDTRIM_SIGNAL", cases[i].text}));
 		expect_no_diag();
@@ -558,15 +567,15 @@ Test(config, signal_bad)
 		const char *text;
 		const char *line;
 	} cases[] = {
-		{"KILL", "roundtrim: ROUNDTRIM_SIGNAL=\"KILL\" is a signal reserved for the system; "
-			 "using SIGRTMIN+8"},
-		{"33", "roundtrim: ROUNDTRIM_SIGNAL=\"33\" is a signal reserved for the system; "
-		       "using SIGRTMIN+8"},
-		{"RTMIN+31", "roundtrim: ROUNDTRIM_SIGNAL=\"RTMIN+31\" is too large; using SIGRTMIN+8"},
-		{"65", "roundtrim: ROUNDTRIM_SIGNAL=\"65\" is too large; using SIGRTMIN+8"},
-		{"-5", "roundtrim: ROUNDTRIM_SIGNAL=\"-5\" is negative; using SIGRTMIN+8"},
-		{"wat", "roundtrim: ROUNDTRIM_SIGNAL=\"wat\" is not a valid value; using SIGRTMIN+8"},
-		{"", "roundtrim: ROUNDTRIM_SIGNAL=\"\" is empty; using SIGRTMIN+8"},
+	    {"KILL", "roundtrim: ROUNDTRIM_SIGNAL=\"KILL\" is a signal reserved for the system; "
+	             "using SIGRTMIN+8"},
+	    {"33", "roundtrim: ROUNDTRIM_SIGNAL=\"33\" is a signal reserved for the system; "
+	           "using SIGRTMIN+8"},
+	    {"RTMIN+31", "roundtrim: ROUNDTRIM_SIGNAL=\"RTMIN+31\" is too large; using SIGRTMIN+8"},
+	    {"65", "roundtrim: ROUNDTRIM_SIGNAL=\"65\" is too large; using SIGRTMIN+8"},
+	    {"-5", "roundtrim: ROUNDTRIM_SIGNAL=\"-5\" is negative; using SIGRTMIN+8"},
+	    {"wat", "roundtrim: ROUNDTRIM_SIGNAL=\"wat\" is not a valid value; using SIGRTMIN+8"},
+	    {"", "roundtrim: ROUNDTRIM_SIGNAL=\"\" is empty; using SIGRTMIN+8"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		read_env(ENV({"ROUNDTRIM_SIGNAL", cases[i].text}));
@@ -600,6 +609,15 @@ Test(config, fifo_default_xdg_too_long)
 	read_env(ENV({"XDG_RUNTIME_DIR", xdg}));
 	expect_no_diag();
 	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+	/* The template fits (490 + 18 bytes) but its expansion for a 7-digit pid does not. */
+	xdg[490] = '\0';
+	read_env(ENV({"XDG_RUNTIME_DIR", xdg}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
+	/* 480 bytes leave room for any pid. */
+	xdg[480] = '\0';
+	read_env(ENV({"XDG_RUNTIME_DIR", xdg}));
+	cr_assert_eq(strlen(cfg.fifo), 480 + strlen("/roundtrim/%p.fifo"));
 }
 
 Test(config, fifo_values)
@@ -619,15 +637,15 @@ Test(config, fifo_bad)
 {
 	read_env(ENV({"ROUNDTRIM_FIFO", "rt.fifo"}, {"XDG_RUNTIME_DIR", "/run/user/1000"}));
 	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"rt.fifo\" is not an absolute path; using the "
-		    "default /run/user/1000/roundtrim/%p.fifo");
+	            "default /run/user/1000/roundtrim/%p.fifo");
 	cr_assert_str_eq(cfg.fifo, "/run/user/1000/roundtrim/%p.fifo");
 	read_env(ENV({"ROUNDTRIM_FIFO", "/tmp/%d.fifo"}));
 	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"/tmp/%d.fifo\" is not a valid template ('%' must "
-		    "start %p or %%); using the default /tmp/roundtrim-1000/%p.fifo");
+	            "start %p or %%); using the default /tmp/roundtrim-1000/%p.fifo");
 	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
 	read_env(ENV({"ROUNDTRIM_FIFO", ""}));
 	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"\" is empty; using the default "
-		    "/tmp/roundtrim-1000/%p.fifo");
+	            "/tmp/roundtrim-1000/%p.fifo");
 }
 
 Test(config, fifo_must_expand_for_any_pid)
@@ -641,9 +659,9 @@ Test(config, fifo_must_expand_for_any_pid)
 	read_env(ENV({"ROUNDTRIM_FIFO", value}));
 	char want[256];
 	snprintf(want, sizeof(want),
-		 "roundtrim: ROUNDTRIM_FIFO=\"%.64s...\" is too long; using the default "
-		 "/tmp/roundtrim-1000/%%p.fifo",
-		 value);
+	         "roundtrim: ROUNDTRIM_FIFO=\"%.64s...\" is too long; using the default "
+	         "/tmp/roundtrim-1000/%%p.fifo",
+	         value);
 	expect_diag(want);
 	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
 
@@ -676,7 +694,7 @@ Test(config, log_bad)
 	cr_assert_str_eq(cfg.log, "");
 	read_env(ENV({"ROUNDTRIM_LOG", "/var/log/%"}));
 	expect_diag("roundtrim: ROUNDTRIM_LOG=\"/var/log/%\" is not a valid template ('%' must "
-		    "start %p or %%); using stderr");
+	            "start %p or %%); using stderr");
 	read_env(ENV({"ROUNDTRIM_LOG", ""}));
 	expect_diag("roundtrim: ROUNDTRIM_LOG=\"\" is empty; using stderr");
 }
@@ -695,11 +713,11 @@ Test(config, stats_bad)
 {
 	read_env(ENV({"ROUNDTRIM_STATS", "stats.jsonl"}));
 	expect_diag("roundtrim: ROUNDTRIM_STATS=\"stats.jsonl\" is not an absolute path; using no "
-		    "stats file");
+	            "stats file");
 	cr_assert_str_eq(cfg.stats, "");
 	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/%s"}));
 	expect_diag("roundtrim: ROUNDTRIM_STATS=\"/tmp/%s\" is not a valid template ('%' must "
-		    "start %p or %%); using no stats file");
+	            "start %p or %%); using no stats file");
 }
 
 /* ROUNDTRIM_JEMALLOC */
@@ -741,11 +759,11 @@ Test(config, trim_pad_bad)
 		const char *text;
 		const char *line;
 	} cases[] = {
-		{"1099511627777",
-		 "roundtrim: ROUNDTRIM_TRIM_PAD=\"1099511627777\" is too large; using 0"},
-		{"-1", "roundtrim: ROUNDTRIM_TRIM_PAD=\"-1\" is negative; using 0"},
-		{"1k", "roundtrim: ROUNDTRIM_TRIM_PAD=\"1k\" is not a valid value; using 0"},
-		{"", "roundtrim: ROUNDTRIM_TRIM_PAD=\"\" is empty; using 0"},
+	    {"1099511627777",
+	     "roundtrim: ROUNDTRIM_TRIM_PAD=\"1099511627777\" is too large; using 0"},
+	    {"-1", "roundtrim: ROUNDTRIM_TRIM_PAD=\"-1\" is negative; using 0"},
+	    {"1k", "roundtrim: ROUNDTRIM_TRIM_PAD=\"1k\" is not a valid value; using 0"},
+	    {"", "roundtrim: ROUNDTRIM_TRIM_PAD=\"\" is empty; using 0"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		read_env(ENV({"ROUNDTRIM_TRIM_PAD", cases[i].text}));
@@ -785,22 +803,23 @@ Test(config, python_bad)
 Test(config, one_diagnostic_per_bad_variable)
 {
 	static const char *const names[] = {
-		"ROUNDTRIM_ROLE",    "ROUNDTRIM_GC_ROUNDS", "ROUNDTRIM_CUDA_EMPTY_CACHE",
-		"ROUNDTRIM_PROFILE", "ROUNDTRIM_SIGNAL",    "ROUNDTRIM_FIFO",
-		"ROUNDTRIM_LOG",     "ROUNDTRIM_STATS",	    "ROUNDTRIM_JEMALLOC",
-		"ROUNDTRIM_TRIM_PAD", "ROUNDTRIM_PYTHON"};
+	    "ROUNDTRIM_ROLE",     "ROUNDTRIM_GC_ROUNDS", "ROUNDTRIM_CUDA_EMPTY_CACHE",
+	    "ROUNDTRIM_PROFILE",  "ROUNDTRIM_SIGNAL",    "ROUNDTRIM_FIFO",
+	    "ROUNDTRIM_LOG",      "ROUNDTRIM_STATS",     "ROUNDTRIM_JEMALLOC",
+	    "ROUNDTRIM_TRIM_PAD", "ROUNDTRIM_PYTHON"};
 	read_env(ENV({"ROUNDTRIM_ROLE", "bad-0"}, {"ROUNDTRIM_GC_ROUNDS", "bad-1"},
-		     {"ROUNDTRIM_CUDA_EMPTY_CACHE", "bad-2"}, {"ROUNDTRIM_PROFILE", "bad-3"},
-		     {"ROUNDTRIM_SIGNAL", "bad-4"}, {"ROUNDTRIM_FIFO", "bad-5"},
-		     {"ROUNDTRIM_LOG", "bad-6"}, {"ROUNDTRIM_STATS", "bad-7"},
-		     {"ROUNDTRIM_JEMALLOC", "bad-8"}, {"ROUNDTRIM_TRIM_PAD", "bad-9"},
-		     {"ROUNDTRIM_PYTHON", "bad-10"}));
+	             {"ROUNDTRIM_CUDA_EMPTY_CACHE", "bad-2"}, {"ROUNDTRIM_PROFILE", "bad-3"},
+	             {"ROUNDTRIM_SIGNAL", "bad-4"}, {"ROUNDTRIM_FIFO", "bad-5"},
+	             {"ROUNDTRIM_LOG", "bad-6"}, {"ROUNDTRIM_STATS", "bad-7"},
+	             {"ROUNDTRIM_JEMALLOC", "bad-8"}, {"ROUNDTRIM_TRIM_PAD", "bad-9"},
+	             {"ROUNDTRIM_PYTHON", "bad-10"}));
 	size_t n = sizeof(names) / sizeof(names[0]);
 	cr_assert_eq(diags.n, n);
 	for (size_t i = 0; i < n; i++) {
 		char prefix[64];
 		snprintf(prefix, sizeof(prefix), "roundtrim: %s=\"bad-%zu\" is ", names[i], i);
-		cr_assert_eq(strncmp(diags.lines[i], prefix, strlen(prefix)), 0, "%s", diags.lines[i]);
+		cr_assert_eq(strncmp(diags.lines[i], prefix, strlen(prefix)), 0, "%s",
+		             diags.lines[i]);
 		cr_assert_not_null(strstr(diags.lines[i], "; using "), "%s", diags.lines[i]);
 	}
 }
@@ -808,8 +827,9 @@ Test(config, one_diagnostic_per_bad_variable)
 Test(config, diagnostic_escapes_value)
 {
 	read_env(ENV({"ROUNDTRIM_JEMALLOC", "a\"b\\c\n\x01\x7f\xff"}));
-	expect_diag("roundtrim: ROUNDTRIM_JEMALLOC=\"a\\\"b\\\\c\\x0a\\x01\\x7f\\xff\" is not a valid "
-		    "value; using purge");
+	expect_diag(
+	    "roundtrim: ROUNDTRIM_JEMALLOC=\"a\\\"b\\\\c\\x0a\\x01\\x7f\\xff\" is not a valid "
+	    "value; using purge");
 }
 
 Test(config, diagnostic_truncates_long_value)
@@ -819,8 +839,10 @@ Test(config, diagnostic_truncates_long_value)
 	value[sizeof(value) - 1] = '\0';
 	read_env(ENV({"ROUNDTRIM_JEMALLOC", value}));
 	char want[256];
-	snprintf(want, sizeof(want), "roundtrim: ROUNDTRIM_JEMALLOC=\"%.64s...\" is not a valid "
-				     "value; using purge", value);
+	snprintf(want, sizeof(want),
+	         "roundtrim: ROUNDTRIM_JEMALLOC=\"%.64s...\" is not a valid "
+	         "value; using purge",
+	         value);
 	expect_diag(want);
 }
 
@@ -832,7 +854,7 @@ Test(config, diagnostic_does_not_truncate_64_bytes)
 	read_env(ENV({"ROUNDTRIM_JEMALLOC", value}));
 	char want[256];
 	snprintf(want, sizeof(want),
-		 "roundtrim: ROUNDTRIM_JEMALLOC=\"%s\" is not a valid value; using purge", value);
+	         "roundtrim: ROUNDTRIM_JEMALLOC=\"%s\" is not a valid value; using purge", value);
 	expect_diag(want);
 }
 
@@ -848,11 +870,13 @@ Test(config, diagnostic_worst_case_is_whole)
 	read_env(ENV({"ROUNDTRIM_FIFO", value}, {"XDG_RUNTIME_DIR", xdg}));
 	cr_assert_eq(diags.n, 1);
 	const char *line = diags.lines[0];
-	cr_assert_not_null(strstr(line, "\\x01\\x01...\" is not an absolute path; using the default "
-					"/ddd"));
+	cr_assert_not_null(strstr(line,
+	                          "\\x01\\x01...\" is not an absolute path; using the default "
+	                          "/ddd"));
 	size_t len = strlen(line);
 	cr_assert_str_eq(line + len - strlen("ddd/roundtrim/%p.fifo"), "ddd/roundtrim/%p.fifo");
-	cr_assert_eq(strlen(strchr(line, '"')), 1 + 64 * 4 + 3 + strlen("\" is not an absolute path; "
-								    "using the default ") +
-							   strlen(cfg.fifo));
+	cr_assert_eq(strlen(strchr(line, '"')), 1 + 64 * 4 + 3 +
+	                                            strlen("\" is not an absolute path; "
+	                                                   "using the default ") +
+	                                            strlen(cfg.fifo));
 }

@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rt_parse.h"
@@ -18,7 +18,7 @@ expect_u64(const char *text, uint64_t max, enum rt_parse_result want, uint64_t w
 	cr_assert_eq(got, want, "rt_parse_u64(\"%s\") = %d, want %d", text, got, want);
 	/* On failure the output is left alone. */
 	cr_assert_eq(out, want == RT_PARSE_OK ? want_value : SENTINEL, "rt_parse_u64(\"%s\")",
-		     text);
+	             text);
 }
 
 static void
@@ -27,8 +27,8 @@ expect_signal_with(const char *text, int rtmin, int rtmax, enum rt_parse_result 
 	int out = -1;
 	enum rt_parse_result got = rt_parse_signal(text, rtmin, rtmax, &out);
 	cr_assert_eq(got, want, "rt_parse_signal(\"%s\") = %d, want %d", text, got, want);
-	cr_assert_eq(out, want == RT_PARSE_OK ? want_sig : -1, "rt_parse_signal(\"%s\") -> %d", text,
-		     out);
+	cr_assert_eq(out, want == RT_PARSE_OK ? want_sig : -1, "rt_parse_signal(\"%s\") -> %d",
+	             text, out);
 }
 
 static void
@@ -74,8 +74,9 @@ Test(parse_u64, negative)
 
 Test(parse_u64, garbage)
 {
-	static const char *const bad[] = {"-",	"--1", "-1x", "+1",  " 1", "1 ",   "1\n", "0x10",
-					  "1_000", "1e3", "1.5", "abc", "\xd9\xa1", "12a3", "\t"};
+	static const char *const bad[] = {"-",   "--1", "-1x",      "+1",    " 1",
+	                                  "1 ",  "1\n", "0x10",     "1_000", "1e3",
+	                                  "1.5", "abc", "\xd9\xa1", "12a3",  "\t"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_u64(bad[i], UINT64_MAX, RT_PARSE_GARBAGE, 0);
 }
@@ -136,9 +137,9 @@ Test(parse_signal, realtime_out_of_range)
 
 Test(parse_signal, realtime_bad_offsets)
 {
-	static const char *const bad[] = {"RTMIN+",  "RTMIN+x",	   "RTMIN-1", "RTMAX+1", "RTMAX-",
-					  "RTMINX",  "RTMIN+-1", "RTMIN+ 1", "RTMIN++1", "RTMIN8",
-					  "RTMAX-1x"};
+	static const char *const bad[] = {"RTMIN+",   "RTMIN+x", "RTMIN-1",  "RTMAX+1",
+	                                  "RTMAX-",   "RTMINX",  "RTMIN+-1", "RTMIN+ 1",
+	                                  "RTMIN++1", "RTMIN8",  "RTMAX-1x"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_signal(bad[i], RT_PARSE_GARBAGE, 0);
 }
@@ -164,7 +165,7 @@ Test(parse_signal, none)
 Test(parse_signal, numbers)
 {
 	for (int sig = 1; sig < 32; sig++) {
-		char text[8];
+		char text[16];
 		snprintf(text, sizeof(text), "%d", sig);
 		if (sig == 10 || sig == 12)
 			expect_signal(text, RT_PARSE_OK, sig);
@@ -186,9 +187,9 @@ Test(parse_signal, numbers)
 Test(parse_signal, reserved_names)
 {
 	static const char *const names[] = {
-		"HUP",	"INT",	"QUIT", "ILL",	"TRAP",	  "ABRT", "BUS",   "FPE", "KILL", "SEGV",
-		"PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP",  "TSTP", "TTIN", "TTOU",
-		"URG",	"XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO",   "POLL", "PWR",  "SYS"};
+	    "HUP",  "INT",  "QUIT", "ILL",    "TRAP", "ABRT",  "BUS",  "FPE",  "KILL", "SEGV",
+	    "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT",  "STOP", "TSTP", "TTIN", "TTOU",
+	    "URG",  "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO",   "POLL", "PWR",  "SYS"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char sig[16], lower[16];
 		snprintf(sig, sizeof(sig), "SIG%s", names[i]);
@@ -205,9 +206,9 @@ Test(parse_signal, reserved_names)
 Test(parse_signal, empty_and_garbage)
 {
 	expect_signal("", RT_PARSE_EMPTY, 0);
-	static const char *const bad[] = {"SIG",  "USR3",  "SIGSIGUSR1", " USR1", "USR1 ",
-					  "USR",  "RT",	   "SIGFOO",	 "+10",	  "x",
-					  "USR1\n", "SIG10"};
+	static const char *const bad[] = {"SIG",   "USR3", "SIGSIGUSR1", " USR1",
+	                                  "USR1 ", "USR",  "RT",         "SIGFOO",
+	                                  "+10",   "x",    "USR1\n",     "SIG10"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_signal(bad[i], RT_PARSE_GARBAGE, 0);
 }
@@ -219,5 +220,6 @@ Test(parse_result_text, words)
 	cr_assert_str_eq(rt_parse_result_text(RT_PARSE_GARBAGE), "not a valid value");
 	cr_assert_str_eq(rt_parse_result_text(RT_PARSE_NEGATIVE), "negative");
 	cr_assert_str_eq(rt_parse_result_text(RT_PARSE_OVERFLOW), "too large");
-	cr_assert_str_eq(rt_parse_result_text(RT_PARSE_RESERVED), "a signal reserved for the system");
+	cr_assert_str_eq(rt_parse_result_text(RT_PARSE_RESERVED),
+	                 "a signal reserved for the system");
 }

@@ -46,7 +46,7 @@ expect_cmd(size_t i, enum rt_proto_kind kind, uint64_t arg, const char *line)
 {
 	cr_assert_gt(seen.n, i, "only %zu commands", seen.n);
 	cr_assert_eq(seen.kind[i], kind, "command %zu is %s, want %s", i,
-		     rt_proto_kind_name(seen.kind[i]), rt_proto_kind_name(kind));
+	             rt_proto_kind_name(seen.kind[i]), rt_proto_kind_name(kind));
 	cr_assert_eq(seen.arg[i], arg);
 	cr_assert_str_eq(seen.line[i], line);
 }
@@ -68,7 +68,8 @@ Test(proto, commands)
 	expect_line("stats\n", RT_PROTO_STATS, 0, "stats");
 	expect_line("gc-rounds 7\n", RT_PROTO_GC_ROUNDS, 7, "gc-rounds 7");
 	expect_line("gc-rounds 0\n", RT_PROTO_GC_ROUNDS, 0, "gc-rounds 0");
-	expect_line("gc-rounds 1000000000\n", RT_PROTO_GC_ROUNDS, 1000000000, "gc-rounds 1000000000");
+	expect_line("gc-rounds 1000000000\n", RT_PROTO_GC_ROUNDS, 1000000000,
+	            "gc-rounds 1000000000");
 }
 
 Test(proto, crlf)
@@ -79,8 +80,8 @@ Test(proto, crlf)
 
 Test(proto, unknown)
 {
-	static const char *const lines[] = {"ROUND", "round ", " round", "rounds", "", "trim\r\r",
-					    "gc-rounds", "hello"};
+	static const char *const lines[] = {"ROUND", "round ",   " round",    "rounds",
+	                                    "",      "trim\r\r", "gc-rounds", "hello"};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		char bytes[80];
 		snprintf(bytes, sizeof(bytes), "%s\n", lines[i]);
@@ -91,9 +92,11 @@ Test(proto, unknown)
 
 Test(proto, bad_gc_rounds_argument)
 {
-	static const char *const lines[] = {"gc-rounds ",	 "gc-rounds x",	 "gc-rounds -1",
-					    "gc-rounds  3",	 "gc-rounds 3 ", "gc-rounds +3",
-					    "gc-rounds 1000000001", "gc-rounds 99999999999999999999999"};
+	static const char *const lines[] = {
+	    "gc-rounds ",           "gc-rounds x",
+	    "gc-rounds -1",         "gc-rounds  3",
+	    "gc-rounds 3 ",         "gc-rounds +3",
+	    "gc-rounds 1000000001", "gc-rounds 99999999999999999999999"};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		char bytes[80];
 		snprintf(bytes, sizeof(bytes), "%s\n", lines[i]);

@@ -12,12 +12,12 @@ expect_acting_rounds(uint32_t every, uint64_t last, const uint64_t *acting, size
 	for (uint64_t round = 1; round <= last; round++) {
 		bool want = next < n_acting && acting[next] == round;
 		cr_assert_eq(rt_rounds_add(&r, 1), want, "N=%u round %lu", every,
-			     (unsigned long)round);
+		             (unsigned long)round);
 		cr_assert_eq(r.counted, round);
 		if (want)
 			next++;
 		cr_assert_eq(r.last_acted, next ? acting[next - 1] : 0, "N=%u round %lu", every,
-			     (unsigned long)round);
+		             (unsigned long)round);
 	}
 	cr_assert_eq(next, n_acting);
 }

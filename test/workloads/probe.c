@@ -295,8 +295,10 @@ mode_api(void)
 	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
 	if (!get || !round)
 		return 1;
-	for (int i = 0; i < 100; i++)
-		free(malloc(1000));
+	for (int i = 0; i < 100; i++) {
+		void *volatile block = malloc(1000); /* volatile: GCC elides a bare malloc+free */
+		free(block);
+	}
 	get(&c);
 	printf("allocations=%llu frees=%llu bytes=%llu round=%d\n",
 	       (unsigned long long)c.allocations, (unsigned long long)c.frees,

@@ -1,0 +1,347 @@
+/* The host comes first: fork during trims, programs that do not match, bad variables, refused
+ * FIFO paths and junk on the FIFO all leave it running as if roundtrim were absent. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(robust, .timeout = 120, .fini = th_cleanup);
+
+static const char *
+env_preload(void)
+{
+	static char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "LD_PRELOAD=%s", th_lib());
+	return buf;
+}
+
+static const char *
+env_fifo_in(const char *dir)
+{
+	static char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
+	return buf;
+}
+
+/* Runs probe MODE to completion; returns its stdout's first line and its stderr. */
+static int
+run_probe(const char *mode, const char *const env[], char *out, size_t out_size, char *err,
+	  size_t err_size)
+{
+	const char *argv[] = {th_workload("probe"), mode, NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	th_close_stdin(&p);
+	if (!th_read_line(&p, out, out_size, TH_TIMEOUT_MS))
+		out[0] = '\0';
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS), "probe %s hung", mode);
+	th_read_stderr(&p, err, err_size);
+	return p.status;
+}
+
+static int
+count_substr(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle))
+		n++;
+	return n;
+}
+
+Test(robust, fork_during_trims_never_deadlocks)
+{
+	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
+	const char *argv[] = {th_workload("probe"), "forkloop", "300", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[256];
+	cr_assert(th_read_line(&p, line, sizeof(line), 60000), "fork loop did not finish");
+	cr_assert_str_eq(line, "forks=300 trim=yes");
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(p.status, 0);
+}
+
+Test(robust, fork_child_gets_its_own_fifo_and_counts)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[] = {th_workload("probe"), "forkchild", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[256], path[PATH_MAX], status[PATH_MAX], parent_status[PATH_MAX];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	long child = strtol(line + strlen("child "), NULL, 10);
+	cr_assert_gt(child, 0, "%s", line);
+	snprintf(path, sizeof(path), "%s/%ld.fifo", dir, child);
+	snprintf(status, sizeof(status), "%s/%ld.status", dir, child);
+	snprintf(parent_status, sizeof(parent_status), "%s/%d.status", dir, p.pid);
+	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "child has no FIFO of its own");
+	cr_assert(th_fifo_write(path, "round\nround\n", 12));
+	cr_assert(th_wait_line(status, "\"rounds\":2,", line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert(th_wait_line(parent_status, "\"rounds\":0,", line, sizeof(line), TH_TIMEOUT_MS),
+		  "the parent counted the child's rounds: %s", line);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert(th_wait_path(path, true, TH_TIMEOUT_MS), "child's FIFO left behind");
+}
+
+/* Threads and caught signals of a probe: the library adds one thread and one handler. */
+static void
+probe_status(const char *const env[], long *threads, unsigned long long *caught)
+{
+	const char *argv[] = {th_workload("probe"), "status", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[256];
+	*threads = -1;
+	*caught = 0;
+	while (th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS) && strncmp(line, "ready", 5)) {
+		if (!strncmp(line, "Threads:", 8))
+			*threads = strtol(line + 8, NULL, 10);
+		if (!strncmp(line, "SigCgt:", 7))
+			*caught = strtoull(line + 7, NULL, 16);
+	}
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}
+
+Test(robust, non_matching_program_is_untouched)
+{
+	const char *dir = th_tmpdir();
+	long threads;
+	unsigned long long caught;
+	const char *matching[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_MATCH=pro*", NULL};
+	probe_status(matching, &threads, &caught);
+	cr_assert_eq(threads, 2, "a matching program gets the worker thread");
+	cr_assert_neq(caught, 0);
+
+	const char *other[] = {env_preload(), env_fifo_in(dir),
+			       "ROUNDTRIM_MATCH=python*,nvflare*", NULL};
+	probe_status(other, &threads, &caught);
+	cr_assert_eq(threads, 1, "no thread in a program that does not match");
+	cr_assert_eq(caught, 0, "no handler in a program that does not match");
+	struct stat st;
+	cr_assert_eq(stat(dir, &st), 0);
+	cr_assert_eq(th_count_lines("/dev/null", "x"), 0);
+	char out[256], err[1024];
+	const char *quiet[] = {env_preload(), "ROUNDTRIM_MATCH=python*", "ROUNDTRIM_GC_ROUNDS=junk",
+			       NULL};
+	cr_assert_eq(run_probe("alloc", quiet, out, sizeof(out), err, sizeof(err)), 0);
+	cr_assert_str_eq(err, "", "a program that does not match stays quiet");
+}
+
+Test(robust, disabled_is_pure_pass_through)
+{
+	long threads;
+	unsigned long long caught;
+	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), "ROUNDTRIM_DISABLE=1", NULL};
+	probe_status(env, &threads, &caught);
+	cr_assert_eq(threads, 1);
+	cr_assert_eq(caught, 0);
+	char out[256], err[1024];
+	cr_assert_eq(run_probe("alloc", env, out, sizeof(out), err, sizeof(err)), 0);
+	cr_assert_str_eq(out, "ok");
+}
+
+static const struct {
+	const char *assignment;
+	const char *name;
+} bad_variables[] = {
+	{"ROUNDTRIM_GC_ROUNDS=abc", "ROUNDTRIM_GC_ROUNDS"},
+	{"ROUNDTRIM_GC_ROUNDS=-1", "ROUNDTRIM_GC_ROUNDS"},
+	{"ROUNDTRIM_GC_ROUNDS=99999999999999999999999", "ROUNDTRIM_GC_ROUNDS"},
+	{"ROUNDTRIM_GC_ROUNDS=", "ROUNDTRIM_GC_ROUNDS"},
+	{"NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1.5", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS"},
+	{"NVFLARE_CUDA_EMPTY_CACHE=maybe", "NVFLARE_CUDA_EMPTY_CACHE"},
+	{"ROUNDTRIM_CUDA_EMPTY_CACHE=", "ROUNDTRIM_CUDA_EMPTY_CACHE"},
+	{"NVFLARE_CLIENT_MEMORY_PROFILE=2", "NVFLARE_CLIENT_MEMORY_PROFILE"},
+	{"ROUNDTRIM_PROFILE=on-ish", "ROUNDTRIM_PROFILE"},
+	{"ROUNDTRIM_ROLE=worker", "ROUNDTRIM_ROLE"},
+	{"ROUNDTRIM_SIGNAL=TERM", "ROUNDTRIM_SIGNAL"},
+	{"ROUNDTRIM_SIGNAL=RTMIN+99", "ROUNDTRIM_SIGNAL"},
+	{"ROUNDTRIM_SIGNAL=banana", "ROUNDTRIM_SIGNAL"},
+	{"ROUNDTRIM_FIFO=relative/%p.fifo", "ROUNDTRIM_FIFO"},
+	{"ROUNDTRIM_FIFO=/tmp/%q.fifo", "ROUNDTRIM_FIFO"},
+	{"ROUNDTRIM_LOG=not/absolute", "ROUNDTRIM_LOG"},
+	{"ROUNDTRIM_STATS=stats.jsonl", "ROUNDTRIM_STATS"},
+	{"ROUNDTRIM_MATCH=", "ROUNDTRIM_MATCH"},
+	{"ROUNDTRIM_JEMALLOC=flush", "ROUNDTRIM_JEMALLOC"},
+	{"ROUNDTRIM_TRIM_PAD=1k", "ROUNDTRIM_TRIM_PAD"},
+	{"ROUNDTRIM_PYTHON=perhaps", "ROUNDTRIM_PYTHON"},
+	{"ROUNDTRIM_DISABLE=please", "ROUNDTRIM_DISABLE"},
+};
+
+Test(robust, every_bad_variable_is_harmless_and_named_once)
+{
+	for (size_t i = 0; i < sizeof(bad_variables) / sizeof(bad_variables[0]); i++) {
+		char out[256], err[2048];
+		/* The bad assignment first: getenv finds the first of two. */
+		const char *env[] = {bad_variables[i].assignment, env_preload(),
+				     env_fifo_in(th_tmpdir()), NULL};
+		int status = run_probe("alloc", env, out, sizeof(out), err, sizeof(err));
+		cr_assert_eq(status, 0, "%s: host failed", bad_variables[i].assignment);
+		cr_assert_str_eq(out, "ok", "%s", bad_variables[i].assignment);
+		cr_assert_eq(count_substr(err, "\n"), 1, "%s: expected one line, got: %s",
+			     bad_variables[i].assignment, err);
+		cr_assert_not_null(strstr(err, bad_variables[i].name), "%s", err);
+	}
+}
+
+/* Runs an idle probe with a FIFO path of the test's choosing until the worker refuses it;
+ * the probe must run on unharmed. Returns its stderr. */
+static void
+run_with_fifo(const char *fifo_template, char *err, size_t err_size)
+{
+	char env_fifo[PATH_MAX + 32], line[256];
+	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s", fifo_template);
+	const char *env[] = {env_preload(), env_fifo, NULL};
+	const char *argv[] = {th_workload("probe"), "idle", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert(th_wait_stderr(&p, "FIFO trigger off", err, err_size, TH_TIMEOUT_MS),
+		  "no refusal: %s", err);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(p.status, 0);
+}
+
+Test(robust, fifo_refuses_symlink)
+{
+	char target[PATH_MAX], link[PATH_MAX], err[1024];
+	snprintf(target, sizeof(target), "%s/elsewhere", th_tmpdir());
+	snprintf(link, sizeof(link), "%s/trigger.fifo", th_tmpdir());
+	cr_assert_eq(symlink(target, link), 0);
+	run_with_fifo(link, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+	cr_assert_neq(access(target, F_OK), 0, "followed the symlink");
+}
+
+Test(robust, fifo_refuses_regular_file)
+{
+	char path[PATH_MAX], err[1024];
+	snprintf(path, sizeof(path), "%s/trigger.fifo", th_tmpdir());
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	run_with_fifo(path, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "not a FIFO"), "%s", err);
+}
+
+Test(robust, fifo_refuses_open_directory)
+{
+	char dir[PATH_MAX], tmpl[PATH_MAX + 16], err[1024];
+	snprintf(dir, sizeof(dir), "%s/open", th_tmpdir());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	snprintf(tmpl, sizeof(tmpl), "%s/%%p.fifo", dir);
+	run_with_fifo(tmpl, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "writable by group or others"), "%s", err);
+}
+
+Test(robust, fifo_refuses_foreign_directory)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give a directory to another user");
+	char dir[PATH_MAX], tmpl[PATH_MAX + 16], err[1024];
+	snprintf(dir, sizeof(dir), "%s/foreign", th_tmpdir());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(chown(dir, 65534, 65534), 0);
+	snprintf(tmpl, sizeof(tmpl), "%s/%%p.fifo", dir);
+	run_with_fifo(tmpl, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "another user"), "%s", err);
+}
+
+Test(robust, fifo_junk_and_oversized_lines_are_counted_once_reported)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[] = {th_workload("probe"), "idle", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[2048], fifo[PATH_MAX], status[PATH_MAX];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);
+	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
+	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS));
+	static char junk[300];
+	memset(junk, 'x', sizeof(junk) - 1);
+	junk[sizeof(junk) - 1] = '\n';
+	cr_assert(th_fifo_write(fifo, "hello\n", 6));
+	cr_assert(th_fifo_write(fifo, junk, sizeof(junk)));
+	cr_assert(th_fifo_write(fifo, "gc-rounds -3\nstats please\n", 26));
+	cr_assert(th_fifo_write(fifo, junk, sizeof(junk)));
+	cr_assert(th_fifo_write(fifo, "round\n", 6));
+	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(th_field(line, "unknown_lines"), 3, "%s", line);
+	cr_assert_eq(th_field(line, "oversized_lines"), 2, "%s", line);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(p.status, 0);
+	char err[2048];
+	th_read_stderr(&p, err, sizeof(err));
+	cr_assert_eq(count_substr(err, "ignoring FIFO line \""), 1, "%s", err);
+	cr_assert_eq(count_substr(err, "longer than"), 1, "%s", err);
+}
+
+static long
+vm_rss_kib(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	cr_assert_gt(th_read_file(path, buf, sizeof(buf)), 0);
+	char *at = strstr(buf, "VmRSS:");
+	cr_assert_not_null(at);
+	return strtol(at + 6, NULL, 10);
+}
+
+Test(robust, flooding_writer_cannot_grow_memory)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[] = {th_workload("probe"), "idle", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[2048], fifo[PATH_MAX], status[PATH_MAX];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);
+	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
+	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS));
+	long before = vm_rss_kib(p.pid);
+	static char flood[1 << 20];
+	memset(flood, 'y', sizeof(flood));
+	for (int i = 0; i < 32; i++)
+		cr_assert(th_fifo_write(fifo, flood, sizeof(flood)));
+	cr_assert(th_fifo_write(fifo, "\nround\n", 7));
+	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(th_field(line, "oversized_lines"), 1, "%s", line);
+	long after = vm_rss_kib(p.pid);
+	cr_assert_lt(after - before, 1024, "32 MiB without a newline grew RSS by %ld KiB",
+		     after - before);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}
+
+Test(robust, api_counts_this_threads_allocations_and_rounds)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[] = {th_workload("probe"), "api", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[256], status[PATH_MAX];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_geq(th_field(line, "allocations"), 100, "%s", line);
+	cr_assert_geq(th_field(line, "frees"), 100, "%s", line);
+	cr_assert_geq(th_field(line, "bytes"), 100000, "%s", line);
+	cr_assert_eq(th_field(line, "round"), 0, "%s", line);
+	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
+	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}

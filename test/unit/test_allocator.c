@@ -1,0 +1,65 @@
+#include <criterion/criterion.h>
+
+#include "rt_allocator.h"
+
+static enum rt_allocator_kind
+decide(bool mallctl, bool malloc_trim, bool tcmalloc_release, bool mi_collect)
+{
+	struct rt_allocator_facts facts = {.mallctl = mallctl,
+	                                   .malloc_trim = malloc_trim,
+	                                   .tcmalloc_release = tcmalloc_release,
+	                                   .mi_collect = mi_collect};
+	return rt_allocator_decide(&facts);
+}
+
+Test(allocator, decide)
+{
+	cr_assert_eq(decide(false, false, false, false), RT_ALLOCATOR_UNKNOWN);
+	cr_assert_eq(decide(false, true, false, false), RT_ALLOCATOR_GLIBC);
+	cr_assert_eq(decide(true, false, false, false), RT_ALLOCATOR_JEMALLOC);
+	cr_assert_eq(decide(false, false, true, false), RT_ALLOCATOR_TCMALLOC);
+	cr_assert_eq(decide(false, false, false, true), RT_ALLOCATOR_MIMALLOC);
+}
+
+Test(allocator, mallctl_wins_over_glibc_malloc_trim)
+{
+	/* glibc keeps exporting malloc_trim under a preloaded jemalloc. */
+	cr_assert_eq(decide(true, true, false, false), RT_ALLOCATOR_JEMALLOC);
+	cr_assert_eq(decide(true, true, true, true), RT_ALLOCATOR_JEMALLOC);
+}
+
+Test(allocator, others_win_over_malloc_trim)
+{
+	cr_assert_eq(decide(false, true, true, false), RT_ALLOCATOR_TCMALLOC);
+	cr_assert_eq(decide(false, true, false, true), RT_ALLOCATOR_MIMALLOC);
+	cr_assert_eq(decide(false, false, true, true), RT_ALLOCATOR_TCMALLOC);
+}
+
+Test(allocator, actions)
+{
+	static const enum rt_jemalloc_action settings[] = {RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY};
+	for (size_t i = 0; i < 2; i++) {
+		enum rt_jemalloc_action j = settings[i];
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_GLIBC, j), RT_ACTION_MALLOC_TRIM);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_TCMALLOC, j), RT_ACTION_NONE);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_MIMALLOC, j), RT_ACTION_NONE);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_UNKNOWN, j), RT_ACTION_NONE);
+	}
+	cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_JEMALLOC, RT_JEMALLOC_PURGE),
+	             RT_ACTION_JEMALLOC_PURGE);
+	cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_JEMALLOC, RT_JEMALLOC_DECAY),
+	             RT_ACTION_JEMALLOC_DECAY);
+}
+
+Test(allocator, names)
+{
+	cr_assert_str_eq(rt_allocator_name(RT_ALLOCATOR_UNKNOWN), "unknown");
+	cr_assert_str_eq(rt_allocator_name(RT_ALLOCATOR_GLIBC), "glibc");
+	cr_assert_str_eq(rt_allocator_name(RT_ALLOCATOR_JEMALLOC), "jemalloc");
+	cr_assert_str_eq(rt_allocator_name(RT_ALLOCATOR_TCMALLOC), "tcmalloc");
+	cr_assert_str_eq(rt_allocator_name(RT_ALLOCATOR_MIMALLOC), "mimalloc");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_NONE), "none");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_MALLOC_TRIM), "malloc_trim");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_JEMALLOC_PURGE), "jemalloc_purge");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_JEMALLOC_DECAY), "jemalloc_decay");
+}

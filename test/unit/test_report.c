@@ -1,0 +1,193 @@
+#include <criterion/criterion.h>
+#include <regex.h>
+#include <string.h>
+
+#include "rt_report.h"
+
+static struct rt_round_record
+record(void)
+{
+	return (struct rt_round_record){.pid = 4321,
+	                                .round = 12,
+	                                .trigger = "fifo",
+	                                .action = "malloc_trim",
+	                                .allocator = "glibc",
+	                                .rss_before_kib = 3072,
+	                                .rss_after_kib = 2048,
+	                                .live_kib = 1536,
+	                                .duration_us = 1250,
+	                                .unix_time_us = 1700000000123456,
+	                                .note = ""};
+}
+
+static struct rt_status_record
+status(void)
+{
+	return (struct rt_status_record){.pid = 77,
+	                                 .program = "python3",
+	                                 .allocator = "jemalloc",
+	                                 .rounds = 10,
+	                                 .gc_rounds = 3,
+	                                 .actions = 3,
+	                                 .last_action_round = 9,
+	                                 .last_action = "jemalloc_purge",
+	                                 .last_action_unix_us = 1700000001000002,
+	                                 .rss_kib = 4096,
+	                                 .live_kib = 1024,
+	                                 .released_total_kib = 8192,
+	                                 .fifo = "/tmp/rt/77.fifo",
+	                                 .signal = 42,
+	                                 .stats = "",
+	                                 .unknown_lines = 5,
+	                                 .oversized_lines = 6};
+}
+
+static void
+expect_contains(const char *haystack, const char *needle)
+{
+	cr_assert_not_null(strstr(haystack, needle), "\"%s\" lacks \"%s\"", haystack, needle);
+}
+
+static bool
+matches(const char *pattern, const char *text)
+{
+	regex_t re;
+	cr_assert_eq(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+	bool ok = regexec(&re, text, 0, NULL, 0) == 0;
+	regfree(&re);
+	return ok;
+}
+
+#define NVFLARE_RSS_RE "^\\[RSS\\] [^:]*: [0-9]+\\.[0-9] MB"
+
+Test(report, rss_line_has_nvflare_shape)
+{
+	struct rt_round_record rec = record();
+	char buf[RT_REPORT_LINE_MAX];
+	size_t n = rt_report_rss_line(buf, sizeof(buf), &rec);
+	cr_assert_eq(n, strlen(buf));
+	cr_assert(matches(NVFLARE_RSS_RE, buf), "%s", buf);
+	cr_assert(matches("^\\[RSS\\] [^:]*: 2\\.0 MB ", buf), "%s", buf);
+	cr_assert_eq(buf[n - 1], '\n');
+	cr_assert_eq(strchr(buf, '\n'), buf + n - 1);
+}
+
+Test(report, rss_line_details)
+{
+	struct rt_round_record rec = record();
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	expect_contains(buf, "pid=4321");
+	expect_contains(buf, "r=12");
+	expect_contains(buf, "fifo: 2.0 MB");
+	expect_contains(buf, "before=3.0 MB");
+	expect_contains(buf, "released=1.0 MB");
+	expect_contains(buf, "live=1.5 MB");
+	expect_contains(buf, "action=malloc_trim");
+	expect_contains(buf, "took=1.250 ms");
+	expect_contains(buf, "allocator=glibc");
+	cr_assert_null(strstr(buf, "note="));
+}
+
+Test(report, rss_line_note)
+{
+	struct rt_round_record rec = record();
+	rec.note = "gc-skipped";
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	expect_contains(buf, "allocator=glibc note=gc-skipped)\n");
+	cr_assert(matches(NVFLARE_RSS_RE, buf), "%s", buf);
+}
+
+Test(report, rss_line_large_value_keeps_shape)
+{
+	struct rt_round_record rec = record();
+	rec.rss_after_kib = 123456789;
+	rec.rss_before_kib = 123456789;
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	cr_assert(matches(NVFLARE_RSS_RE, buf), "%s", buf);
+	expect_contains(buf, ": 120563.3 MB");
+	expect_contains(buf, "released=0.0 MB");
+}
+
+Test(report, released_clamps_at_zero)
+{
+	struct rt_round_record rec = record();
+	cr_assert_eq(rt_report_released_kib(&rec), 1024);
+	rec.rss_after_kib = 5000;
+	cr_assert_eq(rt_report_released_kib(&rec), 0);
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	expect_contains(buf, "released=0.0 MB");
+	rt_report_json(buf, sizeof(buf), &rec);
+	expect_contains(buf, "\"released_kib\":0,");
+}
+
+Test(report, json_has_every_key)
+{
+	struct rt_round_record rec = record();
+	rec.note = "python-off";
+	char buf[RT_REPORT_LINE_MAX];
+	size_t n = rt_report_json(buf, sizeof(buf), &rec);
+	cr_assert_eq(n, strlen(buf));
+	cr_assert_str_eq(buf, "{\"pid\":4321,\"round\":12,\"trigger\":\"fifo\",\"action\":"
+	                      "\"malloc_trim\",\"rss_before_kib\":3072,\"rss_after_kib\":2048,"
+	                      "\"live_kib\":1536,\"released_kib\":1024,\"duration_us\":1250,"
+	                      "\"allocator\":\"glibc\",\"note\":\"python-off\","
+	                      "\"unix_time\":1700000000.123456}\n");
+}
+
+Test(report, json_fraction_keeps_leading_zeros)
+{
+	struct rt_round_record rec = record();
+	rec.unix_time_us = 1700000000000042;
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_json(buf, sizeof(buf), &rec);
+	expect_contains(buf, "\"unix_time\":1700000000.000042}");
+}
+
+Test(report, truncation)
+{
+	struct rt_round_record rec = record();
+	char full[RT_REPORT_LINE_MAX], buf[10];
+	size_t full_n = rt_report_rss_line(full, sizeof(full), &rec);
+	size_t n = rt_report_rss_line(buf, sizeof(buf), &rec);
+	cr_assert_eq(n, 9);
+	cr_assert_eq(strncmp(buf, full, 9), 0);
+	cr_assert_eq(buf[9], '\0');
+	cr_assert_gt(full_n, 9);
+	cr_assert_eq(rt_report_json(buf, sizeof(buf), &rec), 9);
+	cr_assert_str_eq(buf, "{\"pid\":43");
+	struct rt_status_record st = status();
+	cr_assert_eq(rt_report_status_json(buf, sizeof(buf), &st), 9);
+	cr_assert_str_eq(buf, "{\"pid\":77");
+}
+
+Test(report, status_json)
+{
+	struct rt_status_record st = status();
+	char buf[RT_REPORT_LINE_MAX];
+	size_t n = rt_report_status_json(buf, sizeof(buf), &st);
+	cr_assert_eq(n, strlen(buf));
+	cr_assert_str_eq(buf, "{\"pid\":77,\"program\":\"python3\",\"allocator\":\"jemalloc\","
+	                      "\"rounds\":10,\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
+	                      "\"last_action\":\"jemalloc_purge\","
+	                      "\"last_action_unix_time\":1700000001.000002,\"rss_kib\":4096,"
+	                      "\"live_kib\":1024,\"released_total_kib\":8192,"
+	                      "\"fifo\":\"/tmp/rt/77.fifo\",\"signal\":42,\"stats\":\"\","
+	                      "\"unknown_lines\":5,\"oversized_lines\":6}\n");
+}
+
+Test(report, status_json_escapes_strings)
+{
+	struct rt_status_record st = status();
+	st.program = "my\"prog\\x";
+	st.fifo = "/tmp/a\"b/\n%p.fifo";
+	st.stats = "/tmp/s\x01";
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_status_json(buf, sizeof(buf), &st);
+	expect_contains(buf, "\"program\":\"my\\\"prog\\\\x\",");
+	expect_contains(buf, "\"fifo\":\"/tmp/a\\\"b/\\u000a%p.fifo\",");
+	expect_contains(buf, "\"stats\":\"/tmp/s\\u0001\",");
+}
