@@ -3,6 +3,7 @@
 #include "roundtrim.h"
 #include "rt_heap.h"
 #include "rt_real.h"
+#include "rt_report.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
 
@@ -29,7 +30,7 @@ static void
 rt_main_diag(void *ctx, const char *line)
 {
 	(void)ctx;
-	char buf[640];
+	char buf[RT_REPORT_LINE_MAX + 1];
 	size_t len = strnlen(line, sizeof(buf) - 1);
 	memcpy(buf, line, len);
 	buf[len++] = '\n';

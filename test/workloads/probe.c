@@ -16,6 +16,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -82,12 +83,31 @@ print_status(void)
 }
 
 static atomic_int eintr_count, wait_count, stop;
+static atomic_int waiter_tids[3];
+static int own_mode;
+
+/* Whether thread tid sleeps in the kernel now (state S in /proc/self/task/TID/stat). */
+static int
+thread_sleeping(int tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *end = strrchr(buf, ')'); /* the command name may hold spaces */
+	return end && end[1] == ' ' && end[2] == 'S';
+}
 static int wake_pipe[2];
 
 static void *
 sleeper(void *arg)
 {
 	(void)arg;
+	atomic_store(&waiter_tids[0], gettid());
 	while (!atomic_load(&stop)) {
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
@@ -101,6 +121,7 @@ static void *
 poller(void *arg)
 {
 	(void)arg;
+	atomic_store(&waiter_tids[1], gettid());
 	int never[2];
 	if (pipe(never) != 0)
 		return NULL;
@@ -117,6 +138,15 @@ static void *
 reader(void *arg)
 {
 	(void)arg;
+	if (own_mode) {
+		/* In the control, read's SA_RESTART would let this thread drain every signal
+		 * silently: leave them to the nanosleep and poll threads. */
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGRTMIN + 8);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
+	atomic_store(&waiter_tids[2], gettid());
 	char c;
 	for (;;) {
 		ssize_t n = read(wake_pipe[0], &c, 1);
@@ -137,6 +167,7 @@ own_handler(int sig)
 static int
 mode_eintr(int own)
 {
+	own_mode = own;
 	if (own) {
 		struct sigaction sa = {.sa_handler = own_handler, .sa_flags = SA_RESTART};
 		sigaction(SIGRTMIN + 8, &sa, NULL);
@@ -158,6 +189,11 @@ mode_eintr(int own)
 		sigaddset(&set, SIGRTMIN + 8);
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	}
+	/* "ready" only once every thread sits in its system call, so that a storm that follows
+	 * finds them there. */
+	for (int i = 0; i < 3; i++)
+		while (!atomic_load(&waiter_tids[i]) || !thread_sleeping(atomic_load(&waiter_tids[i])))
+			sched_yield();
 	printf("ready %d\n", getpid());
 	fflush(stdout);
 	char buf[64];
