@@ -96,3 +96,21 @@ rt_path_status_for_fifo(char *out, size_t size, const char *fifo_path)
 	int n = snprintf(out, size, "%.*s.status", (int)len, fifo_path);
 	return n > 0 && (size_t)n < size;
 }
+
+bool
+rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid)
+{
+	const char *base = strrchr(fifo_template, '/');
+	if (!base || strcmp(base + 1, "%p.fifo") != 0)
+		return false;
+	long value = 0;
+	const char *s = name;
+	for (; *s >= '0' && *s <= '9' && value < 1L << 31; s++)
+		value = value * 10 + (*s - '0');
+	if (s == name || value <= 0 || value >= 1L << 31)
+		return false;
+	if (strcmp(s, ".fifo") && strcmp(s, ".status") && strcmp(s, ".status.tmp"))
+		return false;
+	*pid = (int)value;
+	return true;
+}

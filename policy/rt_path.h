@@ -21,4 +21,9 @@ bool rt_path_default_fifo(char *out, size_t size, const char *xdg_runtime_dir, u
 /* The status file beside a FIFO: "x.fifo" -> "x.status", any other name gets ".status" added. */
 bool rt_path_status_for_fifo(char *out, size_t size, const char *fifo_path);
 
+/* For a FIFO template whose file name is exactly "%p.fifo": whether name is one of the files
+ * such a process leaves ("PID.fifo", "PID.status", "PID.status.tmp"); sets *pid. Other
+ * templates have no names the library may call its own. */
+bool rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid);
+
 #endif

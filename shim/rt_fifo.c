@@ -3,7 +3,9 @@
 #include "rt_fifo_rules.h"
 #include "rt_path.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -119,4 +121,32 @@ label_return:
 	if (dirfd >= 0)
 		close(dirfd);
 	return fd;
+}
+
+void
+rt_fifo_sweep(const char *fifo_template, const char *fifo_path)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	if (!rt_path_split(fifo_path, dir, sizeof(dir), name, sizeof(name)))
+		return;
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dirfd < 0 ? NULL : fdopendir(dirfd);
+	if (!d) {
+		if (dirfd >= 0)
+			close(dirfd);
+		return;
+	}
+	uid_t uid = geteuid();
+	struct dirent *entry;
+	while ((entry = readdir(d)) != NULL) {
+		int pid;
+		struct stat st;
+		if (!rt_path_stale_candidate(fifo_template, entry->d_name, &pid) ||
+		    fstatat(dirfd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    st.st_uid != uid)
+			continue;
+		if (kill(pid, 0) != 0 && errno == ESRCH)
+			unlinkat(dirfd, entry->d_name, 0);
+	}
+	closedir(d);
 }

@@ -9,4 +9,8 @@
  * close-on-exec. Returns the descriptor, or -1 after writing the reason into why. */
 int rt_fifo_open(const char *path, char *why, size_t why_size);
 
+/* Removes what dead processes of this user left in the FIFO's directory (killed by a signal,
+ * they never ran their destructor). Only names rt_path_stale_candidate calls ours. */
+void rt_fifo_sweep(const char *fifo_template, const char *fifo_path);
+
 #endif

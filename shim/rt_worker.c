@@ -131,6 +131,7 @@ rt_worker_open_files(bool forked)
 		return;
 	}
 	atomic_store(&rt_w_owner, getpid());
+	rt_fifo_sweep(cfg->fifo, rt_w.fifo_path);
 	/* The host may have begun to exit while we created it: then we remove it ourselves
 	 * (rt_worker_remove_files sets the exiting pid before it reads the owner). */
 	if (rt_worker_exiting())

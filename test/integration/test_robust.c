@@ -345,3 +345,28 @@ Test(robust, api_counts_this_threads_allocations_and_rounds)
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 }
+
+Test(robust, dead_processes_files_are_swept)
+{
+	const char *dir = th_tmpdir();
+	char stale_fifo[PATH_MAX], stale_status[PATH_MAX], keep[PATH_MAX];
+	/* pid 2^22 + 1 is above the kernel's pid_max limit: never alive. */
+	snprintf(stale_fifo, sizeof(stale_fifo), "%s/4194305.fifo", dir);
+	snprintf(stale_status, sizeof(stale_status), "%s/4194305.status", dir);
+	snprintf(keep, sizeof(keep), "%s/notes.txt", dir);
+	const char *paths[] = {stale_fifo, stale_status, keep};
+	for (int i = 0; i < 3; i++) {
+		FILE *f = fopen(paths[i], "w");
+		cr_assert_not_null(f);
+		fclose(f);
+	}
+	const char *env[] = {env_preload(), env_fifo_in(dir), NULL};
+	const char *argv[] = {th_workload("probe"), "idle", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	cr_assert(th_wait_path(stale_fifo, true, TH_TIMEOUT_MS), "stale FIFO kept");
+	cr_assert(th_wait_path(stale_status, true, TH_TIMEOUT_MS), "stale status kept");
+	cr_assert_eq(access(keep, F_OK), 0, "swept a file that is not ours");
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}

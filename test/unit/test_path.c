@@ -127,3 +127,20 @@ Test(path, default_fifo_too_small)
 	cr_assert_not(rt_path_default_fifo(out, need - 1, NULL, 1000));
 	cr_assert_not(rt_path_default_fifo(out, 20, "/run/user/1000", 1000));
 }
+
+Test(path, stale_candidates_only_for_per_pid_fifo_names)
+{
+	int pid = 0;
+	cr_assert(rt_path_stale_candidate("/tmp/roundtrim-0/%p.fifo", "1234.fifo", &pid));
+	cr_assert_eq(pid, 1234);
+	cr_assert(rt_path_stale_candidate("/run/user/1000/roundtrim/%p.fifo", "77.status", &pid));
+	cr_assert_eq(pid, 77);
+	cr_assert(rt_path_stale_candidate("/tmp/r/%p.fifo", "9.status.tmp", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "9.fifo.bak", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "abc.fifo", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", ".fifo", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "0.fifo", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "99999999999.fifo", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/job-%p.fifo", "12.fifo", &pid));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/fixed.fifo", "12.fifo", &pid));
+}
