@@ -370,3 +370,27 @@ Test(robust, dead_processes_files_are_swept)
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 }
+
+static int64_t
+arenas_with(const char *const env[])
+{
+	char out[256], err[1024];
+	cr_assert_eq(run_probe("arenas", env, out, sizeof(out), err, sizeof(err)), 0);
+	return th_field(out, "arenas");
+}
+
+Test(robust, role_caps_arenas_unless_the_user_did)
+{
+	const char *fifo = env_fifo_in(th_tmpdir());
+	const char *plain[] = {env_preload(), fifo, NULL};
+	const char *client[] = {env_preload(), fifo, "ROUNDTRIM_ROLE=client", NULL};
+	const char *server[] = {env_preload(), fifo, "ROUNDTRIM_ROLE=server", NULL};
+	const char *user[] = {env_preload(), fifo, "ROUNDTRIM_ROLE=client", "MALLOC_ARENA_MAX=3",
+			      NULL};
+	int64_t uncapped = arenas_with(plain);
+	cr_assert_gt(uncapped, 4, "8 contending threads should make more than 4 arenas");
+	cr_assert_leq(arenas_with(client), 2);
+	cr_assert_leq(arenas_with(server), 4);
+	cr_assert_gt(arenas_with(server), 2);
+	cr_assert_eq(arenas_with(user), 3, "the user's MALLOC_ARENA_MAX must win");
+}

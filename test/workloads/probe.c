@@ -10,7 +10,8 @@
  *   forkloop N      N times: ask for a trim (roundtrim_trim), fork at once, child allocates and
  *                   exits; a thread churns the heap meanwhile. Prints "forks=N"
  *   forkchild       fork; the child prints "child PID" and both wait for EOF on stdin
- *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym */
+ *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym
+ *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -344,6 +345,46 @@ mode_api(void)
 	return 0;
 }
 
+static pthread_barrier_t arena_barrier;
+
+static void *
+arena_user(void *arg)
+{
+	void *blocks[256];
+	pthread_barrier_wait(&arena_barrier);
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < 256; i++)
+			blocks[i] = malloc(64 + (size_t)i);
+		for (int i = 0; i < 256; i++)
+			free(blocks[i]);
+	}
+	pthread_barrier_wait(&arena_barrier); /* keep every thread alive until all are done */
+	return arg;
+}
+
+static int
+mode_arenas(void)
+{
+	enum { threads = 8 };
+	pthread_t t[threads];
+	pthread_barrier_init(&arena_barrier, NULL, threads);
+	for (int i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, arena_user, NULL);
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	char *xml = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&xml, &len);
+	malloc_info(0, f);
+	fclose(f);
+	int heaps = 0;
+	for (const char *at = xml; (at = strstr(at, "<heap nr=")) != NULL; at++)
+		heaps++;
+	free(xml);
+	printf("arenas=%d\n", heaps);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -367,6 +408,8 @@ main(int argc, char **argv)
 		return mode_forkchild();
 	if (!strcmp(mode, "api"))
 		return mode_api();
+	if (!strcmp(mode, "arenas"))
+		return mode_arenas();
 	fprintf(stderr, "probe: unknown mode %s\n", mode);
 	return 2;
 }
