@@ -13,9 +13,8 @@ bool rt_real_ready;
 static __thread bool rt_real_in_resolve;
 
 /* dlsym of a missing symbol makes two small allocations on glibc 2.36; a few KiB is plenty. */
-#define RT_BOOTSTRAP_SIZE (64 * 1024)
 #define RT_BOOTSTRAP_HEADER 16
-static alignas(64) unsigned char rt_bootstrap[RT_BOOTSTRAP_SIZE];
+alignas(64) unsigned char rt_real_bootstrap[RT_BOOTSTRAP_SIZE];
 static atomic_size_t rt_bootstrap_used;
 
 void *
@@ -29,17 +28,10 @@ rt_real_bootstrap_alloc(size_t size, size_t alignment)
 	size_t start = atomic_fetch_add(&rt_bootstrap_used, need);
 	if (start + need > RT_BOOTSTRAP_SIZE)
 		return NULL;
-	uintptr_t base = (uintptr_t)(rt_bootstrap + start + RT_BOOTSTRAP_HEADER);
+	uintptr_t base = (uintptr_t)(rt_real_bootstrap + start + RT_BOOTSTRAP_HEADER);
 	uintptr_t aligned = (base + alignment - 1) & ~(uintptr_t)(alignment - 1);
 	memcpy((void *)(aligned - sizeof(size_t)), &size, sizeof(size_t));
 	return (void *)aligned; /* zero already: the buffer is static and never reused */
-}
-
-bool
-rt_real_is_bootstrap(const void *ptr)
-{
-	return (const unsigned char *)ptr >= rt_bootstrap &&
-	       (const unsigned char *)ptr < rt_bootstrap + RT_BOOTSTRAP_SIZE;
 }
 
 size_t

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -38,6 +39,8 @@ struct rt_real_fns {
 	FILE *(*popen)(const char *, const char *);
 };
 
+/* Hidden: reached PC-relative from the hot path, not through the GOT. */
+#pragma GCC visibility push(hidden)
 extern struct rt_real_fns rt_real;
 /* Set once every pointer above is usable; read on the hot path, written once. */
 extern bool rt_real_ready;
@@ -51,8 +54,24 @@ bool rt_real_resolving(void);
 /* This object's own malloc wrapper (a hidden alias, not subject to interposition). */
 void *rt_malloc_self(size_t size);
 
+#define RT_BOOTSTRAP_SIZE (64 * 1024)
+extern unsigned char rt_real_bootstrap[RT_BOOTSTRAP_SIZE];
+
 void *rt_real_bootstrap_alloc(size_t size, size_t alignment);
-bool rt_real_is_bootstrap(const void *ptr);
 size_t rt_real_bootstrap_size(const void *ptr);
+
+/* On every free: one subtraction and one compare, inline. */
+static inline bool
+rt_real_is_bootstrap(const void *ptr)
+{
+	return (uintptr_t)ptr - (uintptr_t)rt_real_bootstrap < RT_BOOTSTRAP_SIZE;
+}
+
+static inline bool
+rt_real_is_ready(void)
+{
+	return __atomic_load_n(&rt_real_ready, __ATOMIC_RELAXED);
+}
+#pragma GCC visibility pop
 
 #endif
