@@ -32,7 +32,7 @@ INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%)
 
-.PHONY: all test check bench demo install uninstall clean format deps
+.PHONY: all test check lint bench demo install uninstall clean format deps
 all: $(LIB) $(WORKLOADS) $(BENCHES)
 
 $(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
@@ -64,9 +64,14 @@ $(BUILD)/test/bench/%: test/bench/%.c
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS)
+check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
 	$(UNIT)
 	$(INTEGRATION)
+
+# Shell scripts pass shellcheck; the man page renders without a warning.
+lint:
+	shellcheck scripts/*.sh .ci/run
+	mandoc -T lint -W warning man/roundtrim.7
 
 bench: $(LIB) $(WORKLOADS) $(BENCHES)
 	scripts/bench.sh
@@ -79,10 +84,12 @@ deps:
 
 install: $(LIB)
 	install -D -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libroundtrim.so
+	install -D -m 0644 shim/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
 	install -D -m 0644 man/roundtrim.7 $(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libroundtrim.so $(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
+	rm -f $(DESTDIR)$(PREFIX)/lib/libroundtrim.so $(DESTDIR)$(PREFIX)/include/roundtrim.h \
+		$(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
 
 format:
 	clang-format -i policy/*.[ch] shim/*.[ch] test/*/*.[ch]

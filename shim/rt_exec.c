@@ -11,12 +11,26 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-#define RT_EXEC_CALL(call)                                                                         \
+/* For calls that start another process (system): the mask only. */
+#define RT_SPAWN_CALL(call)                                                                        \
 	do {                                                                                       \
 		struct rt_signal_exec_state rt_saved;                                              \
 		rt_signal_exec_enter(&rt_saved);                                                   \
 		int rt_ret = (call);                                                               \
 		rt_signal_exec_leave(&rt_saved);                                                   \
+		return rt_ret;                                                                     \
+	} while (0)
+
+/* For calls that replace this process's image: also our FIFO and status file, which the next
+ * program would not know about. Both are put back if the call returns. */
+#define RT_EXEC_CALL(call)                                                                         \
+	do {                                                                                       \
+		bool rt_removed = rt_worker_before_exec();                                         \
+		struct rt_signal_exec_state rt_saved;                                              \
+		rt_signal_exec_enter(&rt_saved);                                                   \
+		int rt_ret = (call);                                                               \
+		rt_signal_exec_leave(&rt_saved);                                                   \
+		rt_worker_after_failed_exec(rt_removed);                                           \
 		return rt_ret;                                                                     \
 	} while (0)
 
@@ -165,7 +179,7 @@ posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *act
 RT_EXPORT int
 system(const char *command)
 {
-	RT_EXEC_CALL(rt_real.system ? rt_real.system(command) : rt_exec_missing());
+	RT_SPAWN_CALL(rt_real.system ? rt_real.system(command) : rt_exec_missing());
 }
 
 RT_EXPORT FILE *

@@ -40,8 +40,10 @@ rt_main_diag(void *ctx, const char *line)
 static bool
 rt_main_arena_max_set_by_user(void)
 {
+	/* glibc ignores an empty MALLOC_ARENA_MAX, and so do we. */
 	const char *tunables = secure_getenv("GLIBC_TUNABLES");
-	return secure_getenv("MALLOC_ARENA_MAX") != NULL ||
+	const char *arena_max = secure_getenv("MALLOC_ARENA_MAX");
+	return (arena_max && arena_max[0]) ||
 	       (tunables && strstr(tunables, "glibc.malloc.arena_max") != NULL);
 }
 

@@ -40,5 +40,10 @@ bool rt_worker_request_round(void);
 bool rt_worker_request_trim(void);
 /* Called on the way out (destructor, _exit): removes the FIFO and status file we created. */
 void rt_worker_remove_files(void);
+/* Around an exec of this process: the files go first (a fork child that execs at once would
+ * otherwise leave them for a program that knows nothing of them); if the exec fails, the
+ * worker makes them again. before_exec returns whether it removed anything. */
+bool rt_worker_before_exec(void);
+void rt_worker_after_failed_exec(bool removed);
 
 #endif

@@ -16,10 +16,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +67,13 @@ static atomic_int rt_w_owner; /* pid that created the FIFO and status file, 0 if
 /* The pid that is exiting; a pid, not a flag, because a vfork child that calls _exit shares
  * our memory and must not make its parent believe it is exiting. */
 static atomic_int rt_w_exiting;
+static atomic_bool rt_w_recreate; /* an exec failed after removing our files */
+/* The pid whose worker is still creating its files, 0 once done: an exec must wait for it, or
+ * exec could end the worker between mkfifo and its bookkeeping and leave the FIFO behind. */
+static atomic_int rt_w_opening;
+/* Held while the status file is written and while our files are removed, so that no status
+ * file is renamed into place after removal. Never held across an allocator call. */
+static pthread_mutex_t rt_w_files_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint_fast64_t rt_w_api_rounds;
 static atomic_uint_fast64_t rt_w_api_trims;
 
@@ -102,23 +113,9 @@ rt_worker_open_output(const char *tmpl, char *path, size_t path_size, const char
 }
 
 static void
-rt_worker_open_files(bool forked)
+rt_worker_open_fifo(void)
 {
 	const struct rt_config *cfg = &rt_shim.cfg;
-	char log_path[RT_CONFIG_PATH_MAX];
-	rt_w.log_fd = STDERR_FILENO;
-	if (cfg->log[0]) {
-		rt_w.log_fd = rt_worker_open_output(cfg->log, log_path, sizeof(log_path), "log file");
-		if (rt_w.log_fd < 0)
-			rt_w.log_fd = STDERR_FILENO;
-	}
-	if (cfg->stats[0])
-		rt_w.stats_fd = rt_worker_open_output(cfg->stats, rt_w.stats_path,
-						      sizeof(rt_w.stats_path), "stats file");
-	/* A fork child whose FIFO template has no %p would fight its parent for the same path:
-	 * it keeps the signal trigger only (roundtrim(7)). */
-	if (!cfg->fifo[0] || (forked && !rt_path_template_per_pid(cfg->fifo)))
-		return;
 	char why[512];
 	if (!rt_path_expand(rt_w.fifo_path, sizeof(rt_w.fifo_path), cfg->fifo, getpid()) ||
 	    !rt_path_status_for_fifo(rt_w.status_path, sizeof(rt_w.status_path), rt_w.fifo_path)) {
@@ -136,6 +133,27 @@ rt_worker_open_files(bool forked)
 	 * (rt_worker_remove_files sets the exiting pid before it reads the owner). */
 	if (rt_worker_exiting())
 		unlink(rt_w.fifo_path);
+}
+
+static void
+rt_worker_open_files(bool forked)
+{
+	const struct rt_config *cfg = &rt_shim.cfg;
+	char log_path[RT_CONFIG_PATH_MAX];
+	rt_w.log_fd = STDERR_FILENO;
+	if (cfg->log[0]) {
+		rt_w.log_fd = rt_worker_open_output(cfg->log, log_path, sizeof(log_path), "log file");
+		if (rt_w.log_fd < 0)
+			rt_w.log_fd = STDERR_FILENO;
+	}
+	if (cfg->stats[0])
+		rt_w.stats_fd = rt_worker_open_output(cfg->stats, rt_w.stats_path,
+						      sizeof(rt_w.stats_path), "stats file");
+	/* A fork child whose FIFO template has no %p would fight its parent for the same path:
+	 * it keeps the signal trigger only (roundtrim(7)). */
+	if (!cfg->fifo[0] || (forked && !rt_path_template_per_pid(cfg->fifo)))
+		return;
+	rt_worker_open_fifo();
 }
 
 static void
@@ -166,16 +184,18 @@ rt_worker_write_status(void)
 	char json[RT_REPORT_LINE_MAX * 2], tmp[RT_STATUS_PATH_MAX + 8];
 	size_t len = rt_report_status_json(json, sizeof(json), &st);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", rt_w.status_path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	rt_out_write_all(fd, json, len);
-	close(fd);
-	/* Readers see the old status or the new one, never half of one. */
-	if (rename(tmp, rt_w.status_path) != 0)
-		unlink(tmp);
-	if (rt_worker_exiting())
-		unlink(rt_w.status_path);
+	pthread_mutex_lock(&rt_w_files_lock);
+	int fd = rt_worker_exiting()
+			 ? -1
+			 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		rt_out_write_all(fd, json, len);
+		close(fd);
+		/* Readers see the old status or the new one, never half of one. */
+		if (rename(tmp, rt_w.status_path) != 0)
+			unlink(tmp);
+	}
+	pthread_mutex_unlock(&rt_w_files_lock);
 }
 
 static void
@@ -222,6 +242,12 @@ rt_worker_collect(struct rt_batch *b)
 	if (read(rt_w.wake_fd, &value, sizeof(value)) < 0) {
 		/* EAGAIN: woken by another source */
 	}
+	if (atomic_exchange(&rt_w_recreate, false)) {
+		rt_worker_close(&rt_w.fifo_fd);
+		rt_proto_init(&rt_w.proto);
+		rt_worker_open_fifo();
+		rt_worker_write_status();
+	}
 	uint64_t n = rt_signal_drain();
 	if (n) {
 		b->rounds += n;
@@ -251,6 +277,19 @@ rt_worker_collect(struct rt_batch *b)
 	b->pending = 0;
 }
 
+/* Appends a word to the round's note, space-separated. */
+__attribute__((format(printf, 3, 4))) static void
+rt_worker_note(char *note, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(note);
+	if (len && len + 1 < size)
+		note[len++] = ' ';
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(note + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
 static void
 rt_worker_handle(const struct rt_batch *b)
 {
@@ -275,7 +314,7 @@ rt_worker_handle(const struct rt_batch *b)
 		rec.duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
 		rec.action = rt_action_name(rt_shim.action);
 		if (rc != 0) {
-			snprintf(note, sizeof(note), "%s-failed", rec.action);
+			rt_worker_note(note, sizeof(note), "%s-failed", rec.action);
 			if (!rt_w.action_failure_reported)
 				rt_warn("%s failed; rounds are still counted", rec.action);
 			rt_w.action_failure_reported = true;
@@ -286,10 +325,11 @@ rt_worker_handle(const struct rt_batch *b)
 		rt_w.last_action = rec.action;
 		rt_w.released_total_kib += rt_report_released_kib(&rec);
 	}
-	if (b->rounds > 1 && !note[0])
-		snprintf(note, sizeof(note), "merged=%llu", (unsigned long long)b->rounds);
+	if (b->rounds > 1)
+		rt_worker_note(note, sizeof(note), "merged=%llu", (unsigned long long)b->rounds);
+	/* mallinfo2 walks every free chunk under the arena locks: only when someone reads it. */
 	bool report = cfg->profile || rt_w.stats_fd >= 0 || b->stats;
-	if (act || report)
+	if (report)
 		rt_w.last_live_kib = rt_heap_live_kib();
 	rec.live_kib = rt_w.last_live_kib;
 	rt_w.last_rss_kib = rec.rss_after_kib;
@@ -305,6 +345,13 @@ rt_worker_handle(const struct rt_batch *b)
 	rt_worker_write_status();
 }
 
+static void
+rt_worker_opened(void)
+{
+	atomic_store(&rt_w_opening, 0);
+	syscall(SYS_futex, &rt_w_opening, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 static void *
 rt_worker_main(void *arg)
 {
@@ -312,6 +359,7 @@ rt_worker_main(void *arg)
 	rt_worker_open_files(forked);
 	rt_w.last_rss_kib = rt_heap_rss_kib();
 	rt_worker_write_status();
+	rt_worker_opened();
 	for (;;) {
 		struct pollfd fds[3] = {{.fd = rt_w.wake_fd, .events = POLLIN}};
 		nfds_t n = 1;
@@ -350,11 +398,13 @@ rt_worker_spawn(bool forked)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&rt_w_opening, getpid());
 	pthread_t thread;
 	int err = pthread_create(&thread, &attr, rt_worker_main, forked ? &rt_w : NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
+		rt_worker_opened();
 		rt_warn("inactive: cannot start the worker thread: %s", strerror(err));
 		rt_worker_close(&rt_w.wake_fd);
 		return false;
@@ -381,6 +431,8 @@ rt_worker_forget_parent(void)
 	rt_worker_close(&rt_w.stats_fd);
 	rt_worker_close(&rt_w.log_fd);
 	memset(&rt_w, 0, sizeof(rt_w));
+	/* The parent's worker may have held it at the fork. */
+	rt_w_files_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rt_w.wake_fd = rt_w.fifo_fd = rt_w.stats_fd = rt_w.log_fd = -1;
 }
 
@@ -412,12 +464,69 @@ rt_worker_request_trim(void)
 	return rt_worker_wake(&rt_w_api_trims);
 }
 
+/* Before our files go (exit, exec): lets a worker of this process that is still creating them
+ * finish, or exit and exec could end it between mkfifo and its bookkeeping. At most a second:
+ * a worker stuck on a slow file system must not hold up the host. */
+static void
+rt_worker_wait_opened(void)
+{
+	struct timespec limit = {1, 0};
+	int opening = atomic_load(&rt_w_opening);
+	if (opening == getpid())
+		syscall(SYS_futex, &rt_w_opening, FUTEX_WAIT_PRIVATE, opening, &limit, NULL, 0);
+}
+
+/* Marks this process exiting (the worker writes no more status files) and removes our files. */
+static void
+rt_worker_unlink_files(void)
+{
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 1;
+	bool locked = pthread_mutex_timedlock(&rt_w_files_lock, &deadline) == 0;
+	atomic_store(&rt_w_exiting, getpid());
+	char tmp[RT_STATUS_PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", rt_w.status_path);
+	unlink(tmp);
+	unlink(rt_w.status_path);
+	unlink(rt_w.fifo_path);
+	if (locked)
+		pthread_mutex_unlock(&rt_w_files_lock);
+}
+
+bool
+rt_worker_before_exec(void)
+{
+	rt_worker_wait_opened();
+	if (atomic_load(&rt_w_owner) != getpid())
+		return false;
+	rt_worker_unlink_files();
+	atomic_store(&rt_w_owner, 0);
+	return true;
+}
+
+void
+rt_worker_after_failed_exec(bool removed)
+{
+	if (!removed)
+		return;
+	int saved_errno = errno;
+	atomic_store(&rt_w_exiting, 0);
+	atomic_store(&rt_w_recreate, true);
+	uint64_t one = 1;
+	if (write(rt_w.wake_fd, &one, sizeof(one)) < 0) {
+		/* the worker is gone: nothing to recreate the files */
+	}
+	errno = saved_errno;
+}
+
 void
 rt_worker_remove_files(void)
 {
-	atomic_store(&rt_w_exiting, getpid());
-	if (atomic_load(&rt_w_owner) != getpid())
+	rt_worker_wait_opened();
+	if (atomic_load(&rt_w_owner) != getpid()) {
+		atomic_store(&rt_w_exiting, getpid());
 		return;
-	unlink(rt_w.status_path);
-	unlink(rt_w.fifo_path);
+	}
+	rt_worker_unlink_files();
 }

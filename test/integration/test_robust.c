@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,4 +394,50 @@ Test(robust, role_caps_arenas_unless_the_user_did)
 	cr_assert_leq(arenas_with(server), 4);
 	cr_assert_gt(arenas_with(server), 2);
 	cr_assert_eq(arenas_with(user), 3, "the user's MALLOC_ARENA_MAX must win");
+}
+
+static int
+entries_in(const char *dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+Test(robust, fork_then_exec_leaves_no_files)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), NULL};
+	/* bash forks a child for each command, and the child execs at once. */
+	const char *argv[] = {"/bin/bash", "-c", "/bin/true; /bin/true; exec /bin/true", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(p.status, 0);
+	cr_assert_eq(entries_in(dir), 0, "files left behind by exec'd processes");
+}
+
+Test(robust, failed_exec_keeps_the_fifo_working)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[] = {th_workload("probe"), "execfail", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[2048], fifo[PATH_MAX], status[PATH_MAX];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);
+	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
+	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "status file not recreated");
+	cr_assert(th_wait_path(fifo, false, TH_TIMEOUT_MS), "FIFO not recreated");
+	cr_assert(th_fifo_write(fifo, "round\n", 6));
+	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(entries_in(dir), 0);
 }

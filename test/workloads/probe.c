@@ -11,7 +11,8 @@
  *                   exits; a thread churns the heap meanwhile. Prints "forks=N"
  *   forkchild       fork; the child prints "child PID" and both wait for EOF on stdin
  *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym
- *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info */
+ *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info
+ *   execfail        execv a program that does not exist, then act as idle */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -410,6 +411,12 @@ main(int argc, char **argv)
 		return mode_api();
 	if (!strcmp(mode, "arenas"))
 		return mode_arenas();
+	if (!strcmp(mode, "execfail")) {
+		char *const args[] = {"missing", NULL};
+		if (execv("/nonexistent/roundtrim-probe", args) == 0)
+			return 1;
+		return mode_idle();
+	}
 	fprintf(stderr, "probe: unknown mode %s\n", mode);
 	return 2;
 }
