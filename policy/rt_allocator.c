@@ -22,7 +22,7 @@ rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc_action jemallo
 		return RT_ACTION_MALLOC_TRIM;
 	case RT_ALLOCATOR_JEMALLOC:
 		return jemalloc == RT_JEMALLOC_DECAY ? RT_ACTION_JEMALLOC_DECAY
-						     : RT_ACTION_JEMALLOC_PURGE;
+		                                     : RT_ACTION_JEMALLOC_PURGE;
 	default:
 		/* tcmalloc and mimalloc are recognised so that the message can name them, but no
 		 * action of theirs is taken (see roundtrim(7)). */

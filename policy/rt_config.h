@@ -17,23 +17,23 @@ enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
 struct rt_platform {
 	int sigrtmin; /* SIGRTMIN as the C library reports it at run time */
 	int sigrtmax;
-	unsigned uid;				/* effective uid, for the default FIFO path */
-	const char *program;			/* basename of argv[0], for ROUNDTRIM_MATCH */
-	bool arena_max_set_by_user;		/* MALLOC_ARENA_MAX or glibc.malloc.arena_max present */
+	unsigned uid;               /* effective uid, for the default FIFO path */
+	const char *program;        /* basename of argv[0], for ROUNDTRIM_MATCH */
+	bool arena_max_set_by_user; /* MALLOC_ARENA_MAX or glibc.malloc.arena_max present */
 };
 
 struct rt_config {
-	bool disabled;		 /* ROUNDTRIM_DISABLE: pure pass-through */
-	bool matched;		 /* program matches ROUNDTRIM_MATCH */
-	uint32_t gc_rounds;	 /* act on rounds that are multiples of this; 0 = never */
-	bool cuda_empty_cache;	 /* for the Python actions */
-	bool profile;		 /* one [RSS] line per round */
-	bool python;		 /* ROUNDTRIM_PYTHON: Python steps on (issue 4) */
+	bool disabled;         /* ROUNDTRIM_DISABLE: pure pass-through */
+	bool matched;          /* program matches ROUNDTRIM_MATCH */
+	uint32_t gc_rounds;    /* act on rounds that are multiples of this; 0 = never */
+	bool cuda_empty_cache; /* for the Python actions */
+	bool profile;          /* one [RSS] line per round */
+	bool python;           /* ROUNDTRIM_PYTHON: Python steps on (issue 4) */
 	enum rt_role role;
-	unsigned arena_max;	 /* 0 = leave glibc's arena limit alone */
-	int signal;		 /* 0 = no signal trigger */
-	char fifo[RT_CONFIG_PATH_MAX];	/* template with %p; "" = no FIFO */
-	char log[RT_CONFIG_PATH_MAX];	/* "" = stderr, else a path template */
+	unsigned arena_max;             /* 0 = leave glibc's arena limit alone */
+	int signal;                     /* 0 = no signal trigger */
+	char fifo[RT_CONFIG_PATH_MAX];  /* template with %p; "" = no FIFO */
+	char log[RT_CONFIG_PATH_MAX];   /* "" = stderr, else a path template */
 	char stats[RT_CONFIG_PATH_MAX]; /* "" = no stats file, else a path template */
 	char match[RT_CONFIG_MATCH_MAX];
 	enum rt_jemalloc_action jemalloc;
@@ -50,7 +50,7 @@ typedef void (*rt_diag_fn)(void *ctx, const char *line);
  * not match ROUNDTRIM_MATCH (or ROUNDTRIM_DISABLE is on) parsing stops early, silently for the
  * remaining variables, and cfg->matched is false (cfg->disabled true). */
 void rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_lookup_fn lookup,
-		    void *lookup_ctx, rt_diag_fn diag, void *diag_ctx);
+                    void *lookup_ctx, rt_diag_fn diag, void *diag_ctx);
 
 /* Whether a program name matches a comma-separated list of fnmatch(3) globs. */
 bool rt_config_match(const char *globs, const char *program);

@@ -16,7 +16,7 @@ struct rt_file_facts {
 };
 
 enum rt_fifo_verdict {
-	RT_FIFO_CREATE,	 /* nothing there: create it */
+	RT_FIFO_CREATE,  /* nothing there: create it */
 	RT_FIFO_REPLACE, /* our own stale FIFO (same pid after exec, or a dead process): recreate */
 	RT_FIFO_REFUSE,
 };
@@ -27,6 +27,6 @@ const char *rt_fifo_dir_refusal(const struct rt_file_facts *dir, unsigned uid);
 
 /* What to do with whatever exists at the FIFO's own path; *why is set when refusing. */
 enum rt_fifo_verdict rt_fifo_node_verdict(const struct rt_file_facts *node, unsigned uid,
-					  const char **why);
+                                          const char **why);
 
 #endif

@@ -31,8 +31,8 @@ rt_proto_parse_line(char *line, size_t len, struct rt_proto_cmd *cmd)
 	else if (strcmp(line, "stats") == 0)
 		cmd->kind = RT_PROTO_STATS;
 	else if (strncmp(line, gc_rounds, sizeof(gc_rounds) - 1) == 0 &&
-		 rt_parse_u64(line + sizeof(gc_rounds) - 1, RT_PROTO_GC_ROUNDS_MAX, &cmd->arg) ==
-			 RT_PARSE_OK)
+	         rt_parse_u64(line + sizeof(gc_rounds) - 1, RT_PROTO_GC_ROUNDS_MAX, &cmd->arg) ==
+	             RT_PARSE_OK)
 		cmd->kind = RT_PROTO_GC_ROUNDS;
 }
 

@@ -20,7 +20,8 @@ enum rt_proto_kind {
 struct rt_proto_cmd {
 	enum rt_proto_kind kind;
 	uint64_t arg;
-	const char *line; /* the line as received (truncated for OVERSIZED); valid during the call */
+	const char
+	    *line; /* the line as received (truncated for OVERSIZED); valid during the call */
 };
 
 typedef void (*rt_proto_fn)(void *ctx, const struct rt_proto_cmd *cmd);

@@ -8,7 +8,7 @@ uint64_t
 rt_report_released_kib(const struct rt_round_record *rec)
 {
 	return rec->rss_before_kib > rec->rss_after_kib ? rec->rss_before_kib - rec->rss_after_kib
-							: 0;
+	                                                : 0;
 }
 
 static size_t
@@ -30,14 +30,14 @@ rt_report_rss_line(char *buf, size_t size, const struct rt_round_record *rec)
 {
 	/* "[RSS] <tag>: <value> MB" is the shape NVFlare's users already grep; the details follow
 	 * the value so that the same regular expression still finds the number. */
-	int n = snprintf(buf, size,
-			 "[RSS] roundtrim pid=%d r=%" PRIu64 " %s: %.1f MB (before=%.1f MB "
-			 "released=%.1f MB live=%.1f MB action=%s took=%.3f ms allocator=%s%s%s)\n",
-			 rec->pid, rec->round, rec->trigger, rt_report_mb(rec->rss_after_kib),
-			 rt_report_mb(rec->rss_before_kib),
-			 rt_report_mb(rt_report_released_kib(rec)), rt_report_mb(rec->live_kib),
-			 rec->action, (double)rec->duration_us / 1000.0, rec->allocator,
-			 rec->note[0] ? " note=" : "", rec->note);
+	int n =
+	    snprintf(buf, size,
+	             "[RSS] roundtrim pid=%d r=%" PRIu64 " %s: %.1f MB (before=%.1f MB "
+	             "released=%.1f MB live=%.1f MB action=%s took=%.3f ms allocator=%s%s%s)\n",
+	             rec->pid, rec->round, rec->trigger, rt_report_mb(rec->rss_after_kib),
+	             rt_report_mb(rec->rss_before_kib), rt_report_mb(rt_report_released_kib(rec)),
+	             rt_report_mb(rec->live_kib), rec->action, (double)rec->duration_us / 1000.0,
+	             rec->allocator, rec->note[0] ? " note=" : "", rec->note);
 	return rt_report_clamp(n, size);
 }
 
@@ -47,15 +47,15 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 	/* Every string put here is one of the library's own words (no quoting needed) except the
 	 * note, which the library also writes itself without quotes or backslashes. */
 	int n = snprintf(buf, size,
-			 "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\",\"action\":\"%s\","
-			 "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
-			 ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
-			 ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\","
-			 "\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
-			 rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
-			 rec->rss_after_kib, rec->live_kib, rt_report_released_kib(rec),
-			 rec->duration_us, rec->allocator, rec->note, rec->unix_time_us / 1000000,
-			 rec->unix_time_us % 1000000);
+	                 "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\",\"action\":\"%s\","
+	                 "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
+	                 ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
+	                 ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\","
+	                 "\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
+	                 rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
+	                 rec->rss_after_kib, rec->live_kib, rt_report_released_kib(rec),
+	                 rec->duration_us, rec->allocator, rec->note, rec->unix_time_us / 1000000,
+	                 rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 
@@ -93,17 +93,16 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	rt_report_json_string(fifo, sizeof(fifo), st->fifo);
 	rt_report_json_string(stats, sizeof(stats), st->stats);
 	int n = snprintf(
-		buf, size,
-		"{\"pid\":%d,\"program\":\"%s\",\"allocator\":\"%s\",\"rounds\":%" PRIu64
-		",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
-		",\"last_action\":\"%s\",\"last_action_unix_time\":%" PRId64 ".%06" PRId64
-		",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64 ",\"released_total_kib\":%" PRIu64
-		",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_lines\":%" PRIu64
-		",\"oversized_lines\":%" PRIu64 "}\n",
-		st->pid, program, st->allocator, st->rounds, st->gc_rounds, st->actions,
-		st->last_action_round, st->last_action, st->last_action_unix_us / 1000000,
-		st->last_action_unix_us % 1000000, st->rss_kib, st->live_kib,
-		st->released_total_kib, fifo, st->signal, stats, st->unknown_lines,
-		st->oversized_lines);
+	    buf, size,
+	    "{\"pid\":%d,\"program\":\"%s\",\"allocator\":\"%s\",\"rounds\":%" PRIu64
+	    ",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
+	    ",\"last_action\":\"%s\",\"last_action_unix_time\":%" PRId64 ".%06" PRId64
+	    ",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64 ",\"released_total_kib\":%" PRIu64
+	    ",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_lines\":%" PRIu64
+	    ",\"oversized_lines\":%" PRIu64 "}\n",
+	    st->pid, program, st->allocator, st->rounds, st->gc_rounds, st->actions,
+	    st->last_action_round, st->last_action, st->last_action_unix_us / 1000000,
+	    st->last_action_unix_us % 1000000, st->rss_kib, st->live_kib, st->released_total_kib,
+	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines);
 	return rt_report_clamp(n, size);
 }

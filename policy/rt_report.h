@@ -35,8 +35,8 @@ struct rt_status_record {
 	uint64_t rss_kib;
 	uint64_t live_kib;
 	uint64_t released_total_kib;
-	const char *fifo; /* "" when none */
-	int signal;	  /* 0 when none */
+	const char *fifo;  /* "" when none */
+	int signal;        /* 0 when none */
 	const char *stats; /* "" when none */
 	uint64_t unknown_lines;
 	uint64_t oversized_lines;

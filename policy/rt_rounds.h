@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 struct rt_rounds {
-	uint64_t counted;   /* rounds counted so far; the last round's number */
-	uint32_t every;	    /* N: act on rounds that are multiples of N; 0 = never */
+	uint64_t counted;    /* rounds counted so far; the last round's number */
+	uint32_t every;      /* N: act on rounds that are multiples of N; 0 = never */
 	uint64_t last_acted; /* number of the last round that caused an action, 0 if none */
 };
 

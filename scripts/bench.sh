@@ -15,34 +15,15 @@
 #
 # A missed goal is reported, not failed: the exit status is non-zero only when a run fails or
 # prints something that is not a figure.
-set -euo pipefail
-# Without it, a failure inside $(...) would not stop the script.
-shopt -s inherit_errexit
-
-# sort -g and awk read and write numbers with a decimal point whatever the caller's locale.
-export LC_ALL=C
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
-BUILD_DIR=${BUILD:-build}
-if [[ $BUILD_DIR != /* ]]; then
-	BUILD_DIR=$ROOT/$BUILD_DIR
-fi
-LIB=$BUILD_DIR/libroundtrim.so
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 JEMALLOC=${JEMALLOC:-/usr/lib/x86_64-linux-gnu/libjemalloc.so.2}
 QUICK=${BENCH_QUICK:-0}
 # A scratch directory for the whole run, removed however the script ends.
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 
-die() {
-	echo "bench.sh: $*" >&2
-	exit 1
-}
 
-note() {
-	echo "bench.sh: $*" >&2
-}
 
 # Says how busy the machine is: other processes' load shows up as noise in every figure.
 note_load() {

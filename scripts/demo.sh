@@ -10,18 +10,8 @@
 #
 # Environment: DEMO_THREADS (2), DEMO_MIB (churn per round, 256), DEMO_ROUNDS (8),
 # BUILD (build directory, default build).
-set -euo pipefail
-shopt -s inherit_errexit
-# awk prints numbers with a decimal point whatever the caller's locale.
-export LC_ALL=C
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
-BUILD_DIR=${BUILD:-build}
-if [[ $BUILD_DIR != /* ]]; then
-	BUILD_DIR=$ROOT/$BUILD_DIR
-fi
-LIB=$BUILD_DIR/libroundtrim.so
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 FRAG=$BUILD_DIR/test/workloads/frag
 THREADS=${DEMO_THREADS:-2}
 MIB=${DEMO_MIB:-256}
@@ -29,10 +19,6 @@ ROUNDS=${DEMO_ROUNDS:-8}
 # The longest wait, in seconds, for one round of the workload and for roundtrim's answer.
 STEP_TIMEOUT=60
 
-die() {
-	echo "demo.sh: $*" >&2
-	exit 1
-}
 
 for value in "$THREADS" "$MIB" "$ROUNDS"; do
 	[[ $value =~ ^[1-9][0-9]*$ ]] || die "DEMO_THREADS, DEMO_MIB and DEMO_ROUNDS must be positive integers"

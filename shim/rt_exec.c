@@ -75,7 +75,7 @@ RT_EXPORT int
 execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	RT_EXEC_CALL(rt_real.execveat ? rt_real.execveat(dirfd, path, argv, envp, flags)
-				      : rt_exec_missing());
+	                              : rt_exec_missing());
 }
 
 /* The execl family: gather the variadic arguments into an argv on the stack, as glibc does. */
@@ -89,7 +89,7 @@ execveat(int dirfd, const char *path, char *const argv[], char *const envp[], in
 	argv[0] = arg;                                                                             \
 	va_start(ap, arg);                                                                         \
 	for (size_t rt_i = 1; rt_i <= rt_argc; rt_i++)                                             \
-		argv[rt_i] = va_arg(ap, const char *)
+	argv[rt_i] = va_arg(ap, const char *)
 
 RT_EXPORT int
 execl(const char *path, const char *arg, ...)
@@ -123,9 +123,9 @@ execle(const char *path, const char *arg, ...)
  * chose a mask itself. */
 static int
 rt_spawn(int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-		     const posix_spawnattr_t *, char *const[], char *const[]),
-	 pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
-	 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+                     const posix_spawnattr_t *, char *const[], char *const[]),
+         pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	if (!real)
 		return ENOSYS;
@@ -164,14 +164,14 @@ rt_spawn(int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 
 RT_EXPORT int
 posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
-	    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return rt_spawn(rt_real.posix_spawn, pid, path, actions, attr, argv, envp);
 }
 
 RT_EXPORT int
 posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
-	     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return rt_spawn(rt_real.posix_spawnp, pid, file, actions, attr, argv, envp);
 }

@@ -5,9 +5,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,12 +17,12 @@ static struct rt_file_facts
 rt_fifo_facts(const struct stat *st)
 {
 	struct rt_file_facts f = {
-		.exists = true,
-		.is_symlink = S_ISLNK(st->st_mode),
-		.is_dir = S_ISDIR(st->st_mode),
-		.is_fifo = S_ISFIFO(st->st_mode),
-		.uid = st->st_uid,
-		.mode = st->st_mode & 07777,
+	    .exists = true,
+	    .is_symlink = S_ISLNK(st->st_mode),
+	    .is_dir = S_ISDIR(st->st_mode),
+	    .is_fifo = S_ISFIFO(st->st_mode),
+	    .uid = st->st_uid,
+	    .mode = st->st_mode & 07777,
 	};
 	return f;
 }
@@ -110,7 +110,7 @@ rt_fifo_open(const char *path, char *why, size_t why_size)
 	fd = openat(dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_uid != uid) {
 		snprintf(why, why_size, "cannot open %s: %s", path,
-			 fd < 0 ? strerror(errno) : "not our FIFO");
+		         fd < 0 ? strerror(errno) : "not our FIFO");
 		if (fd >= 0)
 			close(fd);
 		fd = -1;

@@ -5,12 +5,12 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +92,7 @@ rt_heap_detect(void)
 		facts.mallctl = rt_mallctl != NULL;
 		facts.malloc_trim = rt_malloc_trim != NULL;
 		facts.tcmalloc_release =
-			rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
+		    rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
 		facts.mi_collect = rt_heap_symbol_in("mi_collect", base) != NULL;
 	}
 	return rt_allocator_decide(&facts);
@@ -115,15 +115,15 @@ rt_heap_act(enum rt_action action, uint64_t trim_pad)
 		rt_malloc_trim((size_t)trim_pad);
 		return 0;
 	case RT_ACTION_JEMALLOC_PURGE:
-		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".purge", NULL, NULL,
-						 NULL, 0) == 0
-			       ? 0
-			       : -1;
+		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".purge", NULL,
+		                                NULL, NULL, 0) == 0
+		           ? 0
+		           : -1;
 	case RT_ACTION_JEMALLOC_DECAY:
-		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".decay", NULL, NULL,
-						 NULL, 0) == 0
-			       ? 0
-			       : -1;
+		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".decay", NULL,
+		                                NULL, NULL, 0) == 0
+		           ? 0
+		           : -1;
 	case RT_ACTION_NONE:
 		break;
 	}

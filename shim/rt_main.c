@@ -63,11 +63,11 @@ rt_main_init(void)
 	const char *program = program_invocation_short_name;
 	strncpy(rt_shim.program, program ? program : "", sizeof(rt_shim.program) - 1);
 	struct rt_platform platform = {
-		.sigrtmin = SIGRTMIN,
-		.sigrtmax = SIGRTMAX,
-		.uid = geteuid(),
-		.program = rt_shim.program,
-		.arena_max_set_by_user = rt_main_arena_max_set_by_user(),
+	    .sigrtmin = SIGRTMIN,
+	    .sigrtmax = SIGRTMAX,
+	    .uid = geteuid(),
+	    .program = rt_shim.program,
+	    .arena_max_set_by_user = rt_main_arena_max_set_by_user(),
 	};
 	struct rt_config *cfg = &rt_shim.cfg;
 	rt_config_read(cfg, &platform, rt_main_lookup, NULL, rt_main_diag, NULL);
@@ -80,7 +80,7 @@ rt_main_init(void)
 		rt_heap_set_arena_max(cfg->arena_max);
 	if (rt_shim.action == RT_ACTION_NONE && cfg->gc_rounds)
 		rt_warn("malloc is served by %s: rounds are counted, no allocator action is taken",
-			rt_allocator_name(rt_shim.allocator));
+		        rt_allocator_name(rt_shim.allocator));
 	/* Before main, so that every application thread inherits the blocked signal. */
 	if (cfg->signal)
 		rt_signal_setup(cfg->signal, -1);
@@ -109,24 +109,26 @@ fork(void)
 }
 
 /* os._exit() and multiprocessing's children leave through _exit, skipping destructors. */
-RT_EXPORT void
-_exit(int status)
+__attribute__((noreturn)) static void
+rt_main_exit_now(void (*real)(int), int status)
 {
 	rt_worker_remove_files();
-	if (rt_real.exit_now)
-		rt_real.exit_now(status);
+	if (real)
+		real(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
 
 RT_EXPORT void
+_exit(int status)
+{
+	rt_main_exit_now(rt_real.exit_now, status);
+}
+
+RT_EXPORT void
 _Exit(int status)
 {
-	rt_worker_remove_files();
-	if (rt_real.exit_now_c)
-		rt_real.exit_now_c(status);
-	for (;;)
-		syscall(SYS_exit_group, status);
+	rt_main_exit_now(rt_real.exit_now_c, status);
 }
 
 RT_EXPORT int

@@ -8,8 +8,8 @@
 
 #include <errno.h>
 #include <malloc.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,7 +91,7 @@ rt_realloc_cold(void *ptr, size_t size)
 	if (ptr && rt_real_is_bootstrap(ptr)) {
 		size_t old = rt_real_bootstrap_size(ptr);
 		void *p = rt_resolved() ? (rt_count_alloc(size), rt_real.malloc(size))
-					: rt_real_bootstrap_alloc(size, 0);
+		                        : rt_real_bootstrap_alloc(size, 0);
 		if (p)
 			memcpy(p, ptr, old < size ? old : size);
 		return p;

@@ -23,7 +23,7 @@ struct rt_real_fns {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 	pid_t (*fork)(void);
-	void (*exit_now)(int); /* _exit */
+	void (*exit_now)(int);   /* _exit */
 	void (*exit_now_c)(int); /* _Exit */
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execv)(const char *, char *const[]);
@@ -32,9 +32,9 @@ struct rt_real_fns {
 	int (*fexecve)(int, char *const[], char *const[]);
 	int (*execveat)(int, const char *, char *const[], char *const[], int);
 	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-			   const posix_spawnattr_t *, char *const[], char *const[]);
+	                   const posix_spawnattr_t *, char *const[], char *const[]);
 	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-			    const posix_spawnattr_t *, char *const[], char *const[]);
+	                    const posix_spawnattr_t *, char *const[], char *const[]);
 	int (*system)(const char *);
 	FILE *(*popen)(const char *, const char *);
 };

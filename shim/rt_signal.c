@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int rt_sig;		  /* 0 when the signal trigger is off */
-static bool rt_sig_was_blocked;	  /* blocked before we came: leave it blocked for exec'd programs */
+static int rt_sig;              /* 0 when the signal trigger is off */
+static bool rt_sig_was_blocked; /* blocked before we came: leave it blocked for exec'd programs */
 static int rt_sig_fd = -1;
 static atomic_int rt_sig_wake_fd = -1;
 static atomic_uint_fast64_t rt_sig_fallback_rounds;
@@ -47,13 +47,13 @@ rt_signal_setup(int sig, int wake_fd)
 	sigaddset(&set, sig);
 	atomic_store(&rt_sig_wake_fd, wake_fd);
 	struct sigaction sa;
-	if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_SIGINFO ||
-						sa.sa_handler != SIG_DFL)) {
+	if (sigaction(sig, NULL, &sa) == 0 &&
+	    (sa.sa_flags & SA_SIGINFO || sa.sa_handler != SIG_DFL)) {
 		/* SIG_IGN inherited from the parent, or a handler of someone else's: taking the
 		 * signal over would change what the host and the programs it execs see. */
 		rt_warn("signal trigger off: signal %d already has a %s; use the FIFO or set "
-			"ROUNDTRIM_SIGNAL to another signal",
-			sig, sa.sa_handler == SIG_IGN ? "SIG_IGN disposition" : "handler");
+		        "ROUNDTRIM_SIGNAL to another signal",
+		        sig, sa.sa_handler == SIG_IGN ? "SIG_IGN disposition" : "handler");
 		return false;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -117,7 +117,7 @@ rt_signal_owned(void)
 /* glibc's sigaction() refuses its internal signals (EINVAL), so these go to the kernel. */
 static int
 rt_signal_raw_action(int sig, const struct rt_kernel_sigaction *act,
-		     struct rt_kernel_sigaction *old)
+                     struct rt_kernel_sigaction *old)
 {
 	return (int)syscall(SYS_rt_sigaction, sig, act, old, sizeof(uint64_t));
 }
@@ -143,8 +143,7 @@ rt_signal_exec_enter(struct rt_signal_exec_state *state)
 		if (!(rt_sig_internal_ignored & (1u << i)))
 			continue;
 		struct rt_kernel_sigaction ign = {.handler = (void *)SIG_IGN};
-		if (rt_signal_raw_action(RT_SIGNAL_GLIBC_FIRST + i, &ign, &state->internal[i]) ==
-		    0)
+		if (rt_signal_raw_action(RT_SIGNAL_GLIBC_FIRST + i, &ign, &state->internal[i]) == 0)
 			state->reignored |= 1u << i;
 	}
 	if (!rt_sig || rt_sig_was_blocked) {

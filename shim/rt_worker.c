@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,8 +22,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <limits.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -55,7 +55,7 @@ struct rt_worker {
 struct rt_batch {
 	uint64_t rounds;  /* counted in this batch */
 	uint64_t pending; /* counted but not yet given to rt_rounds */
-	bool due;	  /* some round among them is a multiple of N */
+	bool due;         /* some round among them is a multiple of N */
 	bool trim;
 	bool stats;
 	const char *trigger;
@@ -142,13 +142,14 @@ rt_worker_open_files(bool forked)
 	char log_path[RT_CONFIG_PATH_MAX];
 	rt_w.log_fd = STDERR_FILENO;
 	if (cfg->log[0]) {
-		rt_w.log_fd = rt_worker_open_output(cfg->log, log_path, sizeof(log_path), "log file");
+		rt_w.log_fd =
+		    rt_worker_open_output(cfg->log, log_path, sizeof(log_path), "log file");
 		if (rt_w.log_fd < 0)
 			rt_w.log_fd = STDERR_FILENO;
 	}
 	if (cfg->stats[0])
 		rt_w.stats_fd = rt_worker_open_output(cfg->stats, rt_w.stats_path,
-						      sizeof(rt_w.stats_path), "stats file");
+		                                      sizeof(rt_w.stats_path), "stats file");
 	/* A fork child whose FIFO template has no %p would fight its parent for the same path:
 	 * it keeps the signal trigger only (roundtrim(7)). */
 	if (!cfg->fifo[0] || (forked && !rt_path_template_per_pid(cfg->fifo)))
@@ -163,31 +164,31 @@ rt_worker_write_status(void)
 		return;
 	const struct rt_config *cfg = &rt_shim.cfg;
 	struct rt_status_record st = {
-		.pid = getpid(),
-		.program = rt_shim.program,
-		.allocator = rt_allocator_name(rt_shim.allocator),
-		.rounds = rt_w.rounds.counted,
-		.gc_rounds = rt_w.rounds.every,
-		.actions = rt_w.actions,
-		.last_action_round = rt_w.last_action_round,
-		.last_action = rt_w.last_action ? rt_w.last_action : "none",
-		.last_action_unix_us = rt_w.last_action_unix_us,
-		.rss_kib = rt_w.last_rss_kib,
-		.live_kib = rt_w.last_live_kib,
-		.released_total_kib = rt_w.released_total_kib,
-		.fifo = rt_w.fifo_path,
-		.signal = rt_signal_owned() ? cfg->signal : 0,
-		.stats = rt_w.stats_fd >= 0 ? rt_w.stats_path : "",
-		.unknown_lines = rt_w.unknown_lines,
-		.oversized_lines = rt_w.oversized_lines,
+	    .pid = getpid(),
+	    .program = rt_shim.program,
+	    .allocator = rt_allocator_name(rt_shim.allocator),
+	    .rounds = rt_w.rounds.counted,
+	    .gc_rounds = rt_w.rounds.every,
+	    .actions = rt_w.actions,
+	    .last_action_round = rt_w.last_action_round,
+	    .last_action = rt_w.last_action ? rt_w.last_action : "none",
+	    .last_action_unix_us = rt_w.last_action_unix_us,
+	    .rss_kib = rt_w.last_rss_kib,
+	    .live_kib = rt_w.last_live_kib,
+	    .released_total_kib = rt_w.released_total_kib,
+	    .fifo = rt_w.fifo_path,
+	    .signal = rt_signal_owned() ? cfg->signal : 0,
+	    .stats = rt_w.stats_fd >= 0 ? rt_w.stats_path : "",
+	    .unknown_lines = rt_w.unknown_lines,
+	    .oversized_lines = rt_w.oversized_lines,
 	};
 	char json[RT_REPORT_LINE_MAX * 2], tmp[RT_STATUS_PATH_MAX + 8];
 	size_t len = rt_report_status_json(json, sizeof(json), &st);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", rt_w.status_path);
 	pthread_mutex_lock(&rt_w_files_lock);
 	int fd = rt_worker_exiting()
-			 ? -1
-			 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	             ? -1
+	             : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		rt_out_write_all(fd, json, len);
 		close(fd);
@@ -223,14 +224,16 @@ rt_worker_on_line(void *ctx, const struct rt_proto_cmd *cmd)
 		break;
 	case RT_PROTO_UNKNOWN:
 		if (rt_w.unknown_lines++ == 0)
-			rt_warn("ignoring FIFO line \"%.64s\" (expected round, trim, gc-rounds N or "
-				"stats); later ones are only counted",
-				cmd->line);
+			rt_warn(
+			    "ignoring FIFO line \"%.64s\" (expected round, trim, gc-rounds N or "
+			    "stats); later ones are only counted",
+			    cmd->line);
 		break;
 	case RT_PROTO_OVERSIZED:
 		if (rt_w.oversized_lines++ == 0)
-			rt_warn("ignoring FIFO lines longer than %d bytes; later ones are only counted",
-				RT_PROTO_LINE_MAX);
+			rt_warn(
+			    "ignoring FIFO lines longer than %d bytes; later ones are only counted",
+			    RT_PROTO_LINE_MAX);
 		break;
 	}
 }
@@ -299,12 +302,12 @@ rt_worker_handle(const struct rt_batch *b)
 	bool act = b->due || b->trim;
 	char note[96] = "";
 	struct rt_round_record rec = {
-		.pid = getpid(),
-		.round = rt_w.rounds.counted,
-		.trigger = b->trigger ? b->trigger : "fifo",
-		.action = "none",
-		.allocator = rt_allocator_name(rt_shim.allocator),
-		.note = note,
+	    .pid = getpid(),
+	    .round = rt_w.rounds.counted,
+	    .trigger = b->trigger ? b->trigger : "fifo",
+	    .action = "none",
+	    .allocator = rt_allocator_name(rt_shim.allocator),
+	    .note = note,
 	};
 	rec.rss_before_kib = rt_heap_rss_kib();
 	rec.rss_after_kib = rec.rss_before_kib;

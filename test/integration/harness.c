@@ -40,8 +40,8 @@ const char *
 th_jemalloc(void)
 {
 	static const char *const candidates[] = {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
-						 "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
-						 "/usr/lib64/libjemalloc.so.2", NULL};
+	                                         "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+	                                         "/usr/lib64/libjemalloc.so.2", NULL};
 	for (int i = 0; candidates[i]; i++)
 		if (access(candidates[i], R_OK) == 0)
 			return candidates[i];
@@ -120,8 +120,7 @@ th_spawn(struct th_proc *p, const char *const argv[], const char *const env[])
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-	int rc = posix_spawn(&p->pid, argv[0], &fa, NULL, (char *const *)argv,
-			     (char *const *)envp);
+	int rc = posix_spawn(&p->pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)envp);
 	posix_spawn_file_actions_destroy(&fa);
 	cr_assert_eq(rc, 0, "spawn %s: %s", argv[0], strerror(rc));
 	close(in[0]);
@@ -296,7 +295,7 @@ th_watch_dir_of(const char *path)
 	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	cr_assert_geq(ifd, 0);
 	inotify_add_watch(ifd, dir,
-			  IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_TO);
+	                  IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_TO);
 	return ifd;
 }
 
@@ -388,4 +387,33 @@ th_fifo_write(const char *path, const char *text, size_t len)
 	}
 	close(fd);
 	return ok;
+}
+
+void
+th_start_probe(struct th_probe *run, const char *const args[], const char *extra, char *line,
+               size_t size)
+{
+	const char *dir = th_tmpdir();
+	static char env_preload[PATH_MAX + 16], env_fifo[PATH_MAX + 32];
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
+	const char *env[] = {env_preload, env_fifo, extra ? extra : "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *argv[8] = {th_workload("probe")};
+	for (int i = 0; args[i] && i < 6; i++)
+		argv[i + 1] = args[i];
+	th_spawn(&run->proc, argv, env);
+	cr_assert(th_read_line(&run->proc, line, size, TH_TIMEOUT_MS), "probe %s said nothing",
+	          args[0]);
+	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
+	snprintf(run->status, sizeof(run->status), "%s/%d.status", dir, run->proc.pid);
+	cr_assert(th_wait_path(run->status, false, TH_TIMEOUT_MS), "no status file");
+}
+
+void
+th_wait_rounds(struct th_probe *run, long rounds, char *line, size_t size)
+{
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"rounds\":%ld,", rounds);
+	cr_assert(th_wait_line(run->status, needle, line, size, TH_TIMEOUT_MS),
+	          "rounds never reached %ld", rounds);
 }

@@ -23,6 +23,13 @@ struct th_proc {
 	bool reaped;
 };
 
+/* test/workloads/probe under the library, its FIFO and status file in th_tmpdir(). */
+struct th_probe {
+	struct th_proc proc;
+	char fifo[4096];
+	char status[4096];
+};
+
 /* The library and the project's programs. */
 const char *th_lib(void);
 const char *th_workload(const char *name);
@@ -60,5 +67,13 @@ ssize_t th_read_file(const char *path, char *buf, size_t size);
 int th_count_lines(const char *path, const char *needle);
 /* Writes text to a FIFO without blocking forever; false if nobody reads it. */
 bool th_fifo_write(const char *path, const char *text, size_t len);
+
+/* Starts probe ARGS with the library, ROUNDTRIM_FIFO in th_tmpdir() and one more NAME=VALUE
+ * (NULL: ROUNDTRIM_GC_ROUNDS=0, count only); waits for the probe's first line (copied into
+ * line) and for its status file. */
+void th_start_probe(struct th_probe *run, const char *const args[], const char *extra, char *line,
+                    size_t size);
+/* Waits until the probe's status file says it counted `rounds`; copies the status into line. */
+void th_wait_rounds(struct th_probe *run, long rounds, char *line, size_t size);
 
 #endif

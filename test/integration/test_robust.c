@@ -32,7 +32,7 @@ env_fifo_in(const char *dir)
 /* Runs probe MODE to completion; returns its stdout's first line and its stderr. */
 static int
 run_probe(const char *mode, const char *const env[], char *out, size_t out_size, char *err,
-	  size_t err_size)
+          size_t err_size)
 {
 	const char *argv[] = {th_workload("probe"), mode, NULL};
 	struct th_proc p;
@@ -85,7 +85,7 @@ Test(robust, fork_child_gets_its_own_fifo_and_counts)
 	cr_assert(th_fifo_write(path, "round\nround\n", 12));
 	cr_assert(th_wait_line(status, "\"rounds\":2,", line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert(th_wait_line(parent_status, "\"rounds\":0,", line, sizeof(line), TH_TIMEOUT_MS),
-		  "the parent counted the child's rounds: %s", line);
+	          "the parent counted the child's rounds: %s", line);
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	cr_assert(th_wait_path(path, true, TH_TIMEOUT_MS), "child's FIFO left behind");
@@ -121,8 +121,8 @@ Test(robust, non_matching_program_is_untouched)
 	cr_assert_eq(threads, 2, "a matching program gets the worker thread");
 	cr_assert_neq(caught, 0);
 
-	const char *other[] = {env_preload(), env_fifo_in(dir),
-			       "ROUNDTRIM_MATCH=python*,nvflare*", NULL};
+	const char *other[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_MATCH=python*,nvflare*",
+	                       NULL};
 	probe_status(other, &threads, &caught);
 	cr_assert_eq(threads, 1, "no thread in a program that does not match");
 	cr_assert_eq(caught, 0, "no handler in a program that does not match");
@@ -131,7 +131,7 @@ Test(robust, non_matching_program_is_untouched)
 	cr_assert_eq(th_count_lines("/dev/null", "x"), 0);
 	char out[256], err[1024];
 	const char *quiet[] = {env_preload(), "ROUNDTRIM_MATCH=python*", "ROUNDTRIM_GC_ROUNDS=junk",
-			       NULL};
+	                       NULL};
 	cr_assert_eq(run_probe("alloc", quiet, out, sizeof(out), err, sizeof(err)), 0);
 	cr_assert_str_eq(err, "", "a program that does not match stays quiet");
 }
@@ -153,28 +153,28 @@ static const struct {
 	const char *assignment;
 	const char *name;
 } bad_variables[] = {
-	{"ROUNDTRIM_GC_ROUNDS=abc", "ROUNDTRIM_GC_ROUNDS"},
-	{"ROUNDTRIM_GC_ROUNDS=-1", "ROUNDTRIM_GC_ROUNDS"},
-	{"ROUNDTRIM_GC_ROUNDS=99999999999999999999999", "ROUNDTRIM_GC_ROUNDS"},
-	{"ROUNDTRIM_GC_ROUNDS=", "ROUNDTRIM_GC_ROUNDS"},
-	{"NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1.5", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS"},
-	{"NVFLARE_CUDA_EMPTY_CACHE=maybe", "NVFLARE_CUDA_EMPTY_CACHE"},
-	{"ROUNDTRIM_CUDA_EMPTY_CACHE=", "ROUNDTRIM_CUDA_EMPTY_CACHE"},
-	{"NVFLARE_CLIENT_MEMORY_PROFILE=2", "NVFLARE_CLIENT_MEMORY_PROFILE"},
-	{"ROUNDTRIM_PROFILE=on-ish", "ROUNDTRIM_PROFILE"},
-	{"ROUNDTRIM_ROLE=worker", "ROUNDTRIM_ROLE"},
-	{"ROUNDTRIM_SIGNAL=TERM", "ROUNDTRIM_SIGNAL"},
-	{"ROUNDTRIM_SIGNAL=RTMIN+99", "ROUNDTRIM_SIGNAL"},
-	{"ROUNDTRIM_SIGNAL=banana", "ROUNDTRIM_SIGNAL"},
-	{"ROUNDTRIM_FIFO=relative/%p.fifo", "ROUNDTRIM_FIFO"},
-	{"ROUNDTRIM_FIFO=/tmp/%q.fifo", "ROUNDTRIM_FIFO"},
-	{"ROUNDTRIM_LOG=not/absolute", "ROUNDTRIM_LOG"},
-	{"ROUNDTRIM_STATS=stats.jsonl", "ROUNDTRIM_STATS"},
-	{"ROUNDTRIM_MATCH=", "ROUNDTRIM_MATCH"},
-	{"ROUNDTRIM_JEMALLOC=flush", "ROUNDTRIM_JEMALLOC"},
-	{"ROUNDTRIM_TRIM_PAD=1k", "ROUNDTRIM_TRIM_PAD"},
-	{"ROUNDTRIM_PYTHON=perhaps", "ROUNDTRIM_PYTHON"},
-	{"ROUNDTRIM_DISABLE=please", "ROUNDTRIM_DISABLE"},
+    {"ROUNDTRIM_GC_ROUNDS=abc", "ROUNDTRIM_GC_ROUNDS"},
+    {"ROUNDTRIM_GC_ROUNDS=-1", "ROUNDTRIM_GC_ROUNDS"},
+    {"ROUNDTRIM_GC_ROUNDS=99999999999999999999999", "ROUNDTRIM_GC_ROUNDS"},
+    {"ROUNDTRIM_GC_ROUNDS=", "ROUNDTRIM_GC_ROUNDS"},
+    {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1.5", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS"},
+    {"NVFLARE_CUDA_EMPTY_CACHE=maybe", "NVFLARE_CUDA_EMPTY_CACHE"},
+    {"ROUNDTRIM_CUDA_EMPTY_CACHE=", "ROUNDTRIM_CUDA_EMPTY_CACHE"},
+    {"NVFLARE_CLIENT_MEMORY_PROFILE=2", "NVFLARE_CLIENT_MEMORY_PROFILE"},
+    {"ROUNDTRIM_PROFILE=on-ish", "ROUNDTRIM_PROFILE"},
+    {"ROUNDTRIM_ROLE=worker", "ROUNDTRIM_ROLE"},
+    {"ROUNDTRIM_SIGNAL=TERM", "ROUNDTRIM_SIGNAL"},
+    {"ROUNDTRIM_SIGNAL=RTMIN+99", "ROUNDTRIM_SIGNAL"},
+    {"ROUNDTRIM_SIGNAL=banana", "ROUNDTRIM_SIGNAL"},
+    {"ROUNDTRIM_FIFO=relative/%p.fifo", "ROUNDTRIM_FIFO"},
+    {"ROUNDTRIM_FIFO=/tmp/%q.fifo", "ROUNDTRIM_FIFO"},
+    {"ROUNDTRIM_LOG=not/absolute", "ROUNDTRIM_LOG"},
+    {"ROUNDTRIM_STATS=stats.jsonl", "ROUNDTRIM_STATS"},
+    {"ROUNDTRIM_MATCH=", "ROUNDTRIM_MATCH"},
+    {"ROUNDTRIM_JEMALLOC=flush", "ROUNDTRIM_JEMALLOC"},
+    {"ROUNDTRIM_TRIM_PAD=1k", "ROUNDTRIM_TRIM_PAD"},
+    {"ROUNDTRIM_PYTHON=perhaps", "ROUNDTRIM_PYTHON"},
+    {"ROUNDTRIM_DISABLE=please", "ROUNDTRIM_DISABLE"},
 };
 
 Test(robust, every_bad_variable_is_harmless_and_named_once)
@@ -183,12 +183,12 @@ Test(robust, every_bad_variable_is_harmless_and_named_once)
 		char out[256], err[2048];
 		/* The bad assignment first: getenv finds the first of two. */
 		const char *env[] = {bad_variables[i].assignment, env_preload(),
-				     env_fifo_in(th_tmpdir()), NULL};
+		                     env_fifo_in(th_tmpdir()), NULL};
 		int status = run_probe("alloc", env, out, sizeof(out), err, sizeof(err));
 		cr_assert_eq(status, 0, "%s: host failed", bad_variables[i].assignment);
 		cr_assert_str_eq(out, "ok", "%s", bad_variables[i].assignment);
 		cr_assert_eq(count_substr(err, "\n"), 1, "%s: expected one line, got: %s",
-			     bad_variables[i].assignment, err);
+		             bad_variables[i].assignment, err);
 		cr_assert_not_null(strstr(err, bad_variables[i].name), "%s", err);
 	}
 }
@@ -206,7 +206,7 @@ run_with_fifo(const char *fifo_template, char *err, size_t err_size)
 	th_spawn(&p, argv, env);
 	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert(th_wait_stderr(&p, "FIFO trigger off", err, err_size, TH_TIMEOUT_MS),
-		  "no refusal: %s", err);
+	          "no refusal: %s", err);
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	cr_assert_eq(p.status, 0);
@@ -260,16 +260,11 @@ Test(robust, fifo_refuses_foreign_directory)
 
 Test(robust, fifo_junk_and_oversized_lines_are_counted_once_reported)
 {
-	const char *dir = th_tmpdir();
-	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
-	const char *argv[] = {th_workload("probe"), "idle", NULL};
-	struct th_proc p;
-	th_spawn(&p, argv, env);
-	char line[2048], fifo[PATH_MAX], status[PATH_MAX];
-	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
-	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);
-	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
-	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS));
+	struct th_probe run;
+	char line[2048];
+	th_start_probe(&run, (const char *[]){"idle", NULL}, NULL, line, sizeof(line));
+	struct th_proc p = run.proc;
+	const char *fifo = run.fifo;
 	static char junk[300];
 	memset(junk, 'x', sizeof(junk) - 1);
 	junk[sizeof(junk) - 1] = '\n';
@@ -278,7 +273,7 @@ Test(robust, fifo_junk_and_oversized_lines_are_counted_once_reported)
 	cr_assert(th_fifo_write(fifo, "gc-rounds -3\nstats please\n", 26));
 	cr_assert(th_fifo_write(fifo, junk, sizeof(junk)));
 	cr_assert(th_fifo_write(fifo, "round\n", 6));
-	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_wait_rounds(&run, 1, line, sizeof(line));
 	cr_assert_eq(th_field(line, "unknown_lines"), 3, "%s", line);
 	cr_assert_eq(th_field(line, "oversized_lines"), 2, "%s", line);
 	th_close_stdin(&p);
@@ -303,46 +298,37 @@ vm_rss_kib(pid_t pid)
 
 Test(robust, flooding_writer_cannot_grow_memory)
 {
-	const char *dir = th_tmpdir();
-	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
-	const char *argv[] = {th_workload("probe"), "idle", NULL};
-	struct th_proc p;
-	th_spawn(&p, argv, env);
-	char line[2048], fifo[PATH_MAX], status[PATH_MAX];
-	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
-	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);
-	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
-	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS));
+	struct th_probe run;
+	char line[2048];
+	th_start_probe(&run, (const char *[]){"idle", NULL}, NULL, line, sizeof(line));
+	struct th_proc p = run.proc;
+	const char *fifo = run.fifo;
 	long before = vm_rss_kib(p.pid);
 	static char flood[1 << 20];
 	memset(flood, 'y', sizeof(flood));
 	for (int i = 0; i < 32; i++)
 		cr_assert(th_fifo_write(fifo, flood, sizeof(flood)));
 	cr_assert(th_fifo_write(fifo, "\nround\n", 7));
-	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_wait_rounds(&run, 1, line, sizeof(line));
 	cr_assert_eq(th_field(line, "oversized_lines"), 1, "%s", line);
 	long after = vm_rss_kib(p.pid);
 	cr_assert_lt(after - before, 1024, "32 MiB without a newline grew RSS by %ld KiB",
-		     after - before);
+	             after - before);
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 }
 
 Test(robust, api_counts_this_threads_allocations_and_rounds)
 {
-	const char *dir = th_tmpdir();
-	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
-	const char *argv[] = {th_workload("probe"), "api", NULL};
-	struct th_proc p;
-	th_spawn(&p, argv, env);
-	char line[256], status[PATH_MAX];
-	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	struct th_probe run;
+	char line[2048];
+	th_start_probe(&run, (const char *[]){"api", NULL}, NULL, line, sizeof(line));
+	struct th_proc p = run.proc;
 	cr_assert_geq(th_field(line, "allocations"), 100, "%s", line);
 	cr_assert_geq(th_field(line, "frees"), 100, "%s", line);
 	cr_assert_geq(th_field(line, "bytes"), 100000, "%s", line);
 	cr_assert_eq(th_field(line, "round"), 0, "%s", line);
-	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
-	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_wait_rounds(&run, 1, line, sizeof(line));
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 }
@@ -387,7 +373,7 @@ Test(robust, role_caps_arenas_unless_the_user_did)
 	const char *client[] = {env_preload(), fifo, "ROUNDTRIM_ROLE=client", NULL};
 	const char *server[] = {env_preload(), fifo, "ROUNDTRIM_ROLE=server", NULL};
 	const char *user[] = {env_preload(), fifo, "ROUNDTRIM_ROLE=client", "MALLOC_ARENA_MAX=3",
-			      NULL};
+	                      NULL};
 	int64_t uncapped = arenas_with(plain);
 	cr_assert_gt(uncapped, 4, "8 contending threads should make more than 4 arenas");
 	cr_assert_leq(arenas_with(client), 2);
@@ -425,18 +411,14 @@ Test(robust, fork_then_exec_leaves_no_files)
 Test(robust, failed_exec_keeps_the_fifo_working)
 {
 	const char *dir = th_tmpdir();
-	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
-	const char *argv[] = {th_workload("probe"), "execfail", NULL};
-	struct th_proc p;
-	th_spawn(&p, argv, env);
-	char line[2048], fifo[PATH_MAX], status[PATH_MAX];
-	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
-	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);
-	snprintf(status, sizeof(status), "%s/%d.status", dir, p.pid);
-	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "status file not recreated");
-	cr_assert(th_wait_path(fifo, false, TH_TIMEOUT_MS), "FIFO not recreated");
-	cr_assert(th_fifo_write(fifo, "round\n", 6));
-	cr_assert(th_wait_line(status, "\"rounds\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	struct th_probe run;
+	char line[2048];
+	/* th_start_probe waits for the status file: it exists again after the failed exec. */
+	th_start_probe(&run, (const char *[]){"execfail", NULL}, NULL, line, sizeof(line));
+	struct th_proc p = run.proc;
+	cr_assert(th_wait_path(run.fifo, false, TH_TIMEOUT_MS), "FIFO not recreated");
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	th_wait_rounds(&run, 1, line, sizeof(line));
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	cr_assert_eq(entries_in(dir), 0);

@@ -30,8 +30,8 @@ run_rounds(const char *preload, int every, int rounds, enum trigger trigger)
 	snprintf(stats, sizeof(stats), "%s/stats.jsonl", dir);
 	char rounds_arg[16];
 	snprintf(rounds_arg, sizeof(rounds_arg), "%d", rounds);
-	const char *argv[] = {th_workload("frag"), "--threads", "2", "--mib", "256", "--rounds",
-			      rounds_arg, "--wait", NULL};
+	const char *argv[] = {th_workload("frag"), "--threads", "2",      "--mib", "256",
+	                      "--rounds",          rounds_arg,  "--wait", NULL};
 	const char *env[] = {env_preload, env_stats, env_fifo, env_n, NULL};
 	struct th_proc p;
 	th_spawn(&p, argv, env);
@@ -43,12 +43,12 @@ run_rounds(const char *preload, int every, int rounds, enum trigger trigger)
 			cr_assert_eq(kill(p.pid, SIGRTMIN + 8), 0);
 		else
 			cr_assert(th_wait_path(fifo, false, TH_TIMEOUT_MS) &&
-					  th_fifo_write(fifo, "round\n", 6),
-				  "FIFO %s not served", fifo);
+			              th_fifo_write(fifo, "round\n", 6),
+			          "FIFO %s not served", fifo);
 		char needle[32];
 		snprintf(needle, sizeof(needle), "\"round\":%d,", r);
 		cr_assert(th_wait_line(stats, needle, line, sizeof(line), TH_TIMEOUT_MS),
-			  "round %d never reported", r);
+		          "round %d never reported", r);
 		int64_t before = th_field(line, "rss_before_kib");
 		int64_t after = th_field(line, "rss_after_kib");
 		int64_t live = th_field(line, "live_kib");
@@ -56,11 +56,13 @@ run_rounds(const char *preload, int every, int rounds, enum trigger trigger)
 		/* The workload really fragments: before any action RSS is far above live. */
 		cr_assert(!near_live(before, live), "workload did not fragment: %s", line);
 		if (r % every == 0) {
-			cr_assert_null(strstr(line, "\"action\":\"none\""), "round %d: %s", r, line);
-			cr_assert(near_live(after, live), "round %d: RSS did not fall: %s", r, line);
+			cr_assert_null(strstr(line, "\"action\":\"none\""), "round %d: %s", r,
+			               line);
+			cr_assert(near_live(after, live), "round %d: RSS did not fall: %s", r,
+			          line);
 		} else {
 			cr_assert_not_null(strstr(line, "\"action\":\"none\""), "round %d: %s", r,
-					   line);
+			                   line);
 			cr_assert(!near_live(after, live), "round %d: RSS fell: %s", r, line);
 		}
 		th_write(&p, "next\n");

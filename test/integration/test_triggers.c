@@ -11,46 +11,24 @@
 
 TestSuite(triggers, .timeout = 120, .fini = th_cleanup);
 
-struct probe_run {
-	struct th_proc proc;
-	char fifo[PATH_MAX];
-	char status[PATH_MAX];
-};
-
-/* Starts probe MODE under the library with its FIFO in the test's directory, N=0 (count only)
- * unless extra says otherwise, and waits for "ready" and for the status file. */
 static void
-start_probe(struct probe_run *run, const char *const args[], const char *extra)
+start_probe(struct th_probe *run, const char *const args[])
 {
-	const char *dir = th_tmpdir();
-	static char env_preload[PATH_MAX], env_fifo[PATH_MAX];
-	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
-	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
-	const char *env[] = {env_preload, env_fifo, extra ? extra : "ROUNDTRIM_GC_ROUNDS=0", NULL};
-	const char *argv[8] = {th_workload("probe")};
-	for (int i = 0; args[i] && i < 6; i++)
-		argv[i + 1] = args[i];
-	th_spawn(&run->proc, argv, env);
 	char line[256];
-	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS), "probe not ready");
-	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
-	snprintf(run->status, sizeof(run->status), "%s/%d.status", dir, run->proc.pid);
-	cr_assert(th_wait_path(run->status, false, TH_TIMEOUT_MS), "no status file");
+	th_start_probe(run, args, NULL, line, sizeof(line));
 }
 
 static void
-wait_rounds(struct probe_run *run, long rounds)
+wait_rounds(struct th_probe *run, long rounds)
 {
-	char needle[64], line[2048];
-	snprintf(needle, sizeof(needle), "\"rounds\":%ld,", rounds);
-	cr_assert(th_wait_line(run->status, needle, line, sizeof(line), TH_TIMEOUT_MS),
-		  "rounds never reached %ld", rounds);
+	char line[2048];
+	th_wait_rounds(run, rounds, line, sizeof(line));
 }
 
 Test(triggers, fifo_burst_of_1000_rounds_all_counted)
 {
-	struct probe_run run;
-	start_probe(&run, (const char *[]){"idle", NULL}, NULL);
+	struct th_probe run;
+	start_probe(&run, (const char *[]){"idle", NULL});
 	static char burst[6 * 1000 + 1];
 	for (int i = 0; i < 1000; i++)
 		memcpy(burst + 6 * i, "round\n", 6);
@@ -64,8 +42,8 @@ Test(triggers, fifo_burst_of_1000_rounds_all_counted)
 
 Test(triggers, signals_at_round_pace_never_lost)
 {
-	struct probe_run run;
-	start_probe(&run, (const char *[]){"idle", NULL}, NULL);
+	struct th_probe run;
+	start_probe(&run, (const char *[]){"idle", NULL});
 	for (long r = 1; r <= 50; r++) {
 		cr_assert_eq(kill(run.proc.pid, SIGRTMIN + 8), 0);
 		wait_rounds(&run, r);
@@ -76,7 +54,7 @@ Test(triggers, signals_at_round_pace_never_lost)
 
 /* A storm of 2000 signals while threads sit in nanosleep, poll and read (and main in read). */
 static void
-storm(struct probe_run *run, int *sent)
+storm(struct th_probe *run, int *sent)
 {
 	*sent = 0;
 	for (int i = 0; i < 2000; i++)
@@ -85,8 +63,8 @@ storm(struct probe_run *run, int *sent)
 
 Test(triggers, signal_storm_causes_no_eintr)
 {
-	struct probe_run run;
-	start_probe(&run, (const char *[]){"eintr", NULL}, NULL);
+	struct th_probe run;
+	start_probe(&run, (const char *[]){"eintr", NULL});
 	int sent;
 	storm(&run, &sent);
 	cr_assert_gt(sent, 0);
@@ -204,14 +182,14 @@ Test(triggers, exec_via_popen_gets_clean_mask)
 Test(triggers, python_subprocess_gets_clean_mask)
 {
 	static const char script[] =
-		"import os, subprocess\n"
-		"env = {'PATH': '/usr/bin:/bin'}\n"
-		"cmd = ['grep', '-E', '^Sig(Blk|Ign)', '/proc/self/status']\n"
-		"print(subprocess.run(cmd, env=env, capture_output=True, text=True).stdout, end='')\n"
-		"r, w = os.pipe()\n"
-		"pid = os.posix_spawn('/bin/grep', cmd, env, "
-		"file_actions=[(os.POSIX_SPAWN_DUP2, w, 1)])\n"
-		"os.close(w); os.waitpid(pid, 0); print(os.read(r, 4096).decode(), end='')\n";
+	    "import os, subprocess\n"
+	    "env = {'PATH': '/usr/bin:/bin'}\n"
+	    "cmd = ['grep', '-E', '^Sig(Blk|Ign)', '/proc/self/status']\n"
+	    "print(subprocess.run(cmd, env=env, capture_output=True, text=True).stdout, end='')\n"
+	    "r, w = os.pipe()\n"
+	    "pid = os.posix_spawn('/bin/grep', cmd, env, "
+	    "file_actions=[(os.POSIX_SPAWN_DUP2, w, 1)])\n"
+	    "os.close(w); os.waitpid(pid, 0); print(os.read(r, 4096).decode(), end='')\n";
 	const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
 	char with[1024], without[1024];
 	capture(argv, false, without, sizeof(without));

@@ -130,7 +130,7 @@ static int
 frag_usage(void)
 {
 	fprintf(stderr, "usage: frag [--threads T] [--mib M] [--rounds R] [--keep-one-in K] "
-			"[--min BYTES] [--max BYTES] [--wait] [--self-trim]\n");
+	                "[--min BYTES] [--max BYTES] [--wait] [--self-trim]\n");
 	return 2;
 }
 

@@ -194,7 +194,8 @@ mode_eintr(int own)
 	/* "ready" only once every thread sits in its system call, so that a storm that follows
 	 * finds them there. */
 	for (int i = 0; i < 3; i++)
-		while (!atomic_load(&waiter_tids[i]) || !thread_sleeping(atomic_load(&waiter_tids[i])))
+		while (!atomic_load(&waiter_tids[i]) ||
+		       !thread_sleeping(atomic_load(&waiter_tids[i])))
 			sched_yield();
 	printf("ready %d\n", getpid());
 	fflush(stdout);
@@ -236,8 +237,8 @@ mode_spawn(const char *how)
 	}
 	if (!strcmp(how, "posix_spawn") || !strcmp(how, "posix_spawnp")) {
 		int rc = !strcmp(how, "posix_spawn")
-				 ? posix_spawn(&pid, "/bin/grep", NULL, NULL, argv, envp)
-				 : posix_spawnp(&pid, "grep", NULL, NULL, argv, environ);
+		             ? posix_spawn(&pid, "/bin/grep", NULL, NULL, argv, envp)
+		             : posix_spawnp(&pid, "grep", NULL, NULL, argv, environ);
 		if (rc != 0)
 			return 1;
 	} else {
@@ -248,8 +249,8 @@ mode_spawn(const char *how)
 			else if (!strcmp(how, "execvp"))
 				execvp("grep", argv);
 			else if (!strcmp(how, "execl"))
-				execl("/bin/grep", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status",
-				      (char *)NULL);
+				execl("/bin/grep", "grep", "-E", "^Sig(Blk|Ign)",
+				      "/proc/self/status", (char *)NULL);
 			_exit(127);
 		}
 	}
@@ -329,7 +330,7 @@ mode_api(void)
 		uint64_t allocations, frees, bytes;
 	} c = {0};
 	void (*get)(struct counts *) =
-		(void (*)(struct counts *))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_thread_counts");
+	    (void (*)(struct counts *))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_thread_counts");
 	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
 	if (!get || !round)
 		return 1;
