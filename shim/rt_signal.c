@@ -79,6 +79,13 @@ rt_signal_setup(int sig, int wake_fd)
 }
 
 void
+rt_signal_forget_parent(void)
+{
+	atomic_store(&rt_sig_wake_fd, -1);
+	atomic_store(&rt_sig_fallback_rounds, 0);
+}
+
+void
 rt_signal_set_wake_fd(int wake_fd)
 {
 	atomic_store(&rt_sig_wake_fd, wake_fd);

@@ -11,6 +11,8 @@
  * handler, blocks sig in the calling thread (every later thread inherits the mask) and opens a
  * signalfd. wake_fd is an eventfd the fallback handler writes to. */
 bool rt_signal_setup(int sig, int wake_fd);
+/* In a fork child: rounds the fallback handler counted belong to the parent. */
+void rt_signal_forget_parent(void);
 /* After fork, in the child: the worker's new eventfd. */
 void rt_signal_set_wake_fd(int wake_fd);
 int rt_signal_fd(void);

@@ -428,7 +428,11 @@ rt_worker_forget_parent(void)
 {
 	atomic_store(&rt_w_running, false);
 	atomic_store(&rt_w_owner, 0);
-	rt_signal_set_wake_fd(-1);
+	/* Like the kernel's pending signals, the parent's pending requests are not the child's. */
+	atomic_store(&rt_w_recreate, false);
+	atomic_store(&rt_w_api_rounds, 0);
+	atomic_store(&rt_w_api_trims, 0);
+	rt_signal_forget_parent();
 	rt_worker_close(&rt_w.wake_fd);
 	rt_worker_close(&rt_w.fifo_fd);
 	rt_worker_close(&rt_w.stats_fd);
