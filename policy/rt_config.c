@@ -119,6 +119,25 @@ rt_config_get(const struct rt_config_reader *r, const char *name)
 	return r->lookup(r->lookup_ctx, name);
 }
 
+/* Whether the user already chose glibc's arena limit: a non-empty MALLOC_ARENA_MAX (glibc ignores
+ * an empty one), or a glibc.malloc.arena_max=VALUE entry among GLIBC_TUNABLES' colon-separated
+ * name=value pairs. */
+static bool
+rt_config_arena_max_set_by_user(const struct rt_config_reader *r)
+{
+	static const char key[] = "glibc.malloc.arena_max=";
+	const char *arena_max = rt_config_get(r, "MALLOC_ARENA_MAX");
+	if (arena_max && arena_max[0])
+		return true;
+	const char *entry = rt_config_get(r, "GLIBC_TUNABLES");
+	for (; entry; entry = strchr(entry, ':'), entry = entry ? entry + 1 : NULL) {
+		const char *value = entry + sizeof(key) - 1;
+		if (strncmp(entry, key, sizeof(key) - 1) == 0 && *value && *value != ':')
+			return true;
+	}
+	return false;
+}
+
 static enum rt_parse_result
 rt_config_parse(const struct rt_config_rule *rule, const char *text, uint64_t *out)
 {
@@ -296,7 +315,7 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	unsigned def_arena_max = cfg->role == RT_ROLE_SERVER   ? 4
 	                         : cfg->role == RT_ROLE_CLIENT ? 2
 	                                                       : 0;
-	cfg->arena_max = platform->arena_max_set_by_user ? 0 : def_arena_max;
+	cfg->arena_max = rt_config_arena_max_set_by_user(r) ? 0 : def_arena_max;
 
 	cfg->gc_rounds = (uint32_t)rt_config_scalar(
 	    r, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", &rt_config_gc_rounds_rule,

@@ -17,9 +17,8 @@ enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
 struct rt_platform {
 	int sigrtmin; /* SIGRTMIN as the C library reports it at run time */
 	int sigrtmax;
-	unsigned uid;               /* effective uid, for the default FIFO path */
-	const char *program;        /* basename of argv[0], for ROUNDTRIM_MATCH */
-	bool arena_max_set_by_user; /* MALLOC_ARENA_MAX or glibc.malloc.arena_max present */
+	unsigned uid;        /* effective uid, for the default FIFO path */
+	const char *program; /* basename of argv[0], for ROUNDTRIM_MATCH */
 };
 
 struct rt_config {

@@ -37,16 +37,6 @@ rt_main_diag(void *ctx, const char *line)
 	rt_out_write_all(STDERR_FILENO, buf, len);
 }
 
-static bool
-rt_main_arena_max_set_by_user(void)
-{
-	/* glibc ignores an empty MALLOC_ARENA_MAX, and so do we. */
-	const char *tunables = secure_getenv("GLIBC_TUNABLES");
-	const char *arena_max = secure_getenv("MALLOC_ARENA_MAX");
-	return (arena_max && arena_max[0]) ||
-	       (tunables && strstr(tunables, "glibc.malloc.arena_max") != NULL);
-}
-
 static void
 rt_main_atfork_child(void)
 {
@@ -67,7 +57,6 @@ rt_main_init(void)
 	    .sigrtmax = SIGRTMAX,
 	    .uid = geteuid(),
 	    .program = rt_shim.program,
-	    .arena_max_set_by_user = rt_main_arena_max_set_by_user(),
 	};
 	struct rt_config *cfg = &rt_shim.cfg;
 	rt_config_read(cfg, &platform, rt_main_lookup, NULL, rt_main_diag, NULL);

@@ -47,13 +47,10 @@ collect(void *ctx, const char *line)
 }
 
 static struct rt_platform
-platform(const char *program, bool arena_set)
+platform(const char *program)
 {
-	return (struct rt_platform){.sigrtmin = 34,
-	                            .sigrtmax = 64,
-	                            .uid = 1000,
-	                            .program = program,
-	                            .arena_max_set_by_user = arena_set};
+	return (struct rt_platform){
+	    .sigrtmin = 34, .sigrtmax = 64, .uid = 1000, .program = program};
 }
 
 static void
@@ -68,7 +65,7 @@ read_for(const struct env_var *vars, const struct rt_platform *p)
 static void
 read_env(const struct env_var *vars)
 {
-	struct rt_platform p = platform("python3", false);
+	struct rt_platform p = platform("python3");
 	read_for(vars, &p);
 }
 
@@ -209,7 +206,7 @@ Test(config, match_lists)
 
 Test(config, not_matched_is_silent)
 {
-	struct rt_platform p = platform("sleep", false);
+	struct rt_platform p = platform("sleep");
 	read_for(ENV({"ROUNDTRIM_MATCH", "python*,torchrun"}, {"ROUNDTRIM_ROLE", "bogus"},
 	             {"ROUNDTRIM_GC_ROUNDS", "-3"}, {"ROUNDTRIM_CUDA_EMPTY_CACHE", "maybe"},
 	             {"ROUNDTRIM_PROFILE", "maybe"}, {"ROUNDTRIM_SIGNAL", "KILL"},
@@ -309,11 +306,31 @@ Test(config, role_arena_max_set_by_user)
 {
 	static const char *const roles[] = {"client", "server"};
 	for (size_t i = 0; i < 2; i++) {
-		struct rt_platform p = platform("python3", true);
-		read_for(ENV({"ROUNDTRIM_ROLE", roles[i]}), &p);
+		read_env(ENV({"ROUNDTRIM_ROLE", roles[i]}, {"MALLOC_ARENA_MAX", "8"}));
 		cr_assert_eq(cfg.arena_max, 0, "role %s", roles[i]);
 		cr_assert_eq(cfg.role, i == 0 ? RT_ROLE_CLIENT : RT_ROLE_SERVER);
 	}
+}
+
+Test(config, role_arena_max_from_tunables)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"},
+	             {"GLIBC_TUNABLES", "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=3"}));
+	cr_assert_eq(cfg.arena_max, 0, "the tunable is the user's choice");
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"}, {"GLIBC_TUNABLES", "glibc.malloc.arena_max=1"}));
+	cr_assert_eq(cfg.arena_max, 0);
+}
+
+Test(config, role_arena_max_not_chosen_by_user)
+{
+	/* glibc ignores these, so the role's cap applies. */
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"}, {"MALLOC_ARENA_MAX", ""}));
+	cr_assert_eq(cfg.arena_max, 2);
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"}, {"GLIBC_TUNABLES", "glibc.malloc.arena_max="}));
+	cr_assert_eq(cfg.arena_max, 2);
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"},
+	             {"GLIBC_TUNABLES", "glibc.malloc.arena_test=2:glibc.malloc.arena_max_x=1"}));
+	cr_assert_eq(cfg.arena_max, 2);
 }
 
 Test(config, role_bad)
@@ -555,7 +572,7 @@ Test(config, signal_values)
 
 Test(config, signal_default_follows_platform)
 {
-	struct rt_platform p = platform("python3", false);
+	struct rt_platform p = platform("python3");
 	p.sigrtmin = 35;
 	read_for(NULL, &p);
 	cr_assert_eq(cfg.signal, 43);
