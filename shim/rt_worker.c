@@ -200,14 +200,22 @@ rt_worker_write_status(void)
 }
 
 static void
+rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger)
+{
+	if (!n)
+		return;
+	b->rounds += n;
+	b->pending += n;
+	b->trigger = trigger;
+}
+
+static void
 rt_worker_on_line(void *ctx, const struct rt_proto_cmd *cmd)
 {
 	struct rt_batch *b = ctx;
 	switch (cmd->kind) {
 	case RT_PROTO_ROUND:
-		b->rounds++;
-		b->pending++;
-		b->trigger = "fifo";
+		rt_batch_count(b, 1, "fifo");
 		break;
 	case RT_PROTO_TRIM:
 		b->trim = true;
@@ -251,18 +259,8 @@ rt_worker_collect(struct rt_batch *b)
 		rt_worker_open_fifo();
 		rt_worker_write_status();
 	}
-	uint64_t n = rt_signal_drain();
-	if (n) {
-		b->rounds += n;
-		b->pending += n;
-		b->trigger = "signal";
-	}
-	n = atomic_exchange(&rt_w_api_rounds, 0);
-	if (n) {
-		b->rounds += n;
-		b->pending += n;
-		b->trigger = "api";
-	}
+	rt_batch_count(b, rt_signal_drain(), "signal");
+	rt_batch_count(b, atomic_exchange(&rt_w_api_rounds, 0), "api");
 	if (atomic_exchange(&rt_w_api_trims, 0)) {
 		b->trim = true;
 		b->trigger = "api";
