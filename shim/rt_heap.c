@@ -105,6 +105,13 @@ rt_heap_set_arena_max(unsigned arena_max)
 		rt_mallopt(M_ARENA_MAX, (int)arena_max);
 }
 
+/* A jemalloc control that takes and returns nothing, such as a purge of every arena. */
+static int
+rt_heap_arenas_do(const char *name)
+{
+	return rt_mallctl && rt_mallctl(name, NULL, NULL, NULL, 0) == 0 ? 0 : -1;
+}
+
 int
 rt_heap_act(enum rt_action action, uint64_t trim_pad)
 {
@@ -115,15 +122,9 @@ rt_heap_act(enum rt_action action, uint64_t trim_pad)
 		rt_malloc_trim((size_t)trim_pad);
 		return 0;
 	case RT_ACTION_JEMALLOC_PURGE:
-		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".purge", NULL,
-		                                NULL, NULL, 0) == 0
-		           ? 0
-		           : -1;
+		return rt_heap_arenas_do("arena." RT_JEMALLOC_ARENAS_ALL ".purge");
 	case RT_ACTION_JEMALLOC_DECAY:
-		return rt_mallctl && rt_mallctl("arena." RT_JEMALLOC_ARENAS_ALL ".decay", NULL,
-		                                NULL, NULL, 0) == 0
-		           ? 0
-		           : -1;
+		return rt_heap_arenas_do("arena." RT_JEMALLOC_ARENAS_ALL ".decay");
 	case RT_ACTION_NONE:
 		break;
 	}
