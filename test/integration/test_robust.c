@@ -269,7 +269,7 @@ Test(robust, fifo_junk_and_oversized_lines_are_counted_once_reported)
 	struct th_probe run;
 	char line[2048];
 	th_start_probe(&run, (const char *[]){"idle", NULL}, NULL, line, sizeof(line));
-	struct th_proc p = run.proc;
+	struct th_proc *p = &run.proc;
 	const char *fifo = run.fifo;
 	static char junk[300];
 	memset(junk, 'x', sizeof(junk) - 1);
@@ -282,11 +282,11 @@ Test(robust, fifo_junk_and_oversized_lines_are_counted_once_reported)
 	th_wait_rounds(&run, 1, line, sizeof(line));
 	cr_assert_eq(th_field(line, "unknown_lines"), 3, "%s", line);
 	cr_assert_eq(th_field(line, "oversized_lines"), 2, "%s", line);
-	th_close_stdin(&p);
-	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
-	cr_assert_eq(p.status, 0);
+	th_close_stdin(p);
+	cr_assert(th_wait(p, TH_TIMEOUT_MS));
+	cr_assert_eq(p->status, 0);
 	char err[2048];
-	th_read_stderr(&p, err, sizeof(err));
+	th_read_stderr(p, err, sizeof(err));
 	cr_assert_eq(count_substr(err, "ignoring FIFO line \""), 1, "%s", err);
 	cr_assert_eq(count_substr(err, "longer than"), 1, "%s", err);
 }
@@ -307,9 +307,9 @@ Test(robust, flooding_writer_cannot_grow_memory)
 	struct th_probe run;
 	char line[2048];
 	th_start_probe(&run, (const char *[]){"idle", NULL}, NULL, line, sizeof(line));
-	struct th_proc p = run.proc;
+	struct th_proc *p = &run.proc;
 	const char *fifo = run.fifo;
-	long before = vm_rss_kib(p.pid);
+	long before = vm_rss_kib(p->pid);
 	static char flood[1 << 20];
 	memset(flood, 'y', sizeof(flood));
 	for (int i = 0; i < 32; i++)
@@ -317,11 +317,11 @@ Test(robust, flooding_writer_cannot_grow_memory)
 	cr_assert(th_fifo_write(fifo, "\nround\n", 7));
 	th_wait_rounds(&run, 1, line, sizeof(line));
 	cr_assert_eq(th_field(line, "oversized_lines"), 1, "%s", line);
-	long after = vm_rss_kib(p.pid);
+	long after = vm_rss_kib(p->pid);
 	cr_assert_lt(after - before, 1024, "32 MiB without a newline grew RSS by %ld KiB",
 	             after - before);
-	th_close_stdin(&p);
-	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	th_close_stdin(p);
+	cr_assert(th_wait(p, TH_TIMEOUT_MS));
 }
 
 Test(robust, api_counts_this_threads_allocations_and_rounds)
@@ -329,14 +329,14 @@ Test(robust, api_counts_this_threads_allocations_and_rounds)
 	struct th_probe run;
 	char line[2048];
 	th_start_probe(&run, (const char *[]){"api", NULL}, NULL, line, sizeof(line));
-	struct th_proc p = run.proc;
+	struct th_proc *p = &run.proc;
 	cr_assert_geq(th_field(line, "allocations"), 100, "%s", line);
 	cr_assert_geq(th_field(line, "frees"), 100, "%s", line);
 	cr_assert_geq(th_field(line, "bytes"), 100000, "%s", line);
 	cr_assert_eq(th_field(line, "round"), 0, "%s", line);
 	th_wait_rounds(&run, 1, line, sizeof(line));
-	th_close_stdin(&p);
-	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	th_close_stdin(p);
+	cr_assert(th_wait(p, TH_TIMEOUT_MS));
 }
 
 Test(robust, dead_processes_files_are_swept)
@@ -421,11 +421,11 @@ Test(robust, failed_exec_keeps_the_fifo_working)
 	char line[2048];
 	/* th_start_probe waits for the status file: it exists again after the failed exec. */
 	th_start_probe(&run, (const char *[]){"execfail", NULL}, NULL, line, sizeof(line));
-	struct th_proc p = run.proc;
+	struct th_proc *p = &run.proc;
 	cr_assert(th_wait_path(run.fifo, false, TH_TIMEOUT_MS), "FIFO not recreated");
 	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 	th_wait_rounds(&run, 1, line, sizeof(line));
-	th_close_stdin(&p);
-	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	th_close_stdin(p);
+	cr_assert(th_wait(p, TH_TIMEOUT_MS));
 	cr_assert_eq(entries_in(dir), 0);
 }
