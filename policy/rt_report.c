@@ -4,11 +4,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+static uint64_t
+rt_report_drop_kib(uint64_t before, uint64_t after)
+{
+	return before > after ? before - after : 0;
+}
+
 uint64_t
 rt_report_released_kib(const struct rt_round_record *rec)
 {
-	return rec->rss_before_kib > rec->rss_after_kib ? rec->rss_before_kib - rec->rss_after_kib
-	                                                : 0;
+	return rt_report_drop_kib(rec->rss_before_kib, rec->rss_after_kib);
 }
 
 static size_t
@@ -88,8 +93,9 @@ rt_report_json_string(char *buf, size_t size, const char *s)
 size_t
 rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 {
-	char program[256], fifo[512], stats[512];
+	char program[256], fifo[512], stats[512], note[256];
 	rt_report_json_string(program, sizeof(program), st->program);
+	rt_report_json_string(note, sizeof(note), st->last_note ? st->last_note : "");
 	rt_report_json_string(fifo, sizeof(fifo), st->fifo);
 	rt_report_json_string(stats, sizeof(stats), st->stats);
 	int n = snprintf(
@@ -97,12 +103,17 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    "{\"pid\":%d,\"program\":\"%s\",\"allocator\":\"%s\",\"rounds\":%" PRIu64
 	    ",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
 	    ",\"last_action\":\"%s\",\"last_action_unix_time\":%" PRId64 ".%06" PRId64
-	    ",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64 ",\"released_total_kib\":%" PRIu64
+	    ",\"last_rss_before_kib\":%" PRIu64 ",\"last_rss_after_kib\":%" PRIu64
+	    ",\"last_released_kib\":%" PRIu64 ",\"last_duration_us\":%" PRIu64
+	    ",\"last_note\":\"%s\",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64
+	    ",\"released_total_kib\":%" PRIu64
 	    ",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_lines\":%" PRIu64
 	    ",\"oversized_lines\":%" PRIu64 "}\n",
 	    st->pid, program, st->allocator, st->rounds, st->gc_rounds, st->actions,
 	    st->last_action_round, st->last_action, st->last_action_unix_us / 1000000,
-	    st->last_action_unix_us % 1000000, st->rss_kib, st->live_kib, st->released_total_kib,
-	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines);
+	    st->last_action_unix_us % 1000000, st->last_rss_before_kib, st->last_rss_after_kib,
+	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
+	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, fifo,
+	    st->signal, stats, st->unknown_lines, st->oversized_lines);
 	return rt_report_clamp(n, size);
 }

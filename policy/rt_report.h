@@ -32,6 +32,11 @@ struct rt_status_record {
 	uint64_t last_action_round;
 	const char *last_action;
 	int64_t last_action_unix_us; /* 0 when no action yet */
+	/* The last action's own figures, so that a caller who asked for it can report it. */
+	uint64_t last_rss_before_kib;
+	uint64_t last_rss_after_kib;
+	uint64_t last_duration_us;
+	const char *last_note; /* "" when none */
 	uint64_t rss_kib;
 	uint64_t live_kib;
 	uint64_t released_total_kib;

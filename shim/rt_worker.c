@@ -45,6 +45,10 @@ struct rt_worker {
 	uint64_t last_action_round;
 	int64_t last_action_unix_us;
 	const char *last_action;
+	uint64_t last_rss_before_kib;
+	uint64_t last_rss_after_kib;
+	uint64_t last_duration_us;
+	char last_note[96];
 	uint64_t released_total_kib;
 	uint64_t last_rss_kib;
 	uint64_t last_live_kib;
@@ -173,6 +177,10 @@ rt_worker_write_status(void)
 	    .last_action_round = rt_w.last_action_round,
 	    .last_action = rt_w.last_action ? rt_w.last_action : "none",
 	    .last_action_unix_us = rt_w.last_action_unix_us,
+	    .last_rss_before_kib = rt_w.last_rss_before_kib,
+	    .last_rss_after_kib = rt_w.last_rss_after_kib,
+	    .last_duration_us = rt_w.last_duration_us,
+	    .last_note = rt_w.last_note,
 	    .rss_kib = rt_w.last_rss_kib,
 	    .live_kib = rt_w.last_live_kib,
 	    .released_total_kib = rt_w.released_total_kib,
@@ -291,6 +299,17 @@ rt_worker_note(char *note, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The status file shows the last action's figures: `roundtrim round --wait` reports them. */
+static void
+rt_worker_remember_action(const struct rt_round_record *rec)
+{
+	rt_w.last_action_unix_us = rec->unix_time_us;
+	rt_w.last_rss_before_kib = rec->rss_before_kib;
+	rt_w.last_rss_after_kib = rec->rss_after_kib;
+	rt_w.last_duration_us = rec->duration_us;
+	snprintf(rt_w.last_note, sizeof(rt_w.last_note), "%s", rec->note);
+}
+
 static void
 rt_worker_handle(const struct rt_batch *b)
 {
@@ -336,7 +355,7 @@ rt_worker_handle(const struct rt_batch *b)
 	rt_w.last_rss_kib = rec.rss_after_kib;
 	rec.unix_time_us = rt_worker_clock_us(CLOCK_REALTIME);
 	if (act)
-		rt_w.last_action_unix_us = rec.unix_time_us;
+		rt_worker_remember_action(&rec);
 
 	char line[RT_REPORT_LINE_MAX];
 	if (cfg->profile || (b->stats && rt_w.stats_fd < 0))

@@ -32,6 +32,10 @@ status(void)
 	                                 .last_action_round = 9,
 	                                 .last_action = "jemalloc_purge",
 	                                 .last_action_unix_us = 1700000001000002,
+	                                 .last_rss_before_kib = 9000,
+	                                 .last_rss_after_kib = 4000,
+	                                 .last_duration_us = 1234,
+	                                 .last_note = "merged=2",
 	                                 .rss_kib = 4096,
 	                                 .live_kib = 1024,
 	                                 .released_total_kib = 8192,
@@ -173,7 +177,10 @@ Test(report, status_json)
 	cr_assert_str_eq(buf, "{\"pid\":77,\"program\":\"python3\",\"allocator\":\"jemalloc\","
 	                      "\"rounds\":10,\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
 	                      "\"last_action\":\"jemalloc_purge\","
-	                      "\"last_action_unix_time\":1700000001.000002,\"rss_kib\":4096,"
+	                      "\"last_action_unix_time\":1700000001.000002,"
+	                      "\"last_rss_before_kib\":9000,\"last_rss_after_kib\":4000,"
+	                      "\"last_released_kib\":5000,\"last_duration_us\":1234,"
+	                      "\"last_note\":\"merged=2\",\"rss_kib\":4096,"
 	                      "\"live_kib\":1024,\"released_total_kib\":8192,"
 	                      "\"fifo\":\"/tmp/rt/77.fifo\",\"signal\":42,\"stats\":\"\","
 	                      "\"unknown_lines\":5,\"oversized_lines\":6}\n");
@@ -190,4 +197,25 @@ Test(report, status_json_escapes_strings)
 	expect_contains(buf, "\"program\":\"my\\\"prog\\\\x\",");
 	expect_contains(buf, "\"fifo\":\"/tmp/a\\\"b/\\u000a%p.fifo\",");
 	expect_contains(buf, "\"stats\":\"/tmp/s\\u0001\",");
+}
+
+Test(report, status_json_last_action_released_never_negative)
+{
+	struct rt_status_record st = status();
+	st.last_rss_before_kib = 4000;
+	st.last_rss_after_kib = 4100;
+	st.last_note = NULL;
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_status_json(buf, sizeof(buf), &st);
+	expect_contains(buf, "\"last_released_kib\":0,");
+	expect_contains(buf, "\"last_note\":\"\",");
+}
+
+Test(report, status_json_escapes_note)
+{
+	struct rt_status_record st = status();
+	st.last_note = "a\"b";
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_status_json(buf, sizeof(buf), &st);
+	expect_contains(buf, "\"last_note\":\"a\\\"b\",");
 }
