@@ -70,8 +70,8 @@ check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
 lint:
-	shellcheck -x scripts/*.sh .ci/run
-	mandoc -T lint -W warning man/roundtrim.7
+	shellcheck -x scripts/*.sh scripts/roundtrim test/fixtures/*.sh .ci/run
+	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
 bench: $(LIB) $(WORKLOADS) $(BENCHES)
 	scripts/bench.sh
@@ -86,10 +86,13 @@ install: $(LIB)
 	install -D -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libroundtrim.so
 	install -D -m 0644 shim/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
 	install -D -m 0644 man/roundtrim.7 $(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
+	install -D -m 0755 scripts/roundtrim $(DESTDIR)$(PREFIX)/bin/roundtrim
+	install -D -m 0644 man/roundtrim.1 $(DESTDIR)$(PREFIX)/share/man/man1/roundtrim.1
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libroundtrim.so $(DESTDIR)$(PREFIX)/include/roundtrim.h \
-		$(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
+		$(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7 $(DESTDIR)$(PREFIX)/bin/roundtrim \
+		$(DESTDIR)$(PREFIX)/share/man/man1/roundtrim.1
 
 format:
 	clang-format -i policy/*.[ch] shim/*.[ch] test/*/*.[ch]
