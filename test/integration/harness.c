@@ -389,6 +389,55 @@ th_fifo_write(const char *path, const char *text, size_t len)
 	return ok;
 }
 
+/* Appends what fd holds now to buf; false at EOF. */
+static bool
+th_drain(int fd, char *buf, size_t size, size_t *len)
+{
+	char scratch[4096];
+	ssize_t n = read(fd, scratch, sizeof(scratch));
+	if (n <= 0)
+		return false;
+	size_t keep = *len + 1 < size ? size - 1 - *len : 0;
+	keep = (size_t)n < keep ? (size_t)n : keep;
+	memcpy(buf + *len, scratch, keep);
+	*len += keep;
+	buf[*len] = '\0';
+	return true;
+}
+
+int
+th_run(const char *const argv[], const char *const env[], char *out, size_t out_size, char *err,
+       size_t err_size)
+{
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	th_close_stdin(&p);
+	size_t out_len = 0, err_len = 0;
+	out[0] = err[0] = '\0';
+	int64_t deadline = th_now_ms() + TH_TIMEOUT_MS;
+	bool out_open = true, err_open = true;
+	while ((out_open || err_open) && th_now_ms() < deadline) {
+		struct pollfd fds[2] = {{.fd = out_open ? p.out_fd : -1, .events = POLLIN},
+		                        {.fd = err_open ? p.err_fd : -1, .events = POLLIN}};
+		if (poll(fds, 2, (int)(deadline - th_now_ms())) <= 0)
+			continue;
+		if (fds[0].revents)
+			out_open = th_drain(p.out_fd, out, out_size, &out_len);
+		if (fds[1].revents)
+			err_open = th_drain(p.err_fd, err, err_size, &err_len);
+	}
+	close(p.out_fd);
+	close(p.err_fd);
+	if (out_open || err_open) {
+		th_kill(&p);
+		return -1;
+	}
+	/* Both closed: it is exiting. */
+	if (!th_wait(&p, TH_TIMEOUT_MS))
+		return -1;
+	return WIFEXITED(p.status) ? WEXITSTATUS(p.status) : -1;
+}
+
 void
 th_start_probe(struct th_probe *run, const char *const args[], const char *extra, char *line,
                size_t size)

@@ -68,6 +68,12 @@ int th_count_lines(const char *path, const char *needle);
 /* Writes text to a FIFO without blocking forever; false if nobody reads it. */
 bool th_fifo_write(const char *path, const char *text, size_t len);
 
+/* Runs argv to completion with th_spawn's environment plus env, stdin closed; copies what it
+ * wrote on stdout and stderr into out and err (NUL-terminated, truncated). Returns its exit
+ * status, or -1 when it did not exit normally within TH_TIMEOUT_MS. */
+int th_run(const char *const argv[], const char *const env[], char *out, size_t out_size, char *err,
+           size_t err_size);
+
 /* Starts probe ARGS with the library, ROUNDTRIM_FIFO in th_tmpdir() and one more NAME=VALUE
  * (NULL: ROUNDTRIM_GC_ROUNDS=0, count only); waits for the probe's first line (copied into
  * line) and for its status file. */
