@@ -8,6 +8,9 @@
 # it first tells the library about the round through the process's FIFO and waits until the
 # round's line appears in the stats file, so that the RSS read is the one after the trim.
 #
+# It leaves the run's stats in build/demo/stats.jsonl and `roundtrim report`'s summary and
+# plot in build/demo/report.txt and build/demo/report.png.
+#
 # Environment: DEMO_THREADS (2), DEMO_MIB (churn per round, 256), DEMO_ROUNDS (8),
 # BUILD (build directory, default build).
 # shellcheck source=scripts/common.sh
@@ -154,6 +157,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 stop_workload with
 
+# The stats of the run with roundtrim, and the picture `roundtrim report` makes of them.
+mkdir -p "$BUILD_DIR/demo"
+cp "$STATS" "$BUILD_DIR/demo/stats.jsonl"
+ROUNDTRIM_LIB=$LIB scripts/roundtrim report -o "$BUILD_DIR/demo/report.png" \
+	"$BUILD_DIR/demo/stats.jsonl" >"$BUILD_DIR/demo/report.txt"
+
 for ((r = 1; r <= ROUNDS; r++)); do
 	printf '%s %s %s %s %s\n' "$r" "${PLAIN_RSS[r]}" "${WITH_RSS[r]}" "${LIVE[r]}" \
 		"${RELEASED[r]}"
@@ -172,3 +181,6 @@ done | awk -v action="$ACTION" '
 			"(live heap %.1f MiB); %s gave back %.1f MiB a round on average.\n",
 			last, mib(without), mib(with), mib(live), action, mib(released) / last
 	}'
+echo >&2
+echo "roundtrim report of the run with roundtrim ($BUILD_DIR/demo/report.png):" >&2
+cat "$BUILD_DIR/demo/report.txt"
