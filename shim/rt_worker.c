@@ -1,7 +1,7 @@
 /* The worker thread: waits on the signalfd, the FIFO and an eventfd, counts rounds through
  * policy/rt_rounds, runs the allocator action outside any lock of ours, and reports. It is the
- * only thread the library starts; it blocks every signal and is never joined (a thread that
- * exit-time code waited for could hang the host at exit). */
+ * only thread the library starts besides rt_python's; it blocks every signal and is never
+ * joined (a thread that exit-time code waited for could hang the host at exit). */
 #include "rt_fifo.h"
 #include "rt_heap.h"
 #include "rt_path.h"
