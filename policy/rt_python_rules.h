@@ -7,12 +7,12 @@
 
 /* What the worker reads before an action round, without the GIL. */
 struct rt_python_readings {
-	bool enabled;      /* ROUNDTRIM_PYTHON */
-	bool found;        /* the C API's entry points are in the process */
-	bool initialized;  /* Py_IsInitialized() */
-	bool finalizing;   /* _Py_IsFinalizing() / Py_IsFinalizing() */
-	bool thread_gone;  /* our Python thread was ended (finalisation) or could not start */
-	bool busy;         /* an earlier request is still waiting for the GIL or running */
+	bool enabled;     /* ROUNDTRIM_PYTHON */
+	bool found;       /* the C API's entry points are in the process */
+	bool initialized; /* Py_IsInitialized() */
+	bool finalizing;  /* _Py_IsFinalizing() / Py_IsFinalizing() */
+	bool thread_gone; /* our Python thread was ended (finalisation) or could not start */
+	bool busy;        /* an earlier request is still waiting for the GIL or running */
 };
 
 enum rt_python_plan {
@@ -27,11 +27,11 @@ enum rt_python_plan {
 
 /* How a request that was made ended, as the worker saw it. */
 enum rt_python_end {
-	RT_PYTHON_END_DONE,         /* the steps ran; the outcome is valid */
-	RT_PYTHON_END_GIL_BUSY,     /* the GIL was not had in time: withdrawn, nothing ran */
-	RT_PYTHON_END_UNFINISHED,   /* the steps began but did not end in time */
-	RT_PYTHON_END_FINALIZING,   /* the thread found the interpreter finalising */
-	RT_PYTHON_END_THREAD_GONE,  /* the thread ended while waiting for the GIL */
+	RT_PYTHON_END_DONE,        /* the steps ran; the outcome is valid */
+	RT_PYTHON_END_GIL_BUSY,    /* the GIL was not had in time: withdrawn, nothing ran */
+	RT_PYTHON_END_UNFINISHED,  /* the steps began but did not end in time */
+	RT_PYTHON_END_FINALIZING,  /* the thread found the interpreter finalising */
+	RT_PYTHON_END_THREAD_GONE, /* the thread ended while waiting for the GIL */
 };
 
 enum rt_python_cuda {

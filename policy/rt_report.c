@@ -1,8 +1,8 @@
 #include "rt_report.h"
 
 #include <inttypes.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 uint64_t
@@ -35,7 +35,8 @@ rt_report_python(char *buf, size_t size, const struct rt_round_record *rec, bool
 		return;
 	const char *cuda = rec->cuda ? rec->cuda : "skipped";
 	if (json)
-		snprintf(buf, size, ",\"python\":\"%s\",\"gc_collected\":%" PRId64 ",\"cuda\":\"%s\"",
+		snprintf(buf, size,
+		         ",\"python\":\"%s\",\"gc_collected\":%" PRId64 ",\"cuda\":\"%s\"",
 		         rec->python, rec->gc_collected, cuda);
 	else
 		snprintf(buf, size, " python=%s gc_collected=%" PRId64 " cuda=%s", rec->python,
@@ -76,8 +77,7 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 	                 rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
 	                 rec->rss_after_kib, rec->live_kib, rt_report_released_kib(rec),
 	                 rec->duration_us, rec->allocator, rec->note, python,
-	                 rec->unix_time_us / 1000000,
-	                 rec->unix_time_us % 1000000);
+	                 rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 

@@ -44,7 +44,7 @@ struct rt_python_api {
 	ssize_t (*gc_collect)(void);
 	int (*gc_enable)(void); /* 3.10+; NULL before */
 	int (*gc_disable)(void);
-	rt_pyobj (*modules)(void); /* PyImport_GetModuleDict: borrowed */
+	rt_pyobj (*modules)(void);                    /* PyImport_GetModuleDict: borrowed */
 	rt_pyobj (*dict_get)(rt_pyobj, const char *); /* PyDict_GetItemString: borrowed */
 	rt_pyobj (*getattr)(rt_pyobj, const char *);
 	rt_pyobj (*call)(rt_pyobj, rt_pyobj); /* PyObject_CallObject */
@@ -406,8 +406,7 @@ rt_python_round(struct rt_round_record *rec)
 	    .initialized = rt_py.is_initialized() != 0,
 	    .finalizing = rt_py.is_finalizing() != 0,
 	    .thread_gone = slot == RT_SLOT_GONE || rt_py_start_failed,
-	    .busy = slot == RT_SLOT_PENDING || slot == RT_SLOT_RUNNING ||
-	            slot == RT_SLOT_ABANDONED,
+	    .busy = slot == RT_SLOT_PENDING || slot == RT_SLOT_RUNNING || slot == RT_SLOT_ABANDONED,
 	};
 	enum rt_python_plan plan = rt_python_plan(&r);
 	if (plan == RT_PYTHON_RUN && !rt_python_start())

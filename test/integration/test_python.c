@@ -286,7 +286,7 @@ Test(python, round_storm_while_exiting)
 				break;
 			}
 			cr_assert_eq(done, 0, "waitpid: %s", strerror(errno));
-					/* Until it is reaped the pid is ours: a zombie ignores the signal. */
+			/* Until it is reaped the pid is ours: a zombie ignores the signal. */
 			if (sent < 20000) {
 				kill(run.proc.pid, SIGRTMIN + 8);
 				th_fifo_write(run.fifo, "round\n", 6);
