@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static uint64_t
@@ -30,19 +31,38 @@ rt_report_mb(uint64_t kib)
 	return (double)kib / 1024.0;
 }
 
+/* The Python fields, in the shape of the line (key=value) or of the JSON object. */
+static void
+rt_report_python(char *buf, size_t size, const struct rt_round_record *rec, bool json)
+{
+	buf[0] = '\0';
+	if (!rec->python)
+		return;
+	const char *cuda = rec->cuda ? rec->cuda : "skipped";
+	if (json)
+		snprintf(buf, size,
+		         ",\"python\":\"%s\",\"gc_collected\":%" PRId64 ",\"cuda\":\"%s\"",
+		         rec->python, rec->gc_collected, cuda);
+	else
+		snprintf(buf, size, " python=%s gc_collected=%" PRId64 " cuda=%s", rec->python,
+		         rec->gc_collected, cuda);
+}
+
 size_t
 rt_report_rss_line(char *buf, size_t size, const struct rt_round_record *rec)
 {
+	char python[160];
+	rt_report_python(python, sizeof(python), rec, false);
 	/* "[RSS] <tag>: <value> MB" is the shape NVFlare's users already grep; the details follow
 	 * the value so that the same regular expression still finds the number. */
 	int n =
 	    snprintf(buf, size,
 	             "[RSS] roundtrim pid=%d r=%" PRIu64 " %s: %.1f MB (before=%.1f MB "
-	             "released=%.1f MB live=%.1f MB action=%s took=%.3f ms allocator=%s%s%s)\n",
+	             "released=%.1f MB live=%.1f MB action=%s took=%.3f ms allocator=%s%s%s%s)\n",
 	             rec->pid, rec->round, rec->trigger, rt_report_mb(rec->rss_after_kib),
 	             rt_report_mb(rec->rss_before_kib), rt_report_mb(rt_report_released_kib(rec)),
 	             rt_report_mb(rec->live_kib), rec->action, (double)rec->duration_us / 1000.0,
-	             rec->allocator, rec->note[0] ? " note=" : "", rec->note);
+	             rec->allocator, python, rec->note[0] ? " note=" : "", rec->note);
 	return rt_report_clamp(n, size);
 }
 
@@ -51,16 +71,18 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 {
 	/* Every string put here is one of the library's own words (no quoting needed) except the
 	 * note, which the library also writes itself without quotes or backslashes. */
+	char python[160];
+	rt_report_python(python, sizeof(python), rec, true);
 	int n = snprintf(buf, size,
 	                 "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\",\"action\":\"%s\","
 	                 "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
 	                 ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
-	                 ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\","
+	                 ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\"%s,"
 	                 "\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
 	                 rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
 	                 rec->rss_after_kib, rec->live_kib, rt_report_released_kib(rec),
-	                 rec->duration_us, rec->allocator, rec->note, rec->unix_time_us / 1000000,
-	                 rec->unix_time_us % 1000000);
+	                 rec->duration_us, rec->allocator, rec->note, python,
+	                 rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 

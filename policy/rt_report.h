@@ -20,6 +20,12 @@ struct rt_round_record {
 	uint64_t duration_us;
 	int64_t unix_time_us;
 	const char *note; /* free text about steps skipped or failed; "" when none */
+	/* The Python steps (rt_python_rules): NULL when the round reports none (not a CPython
+	 * process, or no action this round), else the outcome word; then gc_collected is the
+	 * count PyGC_Collect returned, -1 when it did not run, and cuda the CUDA cache's word. */
+	const char *python;
+	int64_t gc_collected;
+	const char *cuda;
 };
 
 struct rt_status_record {

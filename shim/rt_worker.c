@@ -1,11 +1,12 @@
 /* The worker thread: waits on the signalfd, the FIFO and an eventfd, counts rounds through
  * policy/rt_rounds, runs the allocator action outside any lock of ours, and reports. It is the
- * only thread the library starts; it blocks every signal and is never joined (a thread that
- * exit-time code waited for could hang the host at exit). */
+ * only thread the library starts besides rt_python's; it blocks every signal and is never
+ * joined (a thread that exit-time code waited for could hang the host at exit). */
 #include "rt_fifo.h"
 #include "rt_heap.h"
 #include "rt_path.h"
 #include "rt_proto.h"
+#include "rt_python.h"
 #include "rt_report.h"
 #include "rt_rounds.h"
 #include "rt_shim.h"
@@ -329,6 +330,8 @@ rt_worker_handle(const struct rt_batch *b)
 	rec.rss_before_kib = rt_heap_rss_kib();
 	rec.rss_after_kib = rec.rss_before_kib;
 	if (act) {
+		/* gc first, then the trim returns what the collection freed, as NVFlare does. */
+		rt_python_round(&rec);
 		int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
 		int rc = rt_heap_act(rt_shim.action, cfg->trim_pad);
 		rec.duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
@@ -450,6 +453,7 @@ rt_worker_forget_parent(void)
 	atomic_store(&rt_w_api_rounds, 0);
 	atomic_store(&rt_w_api_trims, 0);
 	rt_signal_forget_parent();
+	rt_python_forget_parent();
 	rt_worker_close(&rt_w.wake_fd);
 	rt_worker_close(&rt_w.fifo_fd);
 	rt_worker_close(&rt_w.stats_fd);

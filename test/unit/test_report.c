@@ -213,3 +213,59 @@ Test(report, status_json_last_action_released_never_negative)
 	expect_contains(buf, "\"last_note\":\"\",");
 }
 
+static struct rt_round_record
+python_record(void)
+{
+	struct rt_round_record rec = record();
+	rec.python = "collected";
+	rec.gc_collected = 1234;
+	rec.cuda = "not-initialized";
+	return rec;
+}
+
+Test(report, python_fields_only_when_reported)
+{
+	struct rt_round_record rec = record();
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	cr_assert_null(strstr(buf, "python="), "%s", buf);
+	rt_report_json(buf, sizeof(buf), &rec);
+	cr_assert_null(strstr(buf, "\"python\""), "%s", buf);
+}
+
+Test(report, rss_line_python_fields)
+{
+	struct rt_round_record rec = python_record();
+	rec.note = "merged=2";
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	cr_assert(matches(NVFLARE_RSS_RE, buf), "%s", buf);
+	expect_contains(buf, "allocator=glibc python=collected gc_collected=1234 "
+	                     "cuda=not-initialized note=merged=2)\n");
+}
+
+Test(report, rss_line_python_skipped)
+{
+	struct rt_round_record rec = python_record();
+	rec.python = "skipped-gil-busy";
+	rec.gc_collected = -1;
+	rec.cuda = NULL;
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(buf, sizeof(buf), &rec);
+	expect_contains(buf, " python=skipped-gil-busy gc_collected=-1 cuda=skipped)\n");
+}
+
+Test(report, json_python_fields)
+{
+	struct rt_round_record rec = python_record();
+	rec.cuda = "emptied";
+	char buf[RT_REPORT_LINE_MAX];
+	size_t n = rt_report_json(buf, sizeof(buf), &rec);
+	cr_assert_eq(n, strlen(buf));
+	cr_assert_str_eq(buf, "{\"pid\":4321,\"round\":12,\"trigger\":\"fifo\",\"action\":"
+	                      "\"malloc_trim\",\"rss_before_kib\":3072,\"rss_after_kib\":2048,"
+	                      "\"live_kib\":1536,\"released_kib\":1024,\"duration_us\":1250,"
+	                      "\"allocator\":\"glibc\",\"note\":\"\",\"python\":\"collected\","
+	                      "\"gc_collected\":1234,\"cuda\":\"emptied\","
+	                      "\"unix_time\":1700000000.123456}\n");
+}
