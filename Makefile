@@ -58,7 +58,7 @@ $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
-$(BUILD)/test/bench/%: test/bench/%.c
+$(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
