@@ -71,8 +71,9 @@ lat_parse(int argc, char **argv, struct lat_opts *o)
 		else if (!strcmp(a, "--raw"))
 			o->raw = v;
 		else
-			bench_die("unknown option %s (see the comment at the top of trigger_latency.c)",
-			          a);
+			bench_die(
+			    "unknown option %s (see the comment at the top of trigger_latency.c)",
+			    a);
 	}
 	if (i + 1 >= argc || !o->lib)
 		bench_die("usage: trigger_latency --lib LIB --trigger fifo|signal --every N "
