@@ -14,7 +14,8 @@ source "$ROOT/scripts/bench-lib.sh"
 
 JEMALLOC=$(find_preload libjemalloc.so.2 libjemalloc2)
 TCMALLOC=$(find_preload libtcmalloc.so.4 libgoogle-perftools4)
-FL_CLIENT=$ROOT/test/workloads/fl_client.py
+# BENCH_FL_CLIENT: another client with the same interface (default: the project's).
+FL_CLIENT=${BENCH_FL_CLIENT:-$ROOT/test/workloads/fl_client.py}
 PYTHON=/usr/bin/python3
 # What NVFlare's sub_start.sh sets when its jemalloc block is enabled.
 NVFLARE_MALLOC_CONF=dirty_decay_ms:5000,muzzy_decay_ms:5000
