@@ -50,7 +50,7 @@ $(UNIT): $(UNIT_SRC) $(POLICY_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion
 
-$(INTEGRATION): $(INTEGRATION_SRC) $(wildcard test/integration/*.h)
+$(INTEGRATION): $(INTEGRATION_SRC) $(wildcard test/integration/*.h test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) -lcriterion -pthread
 

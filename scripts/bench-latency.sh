@@ -63,11 +63,8 @@ main() {
 		done
 	done
 	# The distribution of the first run of each row.
-	local terminal=pngcairo
-	gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo || terminal=png
 	gnuplot <<GP || die "gnuplot failed on the latency CDF"
-set terminal $terminal size 900,540
-set output '$OUT/latency-cdf.png'
+$(gnuplot_png "$OUT/latency-cdf.png")
 set title 'Trigger to done: cumulative distribution (run 1, $rounds rounds each)' noenhanced
 set xlabel 'latency (µs), log scale'
 set ylabel 'fraction of rounds'

@@ -114,17 +114,23 @@ record_command() {
 	echo "${q//"$ROOT"\//}" >>"$RAW/commands.txt"
 }
 
-# plot_png OUTPUT TITLE YLABEL DATA XLABEL: an RSS-per-round style line plot of DATA, whose first
-# line is "x name1 name2 ..." and whose next lines hold numbers; one line per column.
-plot_png() {
-	local png=$1 title=$2 ylabel=$3 data=$4 xlabel=$5 ncols terminal=pngcairo
-	ncols=$(head -1 "$data" | awk '{ print NF }')
+# gnuplot_png OUTPUT: the first lines of a gnuplot script that draws into the PNG file OUTPUT,
+# with pngcairo where gnuplot has it.
+gnuplot_png() {
+	local terminal=pngcairo
 	if ! gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then
 		terminal=png
 	fi
+	printf 'set terminal %s size 900,540\nset output "%s"\n' "$terminal" "$1"
+}
+
+# plot_png OUTPUT TITLE YLABEL DATA XLABEL: an RSS-per-round style line plot of DATA, whose first
+# line is "x name1 name2 ..." and whose next lines hold numbers; one line per column.
+plot_png() {
+	local png=$1 title=$2 ylabel=$3 data=$4 xlabel=$5 ncols
+	ncols=$(head -1 "$data" | awk '{ print NF }')
 	gnuplot <<EOF || die "gnuplot failed on $data"
-set terminal $terminal size 900,540
-set output '$png'
+$(gnuplot_png "$png")
 set title "$title" noenhanced
 set xlabel '$xlabel'
 set ylabel '$ylabel'
