@@ -163,6 +163,8 @@ report() {
 		echo
 		echo "![RSS per round, $title]($png)"
 		echo
+		echo "Lines that coincide hide each other: the table has every configuration."
+		echo
 		echo "<details><summary>RSS per round (MiB, median of runs)</summary>"
 		echo
 		echo "| $(head -1 "$data" | sed 's/ / | /g') |"
@@ -229,7 +231,9 @@ main() {
 		echo "RSS (VmRSS) after each round, read by the driver after the workload's round line and, with"
 		echo "roundtrim, after the round it triggered through the FIFO was handled. Each cell: median of"
 		echo "$runs run(s) [min–max] for frag, $py_runs for the Python client. Live heap: what frag itself"
-		echo "holds; the Python client has no such figure (n/a)."
+		echo "holds; the Python client has no such figure (n/a). The driver starts each round as soon"
+		echo "as the previous one is measured: releases that go by time (jemalloc's decay) get no idle"
+		echo "time between rounds here."
 		echo
 	} >"$RAW/fig1.md"
 	for mib in "${sizes[@]}"; do
