@@ -221,7 +221,7 @@ main() {
 	if [[ $QUICK == 1 ]]; then
 		sizes=(64 256) rounds=4 runs=1 py_rounds=5 py_runs=1 py_scale=0.25
 	else
-		sizes=(256 1024) rounds=12 runs=3 py_rounds=22 py_runs=2 py_scale=1
+		sizes=(256 1024) rounds=12 runs=3 py_rounds=20 py_runs=2 py_scale=1
 	fi
 	rm -rf "$RAW/memory"
 	note_load "memory: before"
