@@ -62,6 +62,7 @@ overhead_row() {
 			a=$(run_alloc_bench "$base" "$threads" "$ops")
 		fi
 		r=$(ratio "$b" "$a") || die "$name threads=$threads: a run took 0 seconds"
+		echo "without_s=$a with_s=$b ratio=$r" >>"$RAW/overhead/$name-$threads.txt"
 		withouts+="$a"$'\n'
 		withs+="$b"$'\n'
 		ratios+="$r"$'\n'
@@ -111,6 +112,9 @@ main() {
 	[[ -r $LIB ]] || die "$LIB is not built"
 	jemalloc=$(find_preload libjemalloc.so.2 libjemalloc2)
 	note_load "overhead: before"
+	# Every pair, for a second look at a surprising median.
+	rm -rf "$RAW/overhead"
+	mkdir -p "$RAW/overhead"
 	record_command "$BENCH_BIN/alloc_bench" --threads 1 --ops "$(overhead_ops glibc)"
 	record_command env LD_PRELOAD="$LIB:$jemalloc" "$BENCH_BIN/alloc_bench" --threads 2 \
 		--ops "$(overhead_ops jemalloc)"

@@ -74,8 +74,8 @@ main() {
 	{
 		echo "## Figure 4: stall"
 		echo
-		echo "A heap of $mib MiB fragmented by two threads (blocks of 64 B..256 KiB, nine in ten freed,"
-		echo "interleaved) that stay alive; one of them then times each malloc+free of its loop while"
+		echo "Two threads allocate $mib MiB in blocks of 64 B..256 KiB, touch them, free nine in ten"
+		echo "(interleaved) and stay alive; one of them then times each malloc+free of its loop while"
 		echo "the release runs. Duration: the release's own (for roundtrim, the library's duration_us)."
 		echo "Each cell: median [min–max] over $runs run(s)."
 		echo
@@ -93,7 +93,7 @@ main() {
 	} >"$RAW/fig4.md"
 	for c in glibc-roundtrim glibc-self jemalloc-roundtrim jemalloc-self; do
 		read -r m lo hi < <(column "$c" worst_op_ms | spread)
-		summary_row 4 "stall, $mib MiB heap: worst malloc+free during the release, $(describe "$c") (ms)" \
+		summary_row 4 "stall, $mib MiB allocated: worst malloc+free during the release, $(describe "$c") (ms)" \
 			"—" "$(fmt "$m" 2)" "$(fmt "$lo" 2)" "$(fmt "$hi" 2)" "no goal"
 	done
 	local rt self none jert jeself
