@@ -251,6 +251,7 @@ main() {
 		note "memory: $FL_CLIENT is missing: no Python figure"
 		printf '### Python client\n\nNot measured: %s is missing.\n\n' "${FL_CLIENT#"$ROOT"/}" >>"$RAW/fig1.md"
 		loss "The Python client was not measured in this run (test/workloads/fl_client.py missing)."
+		cat "$RAW/fig1.md"
 		return
 	fi
 	local py_configs=("${CONFIGS[@]}")
@@ -266,6 +267,7 @@ main() {
 	done
 	report python "Python FL client (PyTorch), scale $py_scale, $py_rounds rounds" "${py_configs[@]}"
 	note_load "memory: after"
+	cat "$RAW/fig1.md"
 }
 
 main "$@"

@@ -87,7 +87,7 @@ main() {
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md
 	for piece in overhead latency startup stall memory; do
-		"$ROOT/scripts/bench-$piece.sh" >/dev/null || die "bench-$piece.sh failed"
+		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
 	for n in 1 2 3 4 5; do
 		[[ -s $RAW/fig$n.md ]] || die "figure $n was not produced"
