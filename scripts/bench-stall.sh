@@ -104,10 +104,10 @@ main() {
 	jeself=$(column jemalloc-self worst_op_ms | median)
 	# A loss is claimed only when it stands out of the control's noise by a factor of 2.
 	if ! at_most "$rt" "$(awk -v v="$none" 'BEGIN { print 2 * v }')"; then
-		loss "Stall on glibc ($mib MiB heap): during roundtrim's malloc_trim the allocating thread's worst malloc+free took $(fmt "$rt" 1) ms, against $(fmt "$none" 1) ms with no release and $(fmt "$self" 1) ms during the program's own malloc_trim(0): the trim holds each arena's lock, whichever thread calls it."
+		loss "Stall on glibc ($mib MiB allocated): during roundtrim's malloc_trim the allocating thread's worst malloc+free took $(fmt "$rt" 1) ms, against $(fmt "$none" 1) ms with no release and $(fmt "$self" 1) ms during the program's own malloc_trim(0): the trim holds each arena's lock, whichever thread calls it."
 	fi
 	if ! at_most "$jert" "$(awk -v a="$jeself" -v b="$none" 'BEGIN { print 2 * (a > b ? a : b) }')"; then
-		loss "Stall on jemalloc ($mib MiB heap): the worst malloc+free took $(fmt "$jert" 1) ms during roundtrim's purge, against $(fmt "$jeself" 1) ms when the program purges itself (control without release: $(fmt "$none" 1) ms)."
+		loss "Stall on jemalloc ($mib MiB allocated): the worst malloc+free took $(fmt "$jert" 1) ms during roundtrim's purge, against $(fmt "$jeself" 1) ms when the program purges itself (control without release: $(fmt "$none" 1) ms)."
 	fi
 	note_load "stall: after"
 	cat "$RAW/fig4.md"
