@@ -1,5 +1,8 @@
 #include "harness.h"
 
+/* Shared with the benchmark programs: file reading without stdio. */
+#include "../bench/bench_common.h"
+
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -343,15 +346,7 @@ th_field(const char *line, const char *key)
 ssize_t
 th_read_file(const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t len = 0, n;
-	while ((size_t)len < size - 1 && (n = read(fd, buf + len, size - 1 - (size_t)len)) > 0)
-		len += n;
-	close(fd);
-	buf[len] = '\0';
-	return len;
+	return bench_read_file(path, buf, size);
 }
 
 int

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# bench-stall.sh: figure 4 of `make bench`, the longest single malloc+free that an allocating
+# thread sees while memory is given back. test/bench/stall builds a fragmented heap (1 GiB, 256 MiB
+# with BENCH_QUICK=1) with two threads that stay alive, then one of them times every malloc+free
+# while the release runs: the program's own malloc_trim(0) or jemalloc purge, or roundtrim's
+# action on its worker (one FIFO round, N=1), or nothing for 200 ms (the control). Runs are
+# interleaved; median [min–max] over runs. Writes $RAW/fig4.md and summary rows (bench-lib.sh).
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
+
+CONFIGS=(glibc-none glibc-self glibc-roundtrim jemalloc-self jemalloc-roundtrim)
+
+describe() {
+	case $1 in
+	glibc-none) echo "glibc, no release (control: 200 ms of the same loop)" ;;
+	glibc-self) echo "glibc, the program calls malloc_trim(0) (NVFlare's cleanup)" ;;
+	glibc-roundtrim) echo "glibc, roundtrim's malloc_trim on its worker" ;;
+	jemalloc-self) echo "jemalloc, the program calls mallctl(\"arena.4096.purge\")" ;;
+	jemalloc-roundtrim) echo "jemalloc, roundtrim's purge on its worker" ;;
+	esac
+}
+
+# run_stall CONFIG MIB: one run; prints stall's line.
+run_stall() {
+	local config=$1 mib=$2 env=() action=${1#*-}
+	case $config in
+	jemalloc-self) env=(LD_PRELOAD="$JEMALLOC") ;;
+	glibc-roundtrim) env=(LD_PRELOAD="$LIB") ;;
+	jemalloc-roundtrim) env=(LD_PRELOAD="$LIB:$JEMALLOC") ;;
+	esac
+	if [[ $action == roundtrim ]]; then
+		env+=("ROUNDTRIM_FIFO=$ROUNDS_DIR/stall/%p.fifo" "ROUNDTRIM_STATS=$ROUNDS_DIR/stall/%p.jsonl"
+			ROUNDTRIM_GC_ROUNDS=1)
+	fi
+	[[ -n ${RECORDED[$config]:-} ]] || record_command env "${env[@]}" "$BENCH_BIN/stall" --mib "$mib" --action "$action"
+	RECORDED[$config]=1
+	env "${CLEAN_ENV[@]}" "${env[@]}" "$BENCH_BIN/stall" --mib "$mib" --action "$action" ||
+		die "stall failed: $config"
+}
+
+# column CONFIG KEY: the key's value from every run of CONFIG, one a line.
+column() {
+	sed -n "s/.* $2=\\([0-9.]*\\).*/\\1/p" "$RAW/stall/$1.txt"
+}
+
+# cell CONFIG KEY DECIMALS: median [min–max] of a key over runs.
+cell() {
+	local m lo hi
+	read -r m lo hi < <(column "$1" "$2" | spread)
+	echo "$(fmt "$m" "$3") [$(fmt "$lo" "$3")–$(fmt "$hi" "$3")]"
+}
+
+main() {
+	local mib=1024 runs=3 run c line m lo hi
+	declare -gA RECORDED=()
+	if [[ $QUICK == 1 ]]; then
+		mib=256 runs=1
+	fi
+	JEMALLOC=$(find_preload libjemalloc.so.2 libjemalloc2)
+	[[ -x $BENCH_BIN/stall && -r $LIB ]] || die "stall or $LIB is not built"
+	rm -rf "$RAW/stall"
+	mkdir -p "$RAW/stall" "$ROUNDS_DIR/stall"
+	note_load "stall: before"
+	for ((run = 1; run <= runs; run++)); do
+		for c in "${CONFIGS[@]}"; do
+			note "stall: $c, $mib MiB, run $run of $runs"
+			line=$(run_stall "$c" "$mib")
+			[[ $line == action=* ]] || die "unexpected stall output: $line"
+			echo "$line" >>"$RAW/stall/$c.txt"
+		done
+	done
+	{
+		echo "## Figure 4: stall"
+		echo
+		echo "Two threads allocate $mib MiB in blocks of 64 B..256 KiB, touch them, free nine in ten"
+		echo "(interleaved) and stay alive; one of them then times each malloc+free of its loop while"
+		echo "the release runs. Duration: the release's own (for roundtrim, the library's duration_us)."
+		echo "Each cell: median [min–max] over $runs run(s)."
+		echo
+		echo "| configuration | RSS before (MiB) | RSS after (MiB) | release (ms) | worst malloc+free (ms) | p99 malloc+free (µs) |"
+		echo "|---|---|---|---|---|---|"
+		for c in "${CONFIGS[@]}"; do
+			local before after
+			read -r m lo hi < <(column "$c" rss_before_kib | spread)
+			before=$(fmt "$(awk -v v="$m" 'BEGIN { print v / 1024 }')" 0)
+			read -r m lo hi < <(column "$c" rss_after_kib | spread)
+			after=$(fmt "$(awk -v v="$m" 'BEGIN { print v / 1024 }')" 0)
+			echo "| $c: $(describe "$c") | $before | $after | $(cell "$c" action_ms 1) | $(cell "$c" worst_op_ms 2) | $(cell "$c" p99_op_us 1) |"
+		done
+		echo
+	} >"$RAW/fig4.md"
+	for c in glibc-roundtrim glibc-self jemalloc-roundtrim jemalloc-self; do
+		read -r m lo hi < <(column "$c" worst_op_ms | spread)
+		summary_row 4 "stall, $mib MiB allocated: worst malloc+free during the release, $(describe "$c") (ms)" \
+			"—" "$(fmt "$m" 2)" "$(fmt "$lo" 2)" "$(fmt "$hi" 2)" "no goal"
+	done
+	local rt self none jert jeself
+	rt=$(column glibc-roundtrim worst_op_ms | median)
+	self=$(column glibc-self worst_op_ms | median)
+	none=$(column glibc-none worst_op_ms | median)
+	jert=$(column jemalloc-roundtrim worst_op_ms | median)
+	jeself=$(column jemalloc-self worst_op_ms | median)
+	# A loss is claimed only when it stands out of the control's noise by a factor of 2.
+	if ! at_most "$rt" "$(awk -v v="$none" 'BEGIN { print 2 * v }')"; then
+		loss "Stall on glibc ($mib MiB allocated): during roundtrim's malloc_trim the allocating thread's worst malloc+free took $(fmt "$rt" 1) ms, against $(fmt "$none" 1) ms with no release and $(fmt "$self" 1) ms during the program's own malloc_trim(0): the trim holds each arena's lock, whichever thread calls it."
+	fi
+	if ! at_most "$jert" "$(awk -v a="$jeself" -v b="$none" 'BEGIN { print 2 * (a > b ? a : b) }')"; then
+		loss "Stall on jemalloc ($mib MiB allocated): the worst malloc+free took $(fmt "$jert" 1) ms during roundtrim's purge, against $(fmt "$jeself" 1) ms when the program purges itself (control without release: $(fmt "$none" 1) ms)."
+	fi
+	note_load "stall: after"
+	cat "$RAW/fig4.md"
+}
+
+main "$@"

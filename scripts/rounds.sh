@@ -1,0 +1,137 @@
+# rounds.sh: drives a round workload from outside, as a federated-learning site would; sourced
+# after common.sh, never run. Used by demo.sh and the memory benchmark, for test/workloads/frag
+# and test/workloads/fl_client.py alike: both print "round R [live_kib=L] rss_kib=S" after each
+# round and, with --wait, read one line from stdin before the next.
+#
+#   rounds_start NAME [VAR=VALUE...] -- COMMAND [ARGS...]
+#       starts COMMAND (with --wait among its ARGS) in a clean environment (CLEAN_ENV) plus the
+#       given variables, stdin and stdout on named pipes; sets ROUNDS_PID
+#   rounds_read NAME R        reads round R's line; sets ROUND_LIVE_KIB ("" when the workload
+#                             does not report it)
+#   rounds_trigger NAME R     one round through the roundtrim FIFO in ROUNDS_DIR, then waits for
+#                             the round's stats line; sets RELEASED_KIB and ACTION
+#   rounds_next               lets the workload begin its next round
+#   rounds_stop NAME          end of input; waits for the workload to exit
+#   rounds_roundtrim_env      prints the variables that put roundtrim's FIFO and stats in ROUNDS_DIR
+#   vmrss_kib PID             the process's VmRSS
+# Sets ROUNDS_DIR (a scratch directory) and an EXIT trap that stops the workload and removes it.
+# shellcheck shell=bash disable=SC2034 # sets variables for the scripts that source it
+
+# The longest wait, in seconds, for one round of the workload and for roundtrim's answer.
+ROUNDS_STEP_TIMEOUT=${ROUNDS_STEP_TIMEOUT:-120}
+ROUNDS_DIR=$(mktemp -d)
+ROUNDS_PID=""     # the workload now running, if any
+ROUNDS_TO_FD=""   # its stdin
+ROUNDS_FROM_FD="" # its stdout
+ACTION=none
+RELEASED_KIB=0
+ROUND_LIVE_KIB=""
+
+rounds_cleanup() {
+	if [[ -n $ROUNDS_PID ]] && kill -0 "$ROUNDS_PID" 2>/dev/null; then
+		kill "$ROUNDS_PID" 2>/dev/null || true
+		wait "$ROUNDS_PID" 2>/dev/null || true
+	fi
+	rm -rf "$ROUNDS_DIR"
+}
+trap rounds_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The child's environment: none of the caller's preloads, allocator settings or roundtrim/NVFlare
+# variables; each run names its own.
+CLEAN_ENV=(-u LD_PRELOAD -u MALLOC_CONF -u MALLOC_ARENA_MAX -u GLIBC_TUNABLES)
+while IFS= read -r name; do
+	if [[ $name == ROUNDTRIM_* || $name == NVFLARE_* ]]; then
+		CLEAN_ENV+=(-u "$name")
+	fi
+done < <(compgen -e)
+
+rounds_roundtrim_env() {
+	printf '%s\n' "ROUNDTRIM_FIFO=$ROUNDS_DIR/fifo/%p.fifo" \
+		"ROUNDTRIM_STATS=$ROUNDS_DIR/stats.%p.jsonl" ROUNDTRIM_GC_ROUNDS=1
+}
+
+rounds_start() {
+	local name=$1 vars=()
+	shift
+	while (($# > 0)) && [[ $1 != -- ]]; do
+		vars+=("$1")
+		shift
+	done
+	[[ ${1:-} == -- ]] || die "rounds_start $name: no -- before the command"
+	shift
+	rm -f "$ROUNDS_DIR/$name.in" "$ROUNDS_DIR/$name.out"
+	mkfifo "$ROUNDS_DIR/$name.in" "$ROUNDS_DIR/$name.out"
+	env "${CLEAN_ENV[@]}" "${vars[@]}" "$@" <"$ROUNDS_DIR/$name.in" >"$ROUNDS_DIR/$name.out" \
+		2>"$ROUNDS_DIR/$name.err" &
+	ROUNDS_PID=$!
+	# The same order as the child's redirections, so that neither open waits forever.
+	exec {ROUNDS_TO_FD}>"$ROUNDS_DIR/$name.in" {ROUNDS_FROM_FD}<"$ROUNDS_DIR/$name.out"
+}
+
+rounds_stop() {
+	local name=$1
+	exec {ROUNDS_TO_FD}>&-
+	if ! wait "$ROUNDS_PID"; then
+		ROUNDS_PID=""
+		die "$name run failed: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	fi
+	ROUNDS_PID=""
+	exec {ROUNDS_FROM_FD}<&-
+}
+
+rounds_read() {
+	local name=$1 round=$2 line
+	if ! IFS= read -r -t "$ROUNDS_STEP_TIMEOUT" -u "$ROUNDS_FROM_FD" line; then
+		die "$name run: no line for round $round: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	fi
+	[[ $line =~ ^round\ ([0-9]+)( live_kib=([0-9]+))?\ rss_kib=([0-9]+)$ ]] ||
+		die "$name run: unexpected line: $line"
+	[[ ${BASH_REMATCH[1]} == "$round" ]] || die "$name run: expected round $round: $line"
+	ROUND_LIVE_KIB=${BASH_REMATCH[3]}
+}
+
+rounds_next() {
+	echo >&"$ROUNDS_TO_FD"
+}
+
+vmrss_kib() {
+	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+}
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 20 ms; false if it never succeeds.
+wait_until() {
+	local tries=$(($1 * 50))
+	shift
+	while ((tries-- > 0)); do
+		if "$@"; then
+			return 0
+		fi
+		sleep 0.02
+	done
+	return 1
+}
+
+stats_has_round() {
+	grep -q "\"round\":$2," "$1" 2>/dev/null
+}
+
+rounds_trigger() {
+	local name=$1 round=$2 line
+	local fifo=$ROUNDS_DIR/fifo/$ROUNDS_PID.fifo stats=$ROUNDS_DIR/stats.$ROUNDS_PID.jsonl
+	wait_until 10 test -p "$fifo" ||
+		die "roundtrim made no FIFO at $fifo: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	# The library holds its FIFO open, so this open does not block; timeout guards the case
+	# where the process is gone and nobody reads. $1 is the inner shell's, on purpose.
+	# shellcheck disable=SC2016
+	timeout 5 bash -c 'printf "round\n" >"$1"' bash "$fifo" || die "cannot write to $fifo"
+	wait_until "$ROUNDS_STEP_TIMEOUT" stats_has_round "$stats" "$round" ||
+		die "no stats line for round $round in $stats: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	line=$(grep -m1 "\"round\":$round," "$stats")
+	[[ $line =~ \"released_kib\":([0-9]+) ]] || die "unexpected stats line: $line"
+	RELEASED_KIB=${BASH_REMATCH[1]}
+	if [[ $line =~ \"action\":\"([a-z_]+)\" ]]; then
+		ACTION=${BASH_REMATCH[1]}
+	fi
+}

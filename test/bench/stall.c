@@ -1,0 +1,262 @@
+/* stall: the longest single malloc+free that an allocating thread sees while the heap is given
+ * back to the OS. T threads build a fragmented heap of M MiB (blocks of 64 B..256 KiB, log-
+ * uniform, touched; nine in ten freed, interleaved) and stay alive. Then thread 0, in its own
+ * fragmented arena, loops malloc+free (a ring of 64 blocks of the same sizes) and times every pair
+ * while the main thread runs the action:
+ *   self       the program calls the allocator's release itself: malloc_trim(0) on glibc,
+ *              mallctl("arena.4096.purge") on jemalloc (what a program could do itself)
+ *   roundtrim  one "round" line to the FIFO of the roundtrim loaded in this process (the caller
+ *              sets LD_PRELOAD, ROUNDTRIM_FIFO, ROUNDTRIM_STATS, ROUNDTRIM_GC_ROUNDS=1); the action
+ *              ends when the round's stats line appears; its duration is the line's duration_us
+ *   none       nothing, for 200 ms: the machine's own worst op, as a control
+ * Prints one line:
+ *   action=A allocator=glibc|jemalloc heap_mib=M rss_before_kib=B rss_after_kib=C action_ms=D
+ *   worst_op_ms=W p99_op_us=P ops=N
+ *
+ * usage: stall --mib M [--threads T] --action self|roundtrim|none */
+#include "bench_common.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define STALL_RING 64
+#define STALL_MAX_OPS (1 << 22)
+#define STALL_TIMEOUT_MS 60000
+
+enum stall_phase { STALL_BUILD, STALL_RUN, STALL_STOP };
+
+struct stall_thread {
+	pthread_t thread;
+	int index;
+	uint64_t rng;
+	size_t bytes;
+};
+
+static _Atomic int stall_phase = STALL_BUILD;
+/* 0 before the action's window, 1 while it is open, 2 after: an op overlaps the window when the
+ * value was at most 1 at its start and at least 1 at its end, even if the whole window passed
+ * while the op was blocked. */
+static atomic_int stall_window;
+static atomic_int stall_built;
+static int64_t *stall_ops; /* the measured thread's op durations, ns */
+static atomic_long stall_nops;
+
+static uint64_t
+stall_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static size_t
+stall_size(uint64_t *rng)
+{
+	double u = (double)(stall_next(rng) >> 11) / (double)(1ull << 53);
+	return (size_t)(64.0 * exp(u * log(256.0 * 1024 / 64)));
+}
+
+static void
+stall_build(struct stall_thread *t)
+{
+	size_t cap = 1 << 16, n = 0;
+	/* As after a program's first round: freeing one mmapped block raises glibc's dynamic mmap
+	 * threshold, so that the large blocks below come from the arena, not from mmap. */
+	free(malloc(256 * 1024));
+	void **blocks = malloc(cap * sizeof(*blocks));
+	for (size_t used = 0; used < t->bytes; n++) {
+		if (n == cap)
+			blocks = realloc(blocks, (cap *= 2) * sizeof(*blocks));
+		size_t size = stall_size(&t->rng);
+		blocks[n] = malloc(size);
+		if (!blocks || !blocks[n])
+			bench_die("out of memory");
+		memset(blocks[n], 1, size);
+		used += size;
+	}
+	/* The survivors are leaked on purpose: they pin the heap until the program exits. */
+	for (size_t i = 0; i < n; i++)
+		if (i % 10)
+			free(blocks[i]);
+}
+
+static void
+stall_measure(struct stall_thread *t)
+{
+	void *ring[STALL_RING] = {0};
+	size_t slot = 0;
+	while (atomic_load(&stall_phase) != STALL_STOP) {
+		size_t size = stall_size(&t->rng);
+		int w0 = atomic_load(&stall_window);
+		int64_t t0 = bench_now_ns();
+		free(ring[slot]);
+		ring[slot] = malloc(size);
+		int64_t dt = bench_now_ns() - t0;
+		int measuring = w0 <= 1 && atomic_load(&stall_window) >= 1;
+		if (!ring[slot])
+			bench_die("out of memory");
+		*(volatile char *)ring[slot] = 1;
+		slot = (slot + 1) % STALL_RING;
+		long k = atomic_load(&stall_nops);
+		if (measuring && k < STALL_MAX_OPS) {
+			stall_ops[k] = dt;
+			atomic_store(&stall_nops, k + 1);
+		}
+	}
+	for (size_t i = 0; i < STALL_RING; i++)
+		free(ring[i]);
+}
+
+static void *
+stall_main(void *arg)
+{
+	struct stall_thread *t = arg;
+	stall_build(t);
+	atomic_fetch_add(&stall_built, 1);
+	if (t->index == 0) {
+		stall_measure(t);
+		return NULL;
+	}
+	/* The other builders stay alive, as a persistent pool does, without allocating. */
+	while (atomic_load(&stall_phase) != STALL_STOP) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static long
+stall_rss_kib(void)
+{
+	char buf[256];
+	long size = 0, resident = 0;
+	if (bench_read_file("/proc/self/statm", buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%ld %ld", &size, &resident) != 2)
+		return 0;
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void
+stall_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Asks the roundtrim loaded in this process for one round and waits for the round's stats line;
+ * returns the action's duration in ns as the library measured it. */
+static int64_t
+stall_roundtrim(void)
+{
+	const char *fifo_t = getenv("ROUNDTRIM_FIFO"), *stats_t = getenv("ROUNDTRIM_STATS");
+	char fifo[PATH_MAX], stats[PATH_MAX], status[PATH_MAX], buf[8192];
+	if (!fifo_t || !stats_t)
+		bench_die("--action roundtrim needs ROUNDTRIM_FIFO and ROUNDTRIM_STATS");
+	bench_expand(fifo_t, getpid(), fifo, sizeof(fifo));
+	bench_expand(stats_t, getpid(), stats, sizeof(stats));
+	snprintf(status, sizeof(status), "%.*s.status", (int)(strlen(fifo) - 5), fifo);
+	int status_fd = bench_watch_dir(status, IN_MOVED_TO);
+	if (!bench_wait_file(status_fd, status, "\"rounds\":0,", buf, sizeof(buf),
+	                     STALL_TIMEOUT_MS))
+		bench_die("roundtrim is not running in this process (no %s)", status);
+	close(status_fd);
+	int fd = bench_fifo_open(fifo);
+	int stats_fd = bench_watch_dir(stats, IN_MODIFY | IN_CREATE);
+	atomic_store(&stall_window, 1);
+	if (fd < 0 || write(fd, "round\n", 6) != 6)
+		bench_die("cannot write to %s: %s", fifo, strerror(errno));
+	if (!bench_wait_file(stats_fd, stats, "\"round\":1,", buf, sizeof(buf), STALL_TIMEOUT_MS))
+		bench_die("round 1 never reached %s", stats);
+	atomic_store(&stall_window, 2);
+	close(fd);
+	close(stats_fd);
+	if (strstr(buf, "\"action\":\"none\""))
+		bench_die("roundtrim took no action: %s", buf);
+	return bench_json_field(buf, "duration_us") * 1000;
+}
+
+int
+main(int argc, char **argv)
+{
+	long mib = 1024, threads = 2;
+	const char *action = NULL;
+	bench_name = "stall";
+	for (int i = 1; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--mib"))
+			mib = bench_arg_long(argv[i], argv[i + 1], 1, 1 << 20);
+		else if (!strcmp(argv[i], "--threads"))
+			threads = bench_arg_long(argv[i], argv[i + 1], 1, 64);
+		else if (!strcmp(argv[i], "--action") && i + 1 < argc)
+			action = argv[i + 1];
+		else
+			bench_die(
+			    "usage: stall --mib M [--threads T] --action self|roundtrim|none");
+	}
+	if (!action ||
+	    (strcmp(action, "self") && strcmp(action, "roundtrim") && strcmp(action, "none")))
+		bench_die("--action takes self, roundtrim or none");
+	/* jemalloc exports mallctl; under glibc alone nothing does (see facts: symbol presence
+	 * decides here because the program chooses its own preloads). */
+	int (*mallctl)(const char *, void *, size_t *, void *, size_t) =
+	    (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "mallctl");
+	const char *allocator = mallctl ? "jemalloc" : "glibc";
+
+	stall_ops = calloc(STALL_MAX_OPS, sizeof(*stall_ops));
+	struct stall_thread *pool = calloc((size_t)threads, sizeof(*pool));
+	if (!stall_ops || !pool)
+		bench_die("out of memory");
+	for (int i = 0; i < threads; i++) {
+		pool[i].index = i;
+		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		pool[i].bytes = (size_t)mib * 1024 * 1024 / (size_t)threads;
+		int err = pthread_create(&pool[i].thread, NULL, stall_main, &pool[i]);
+		if (err)
+			bench_die("pthread_create: %s", strerror(err));
+	}
+	while (atomic_load(&stall_built) < threads)
+		stall_sleep_ms(5);
+	atomic_store(&stall_phase, STALL_RUN);
+	/* The measured thread runs a while before the window opens: its ring is full, its
+	 * caches warm. */
+	stall_sleep_ms(50);
+
+	long rss_before = stall_rss_kib();
+	int64_t action_ns;
+	if (!strcmp(action, "roundtrim")) {
+		action_ns = stall_roundtrim();
+	} else {
+		atomic_store(&stall_window, 1);
+		int64_t t0 = bench_now_ns();
+		if (!strcmp(action, "none"))
+			stall_sleep_ms(200);
+		else if (mallctl)
+			mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
+		else
+			malloc_trim(0);
+		action_ns = bench_now_ns() - t0;
+		atomic_store(&stall_window, 2);
+	}
+	long rss_after = stall_rss_kib();
+	atomic_store(&stall_phase, STALL_STOP);
+	for (int i = 0; i < threads; i++)
+		pthread_join(pool[i].thread, NULL);
+
+	/* With no op at all in the window (the thread was not scheduled), the figures are 0. */
+	size_t n = (size_t)atomic_load(&stall_nops);
+	if (n == 0)
+		stall_ops[n++] = 0;
+	qsort(stall_ops, n, sizeof(*stall_ops), bench_cmp_i64);
+	printf("action=%s allocator=%s heap_mib=%ld rss_before_kib=%ld rss_after_kib=%ld "
+	       "action_ms=%.3f worst_op_ms=%.3f p99_op_us=%.1f ops=%zu\n",
+	       action, allocator, mib, rss_before, rss_after, (double)action_ns / 1e6,
+	       (double)stall_ops[n - 1] / 1e6, (double)bench_quantile(stall_ops, n, 0.99) / 1e3,
+	       (size_t)atomic_load(&stall_nops));
+	free(stall_ops);
+	free(pool);
+	return 0;
+}

@@ -1,0 +1,125 @@
+/* make bench's harness, not its figures: `make bench BENCH_QUICK=1` into a temporary directory
+ * writes a RESULTS.md whose summary has a row for each of the five figures, every row holding a
+ * median, a min and a max that are numbers, and every plot the page shows is a PNG. Timings are
+ * never asserted: the machine is shared. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+TestSuite(bench, .timeout = 900, .fini = th_cleanup);
+
+/* The quick bench takes about a minute on an idle 2-core machine; the limit leaves room for a
+ * loaded one, and timeout(1) ends the whole process group when it is reached. */
+#define BENCH_LIMIT_S 600
+
+static char page[1 << 20];
+
+/* Parses "M [L–H]" (the dash is U+2013); false unless all three are numbers. */
+static bool
+parse_spread(const char *cell, double v[3])
+{
+	char *end;
+	v[0] = strtod(cell, &end);
+	if (end == cell || strncmp(end, " [", 2))
+		return false;
+	cell = end + 2;
+	v[1] = strtod(cell, &end);
+	if (end == cell || strncmp(end, "\u2013", strlen("\u2013")))
+		return false;
+	cell = end + strlen("\u2013");
+	v[2] = strtod(cell, &end);
+	return end != cell && *end == ']';
+}
+
+/* Checks one summary row "| figure | what | goal | M [L–H] | verdict |"; returns its figure. */
+static int
+check_row(char *row)
+{
+	char *cells[8];
+	int n = 0;
+	for (char *save = NULL, *c = strtok_r(row, "|", &save); c && n < 8;
+	     c = strtok_r(NULL, "|", &save))
+		cells[n++] = c;
+	cr_assert_eq(n, 5, "summary row without 5 cells: %s", row);
+	int figure = atoi(cells[0]);
+	cr_assert(figure >= 1 && figure <= 5, "bad figure number in row: %s", cells[1]);
+	double v[3];
+	cr_assert(parse_spread(cells[3] + strspn(cells[3], " "), v), "not a number: '%s' (%s)",
+	          cells[3], cells[1]);
+	cr_assert(v[1] <= v[0] && v[0] <= v[2], "median outside [min, max]: %s", cells[3]);
+	return figure;
+}
+
+static void
+check_png(const char *dir, const char *name)
+{
+	char path[2 * PATH_MAX + 2], head[16];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_geq(th_read_file(path, head, sizeof(head)), 8, "no plot %s", path);
+	cr_assert_eq(memcmp(head, "\x89PNG\r\n\x1a\n", 8), 0, "%s is not a PNG", path);
+}
+
+Test(bench, quick_run_writes_every_figure_and_plot)
+{
+	const char *dir = th_tmpdir();
+	char cmd[4 * PATH_MAX], path[PATH_MAX], limit[16];
+	/* The outer make's jobserver descriptors are not ours: the inner make starts afresh. */
+	snprintf(cmd, sizeof(cmd),
+	         "exec make -s -C '%s' bench BUILD='%s' BENCH_QUICK=1 BENCH_OUT='%s/out' "
+	         "BENCH_RAW='%s/raw' >'%s/bench.log' 2>&1",
+	         RT_SOURCE_DIR, RT_BUILD_DIR, dir, dir, dir);
+	snprintf(limit, sizeof(limit), "%d", BENCH_LIMIT_S);
+	const char *argv[] = {
+	    "/usr/bin/timeout", "-k", "10",     limit,     "/usr/bin/env", "-u", "MAKEFLAGS", "-u",
+	    "MAKELEVEL",        "-u", "MFLAGS", "/bin/sh", "-c",           cmd,  NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, NULL);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, (BENCH_LIMIT_S + 30) * 1000), "make bench did not end");
+	snprintf(path, sizeof(path), "%s/bench.log", dir);
+	static char log[1 << 16];
+	ssize_t loglen = th_read_file(path, log, sizeof(log));
+	cr_assert(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0,
+	          "make bench BENCH_QUICK=1 failed (status %d): %s", p.status,
+	          loglen > 4000 ? log + loglen - 4000 : log);
+
+	snprintf(path, sizeof(path), "%s/out/RESULTS.md", dir);
+	cr_assert_gt(th_read_file(path, page, sizeof(page)), 0, "no %s", path);
+	char *summary = strstr(page, "\n## Summary\n");
+	cr_assert_not_null(summary, "RESULTS.md has no summary");
+	char *table = strstr(summary, "\n|---");
+	cr_assert_not_null(table, "the summary has no table");
+	bool seen[6] = {false};
+	int rows = 0;
+	for (char *line = strchr(table + 1, '\n') + 1; line[0] == '|'; rows++) {
+		char *next = strchr(line, '\n');
+		cr_assert_not_null(next);
+		*next = '\0';
+		seen[check_row(line)] = true;
+		line = next + 1;
+	}
+	for (int f = 1; f <= 5; f++)
+		cr_assert(seen[f], "figure %d has no row in the summary", f);
+
+	/* Every plot the page shows, in the page as written (the parsing above cut it up). */
+	cr_assert_gt(th_read_file(path, page, sizeof(page)), 0);
+	int plots = 0;
+	for (char *at = strstr(page, "]("); at; at = strstr(at + 2, "](")) {
+		char name[256];
+		if (sscanf(at + 2, "%255[^)])", name) == 1 && strstr(name, ".png")) {
+			char rel[PATH_MAX];
+			snprintf(rel, sizeof(rel), "out/%s", name);
+			check_png(dir, rel);
+			plots++;
+		}
+	}
+	cr_assert_geq(plots, 3,
+	              "the page shows %d plots, expected the RSS plots of two sizes and "
+	              "the latency CDF",
+	              plots);
+}
