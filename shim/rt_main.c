@@ -78,10 +78,19 @@ rt_main_init(void)
 	rt_shim.active = rt_worker_start();
 }
 
+/* A process where roundtrim stayed inactive (most often one that does not match) has no worker
+ * and no files: its exit costs nothing more than without the library. */
+static void
+rt_main_remove_files(void)
+{
+	if (rt_shim.active)
+		rt_worker_remove_files();
+}
+
 __attribute__((destructor)) static void
 rt_main_fini(void)
 {
-	rt_worker_remove_files();
+	rt_main_remove_files();
 }
 
 RT_EXPORT pid_t
@@ -101,7 +110,7 @@ fork(void)
 __attribute__((noreturn)) static void
 rt_main_exit_now(void (*real)(int), int status)
 {
-	rt_worker_remove_files();
+	rt_main_remove_files();
 	if (real)
 		real(status);
 	for (;;)
