@@ -12,9 +12,13 @@ After each round it prints
 (S from /proc/self/statm) and, with --wait, reads one line from stdin before the next round (EOF
 ends the program): the protocol of test/workloads/frag.c.
 
---self-cleanup does what NVFlare's in-process cleanup does at the end of each round:
-gc.collect(), then malloc_trim(0) through ctypes when the allocator is glibc ("jemalloc" if the
-process exports mallctl, else "glibc" if it exports malloc_trim).
+--self-cleanup does what NVFlare's in-process cleanup does each round: gc.collect(), then
+malloc_trim(0) through ctypes when the allocator is glibc ("jemalloc" if the process exports
+mallctl, else "glibc" if it exports malloc_trim). By default (--self-cleanup=send) it runs where
+NVFlare's client API runs it, inside send: right after the update is serialised, while the
+round's trainer is still referenced by the code that called send. --self-cleanup=end runs it at
+the very end of the round instead, once the program has dropped every reference: the best case
+for an in-process cleanup, which a real training script rarely has a place for.
 --scale F multiplies the hidden width (F=0.25 is quick); --seed S seeds batch sizes and data.
 """
 import argparse
@@ -78,13 +82,14 @@ class Client:
     a reference cycle, so its model, gradients and optimizer state go only when the cyclic
     garbage collector runs."""
 
-    def __init__(self, payload, hidden, rng, history):
+    def __init__(self, payload, hidden, rng, history, on_send):
         self.model = make_model(hidden)
         self.model.load_state_dict(torch.load(io.BytesIO(payload)))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
         self.rng = rng
         self.history = history
         self.seen = 0
+        self.on_send = on_send
         self.model.register_forward_hook(self.on_forward)
 
     def on_forward(self, module, inputs, output):
@@ -104,14 +109,21 @@ class Client:
             # Per-step metrics kept for the report: small survivors between big blocks.
             self.history.append((batch, float(loss), loss.detach().numpy().copy()))
         update = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        return to_bytes(update)
+        return self.send(to_bytes(update))
+
+    def send(self, payload):
+        # NVFlare's flare.send() releases its own references to the parameters and then runs
+        # the cleanup, while the caller (this trainer) is still alive.
+        if self.on_send:
+            self.on_send()
+        return payload
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--wait", action="store_true")
-    ap.add_argument("--self-cleanup", action="store_true")
+    ap.add_argument("--self-cleanup", nargs="?", const="send", choices=("send", "end"))
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -125,16 +137,21 @@ def main():
     hidden = max(16, int(HIDDEN * args.scale))
     allocator = allocator_type() if args.self_cleanup else None
 
+    def cleanup():
+        self_cleanup(allocator)
+
+    on_send = cleanup if args.self_cleanup == "send" else None
+
     server_state = {k: v.detach().clone() for k, v in make_model(hidden).state_dict().items()}
     history = []
     for r in range(1, args.rounds + 1):
         payload = to_bytes(server_state)
-        update = torch.load(io.BytesIO(Client(payload, hidden, rng, history).train()))
+        update = torch.load(io.BytesIO(Client(payload, hidden, rng, history, on_send).train()))
         # The server averages the update in and keeps only the new state.
         server_state = {k: (server_state[k] + update[k]) / 2 for k in server_state}
         del payload, update
-        if args.self_cleanup:
-            self_cleanup(allocator)
+        if args.self_cleanup == "end":
+            cleanup()
         sys.stdout.write("round %d rss_kib=%d\n" % (r, rss_kib()))
         sys.stdout.flush()
         if args.wait and not sys.stdin.readline():
