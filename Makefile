@@ -30,7 +30,7 @@ LIB := $(BUILD)/libroundtrim.so
 UNIT := $(BUILD)/test/unit-tests
 INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
-BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%)
+BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 
 .PHONY: all test check lint bench demo install uninstall clean format deps
 all: $(LIB) $(WORKLOADS) $(BENCHES)
@@ -57,6 +57,11 @@ $(INTEGRATION): $(INTEGRATION_SRC) $(wildcard test/integration/*.h test/bench/*.
 $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
+
+# Figure 5's floor: what preloading any shared object costs.
+$(BUILD)/test/bench/libempty.so: test/bench/preload/empty.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $<
 
 $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
