@@ -140,7 +140,11 @@ set yrange [0:*]
 set xtics 1
 set mxtics 1
 set ytics nomirror
-plot for [c=2:$ncols] '$data' using 1:c with linespoints lw 2 pt c title columnheader(c)
+# Ten distinct colours (gnuplot's default cycle has eight: a ninth line would repeat the first).
+array colours[10] = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf']
+do for [i=1:10] { set linetype i linecolor rgb colours[i] }
+set linetype cycle 10
+plot for [c=2:$ncols] '$data' using 1:c with linespoints lt (c-1) lw 2 pt c title columnheader(c)
 EOF
 	[[ -s $png ]] || die "gnuplot wrote no $png"
 }
