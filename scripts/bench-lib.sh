@@ -86,7 +86,7 @@ find_preload() {
 	local path
 	# awk reads all of ldconfig's output: an early exit would make it fail with SIGPIPE.
 	path=$(ldconfig -p | awk -v so="$1" '$1 == so && !found && /x86-64/ { print $NF; found = 1 }')
-	[[ -n $path && -r $path ]] || die "$1 not found: install the Debian package $2 (scripts/deps.sh --bench)"
+	[[ -n $path && -r $path ]] || die "$1 not found: install the Debian package $2 (scripts/deps.sh)"
 	echo "$path"
 }
 

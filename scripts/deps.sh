@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# deps.sh: installs the Debian 12 packages that building and testing roundtrim need, and only
-# those that are missing; with nothing missing it changes nothing and needs no network.
+# deps.sh: installs the Debian 12 packages that building, testing and benchmarking roundtrim
+# need, and only those that are missing; with nothing missing it changes nothing and needs no
+# network. `make check` runs a quick `make bench` (PyTorch client, tcmalloc) to prove the
+# harness, so the test command needs every package here.
 #
-# Usage: scripts/deps.sh [--bench]
-#   --bench  also the packages for `make bench` and the Python tests (python3-torch is large)
+# Usage: scripts/deps.sh
 set -euo pipefail
 
 packages=(
@@ -15,22 +16,19 @@ packages=(
 	shellcheck        # lint of scripts/
 	mandoc            # lint of man/roundtrim.7
 	python3           # tests that run a Python host
-	gnuplot-nox       # bench plots
-)
-bench_packages=(
-	python3-torch
+	gnuplot-nox       # bench and report plots
+	python3-torch     # the Python client (end-to-end tests and bench)
 	python3-numpy
-	libgoogle-perftools4 # tcmalloc
+	libgoogle-perftools4 # tcmalloc, the bench's reference allocator
 )
 
 usage() {
-	echo "usage: scripts/deps.sh [--bench]" >&2
+	echo "usage: scripts/deps.sh" >&2
 	exit 2
 }
 
 for arg in "$@"; do
 	case $arg in
-	--bench) packages+=("${bench_packages[@]}") ;;
 	-h | --help) usage ;;
 	*)
 		echo "deps.sh: unknown argument: $arg" >&2
