@@ -260,12 +260,8 @@ Test(report, json_python_fields)
 	struct rt_round_record rec = python_record();
 	rec.cuda = "emptied";
 	char buf[RT_REPORT_LINE_MAX];
-	size_t n = rt_report_json(buf, sizeof(buf), &rec);
-	cr_assert_eq(n, strlen(buf));
-	cr_assert_str_eq(buf, "{\"pid\":4321,\"round\":12,\"trigger\":\"fifo\",\"action\":"
-	                      "\"malloc_trim\",\"rss_before_kib\":3072,\"rss_after_kib\":2048,"
-	                      "\"live_kib\":1536,\"released_kib\":1024,\"duration_us\":1250,"
-	                      "\"allocator\":\"glibc\",\"note\":\"\",\"python\":\"collected\","
-	                      "\"gc_collected\":1234,\"cuda\":\"emptied\","
-	                      "\"unix_time\":1700000000.123456}\n");
+	rt_report_json(buf, sizeof(buf), &rec);
+	/* The keys every record has are json_has_every_key's; here, where the Python ones go. */
+	expect_contains(buf, "\"note\":\"\",\"python\":\"collected\",\"gc_collected\":1234,"
+	                     "\"cuda\":\"emptied\",\"unix_time\":1700000000.123456}\n");
 }
