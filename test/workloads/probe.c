@@ -105,14 +105,33 @@ thread_sleeping(int tid)
 }
 static int wake_pipe[2];
 
+/* Whether a process-directed signal sig waits in our shared pending set (ShdPnd). */
+static int
+signal_pending(int sig)
+{
+	char line[256];
+	unsigned long long mask = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "ShdPnd: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return (mask >> (sig - 1)) & 1;
+}
+
 static void *
 sleeper(void *arg)
 {
 	(void)arg;
 	atomic_store(&waiter_tids[0], gettid());
+	/* Long sleeps: a thread in its system call when the storm comes stays there until a
+	 * signal ends it, however loaded the machine (with short ones, a thread that its timer had
+	 * woken could take every queued signal in user space and see no EINTR). */
 	while (!atomic_load(&stop)) {
-		struct timespec ts = {0, 2 * 1000 * 1000};
-		if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+		struct timespec ts = {3600, 0};
+		if (nanosleep(&ts, NULL) != 0 && errno == EINTR && !atomic_load(&stop))
 			atomic_fetch_add(&eintr_count, 1);
 		atomic_fetch_add(&wait_count, 1);
 	}
@@ -129,7 +148,7 @@ poller(void *arg)
 		return NULL;
 	while (!atomic_load(&stop)) {
 		struct pollfd pfd = {.fd = never[0], .events = POLLIN};
-		if (poll(&pfd, 1, 2) < 0 && errno == EINTR)
+		if (poll(&pfd, 1, -1) < 0 && errno == EINTR && !atomic_load(&stop))
 			atomic_fetch_add(&eintr_count, 1);
 		atomic_fetch_add(&wait_count, 1);
 	}
@@ -153,7 +172,8 @@ reader(void *arg)
 	for (;;) {
 		ssize_t n = read(wake_pipe[0], &c, 1);
 		if (n < 0 && errno == EINTR) {
-			atomic_fetch_add(&eintr_count, 1);
+			if (!atomic_load(&stop))
+				atomic_fetch_add(&eintr_count, 1);
 			continue;
 		}
 		return NULL;
@@ -162,6 +182,13 @@ reader(void *arg)
 
 static void
 own_handler(int sig)
+{
+	(void)sig;
+}
+
+/* SIGUSR1 ends the sleeps at the end: no SA_RESTART, and counted as no EINTR once stop is set. */
+static void
+stop_handler(int sig)
 {
 	(void)sig;
 }
@@ -178,6 +205,8 @@ mode_eintr(int own)
 		sigaddset(&set, SIGRTMIN + 8);
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	}
+	struct sigaction stop_sa = {.sa_handler = stop_handler};
+	sigaction(SIGUSR1, &stop_sa, NULL);
 	if (pipe(wake_pipe) != 0)
 		return 1;
 	pthread_t t[3];
@@ -209,11 +238,31 @@ mode_eintr(int own)
 		if (n <= 0)
 			break;
 	}
+	/* In the control, the storm may still be on its way into the sleeping threads on a
+	 * loaded machine: let every signal be taken and every thread count it and sleep again
+	 * before stop, or a late EINTR would be taken for the stop's own. */
+	if (own)
+		for (int i = 0; i < 2; i++)
+			while (signal_pending(SIGRTMIN + 8) ||
+			       !thread_sleeping(atomic_load(&waiter_tids[i])))
+				sched_yield();
 	atomic_store(&stop, 1);
 	if (write(wake_pipe[1], "x", 1) != 1)
 		return 1;
-	for (int i = 0; i < 3; i++)
-		pthread_join(t[i], NULL);
+	/* A thread may be between its check of stop and its next sleep when a single SIGUSR1
+	 * comes: send it again until the thread is gone. */
+	for (int i = 0; i < 3; i++) {
+		for (;;) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 10 * 1000 * 1000;
+			if (until.tv_nsec >= 1000000000L)
+				until.tv_sec++, until.tv_nsec -= 1000000000L;
+			if (pthread_timedjoin_np(t[i], NULL, &until) != ETIMEDOUT)
+				break;
+			pthread_kill(t[i], SIGUSR1);
+		}
+	}
 	printf("eintr=%d waits=%d\n", atomic_load(&eintr_count), atomic_load(&wait_count));
 	return 0;
 }
