@@ -72,8 +72,8 @@ test: check
 check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
-# The quick bench alone, last: it loads the machine for a minute, and the tests that count
-# signals and EINTR should not share the cores with it.
+# The quick bench alone, last: it keeps both cores busy for up to a minute, and the other
+# tests' bounded waits should not compete with it for them.
 	$(INTEGRATION) --filter 'bench/*'
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
