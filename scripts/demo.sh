@@ -5,8 +5,8 @@
 # The script drives the rounds. After each round of the workload (build/test/workloads/frag,
 # which prints "round R live_kib=L rss_kib=S" and then waits for a line on stdin), it reads the
 # process's RSS from /proc/PID/status and lets the next round begin. In the run with roundtrim
-# it first tells the library about the round through the process's FIFO and waits until the
-# round's line appears in the stats file, so that the RSS read is the one after the trim.
+# it first counts the round with `roundtrim round --wait` (a line on the process's FIFO, then
+# the library's answer), so that the RSS read is the one after the trim.
 #
 # It leaves the run's stats in build/demo/stats.jsonl and `roundtrim report`'s summary and
 # plot in build/demo/report.txt and build/demo/report.png.

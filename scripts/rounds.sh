@@ -8,8 +8,8 @@
 #       given variables, stdin and stdout on named pipes; sets ROUNDS_PID
 #   rounds_read NAME R        reads round R's line; sets ROUND_LIVE_KIB ("" when the workload
 #                             does not report it)
-#   rounds_trigger NAME R     one round through the roundtrim FIFO in ROUNDS_DIR, then waits for
-#                             the round's stats line; sets RELEASED_KIB and ACTION
+#   rounds_trigger NAME R     one round through `roundtrim round --wait`, then reads the round's
+#                             stats line; sets RELEASED_KIB and ACTION
 #   rounds_next               lets the workload begin its next round
 #   rounds_stop NAME          end of input; waits for the workload to exit
 #   rounds_roundtrim_env      prints the variables that put roundtrim's FIFO and stats in ROUNDS_DIR
@@ -113,22 +113,17 @@ wait_until() {
 	return 1
 }
 
-stats_has_round() {
-	grep -q "\"round\":$2," "$1" 2>/dev/null
-}
-
 rounds_trigger() {
 	local name=$1 round=$2 line
-	local fifo=$ROUNDS_DIR/fifo/$ROUNDS_PID.fifo stats=$ROUNDS_DIR/stats.$ROUNDS_PID.jsonl
-	wait_until 10 test -p "$fifo" ||
-		die "roundtrim made no FIFO at $fifo: $(tail -5 "$ROUNDS_DIR/$name.err")"
-	# The library holds its FIFO open, so this open does not block; timeout guards the case
-	# where the process is gone and nobody reads. $1 is the inner shell's, on purpose.
-	# shellcheck disable=SC2016
-	timeout 5 bash -c 'printf "round\n" >"$1"' bash "$fifo" || die "cannot write to $fifo"
-	wait_until "$ROUNDS_STEP_TIMEOUT" stats_has_round "$stats" "$round" ||
-		die "no stats line for round $round in $stats: $(tail -5 "$ROUNDS_DIR/$name.err")"
-	line=$(grep -m1 "\"round\":$round," "$stats")
+	local status=$ROUNDS_DIR/fifo/$ROUNDS_PID.status stats=$ROUNDS_DIR/stats.$ROUNDS_PID.jsonl
+	# The worker writes the status file once its FIFO is open: from then on the command finds it.
+	wait_until 10 test -f "$status" ||
+		die "roundtrim made no status file at $status: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	# The command's own FIFO write and wait: its answer means the round was handled, and the
+	# library writes the round's stats line before its status file.
+	"$ROOT/scripts/roundtrim" round --wait --timeout "$ROUNDS_STEP_TIMEOUT" "$ROUNDS_PID" \
+		>/dev/null || die "round $round of $name: roundtrim round failed: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	line=$(grep -m1 "\"round\":$round," "$stats") || die "no stats line for round $round in $stats"
 	[[ $line =~ \"released_kib\":([0-9]+) ]] || die "unexpected stats line: $line"
 	RELEASED_KIB=${BASH_REMATCH[1]}
 	if [[ $line =~ \"action\":\"([a-z_]+)\" ]]; then
