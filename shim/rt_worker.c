@@ -43,12 +43,9 @@ struct rt_worker {
 	uint64_t unknown_lines;
 	uint64_t oversized_lines;
 	uint64_t actions;
-	uint64_t last_action_round;
-	int64_t last_action_unix_us;
-	const char *last_action;
-	uint64_t last_rss_before_kib;
-	uint64_t last_rss_after_kib;
-	uint64_t last_duration_us;
+	/* The last action's record, for the status file (`roundtrim round --wait` reports it);
+	 * action is NULL until the first. Its note points at last_note. */
+	struct rt_round_record last;
 	char last_note[96];
 	uint64_t released_total_kib;
 	uint64_t last_rss_kib;
@@ -175,12 +172,12 @@ rt_worker_write_status(void)
 	    .rounds = rt_w.rounds.counted,
 	    .gc_rounds = rt_w.rounds.every,
 	    .actions = rt_w.actions,
-	    .last_action_round = rt_w.last_action_round,
-	    .last_action = rt_w.last_action ? rt_w.last_action : "none",
-	    .last_action_unix_us = rt_w.last_action_unix_us,
-	    .last_rss_before_kib = rt_w.last_rss_before_kib,
-	    .last_rss_after_kib = rt_w.last_rss_after_kib,
-	    .last_duration_us = rt_w.last_duration_us,
+	    .last_action_round = rt_w.last.round,
+	    .last_action = rt_w.last.action ? rt_w.last.action : "none",
+	    .last_action_unix_us = rt_w.last.unix_time_us,
+	    .last_rss_before_kib = rt_w.last.rss_before_kib,
+	    .last_rss_after_kib = rt_w.last.rss_after_kib,
+	    .last_duration_us = rt_w.last.duration_us,
 	    .last_note = rt_w.last_note,
 	    .rss_kib = rt_w.last_rss_kib,
 	    .live_kib = rt_w.last_live_kib,
@@ -300,15 +297,12 @@ rt_worker_note(char *note, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The status file shows the last action's figures: `roundtrim round --wait` reports them. */
 static void
 rt_worker_remember_action(const struct rt_round_record *rec)
 {
-	rt_w.last_action_unix_us = rec->unix_time_us;
-	rt_w.last_rss_before_kib = rec->rss_before_kib;
-	rt_w.last_rss_after_kib = rec->rss_after_kib;
-	rt_w.last_duration_us = rec->duration_us;
+	rt_w.last = *rec;
 	snprintf(rt_w.last_note, sizeof(rt_w.last_note), "%s", rec->note);
+	rt_w.last.note = rt_w.last_note;
 }
 
 static void
@@ -344,8 +338,6 @@ rt_worker_handle(const struct rt_batch *b)
 		}
 		rec.rss_after_kib = rt_heap_rss_kib();
 		rt_w.actions++;
-		rt_w.last_action_round = rec.round;
-		rt_w.last_action = rec.action;
 		rt_w.released_total_kib += rt_report_released_kib(&rec);
 	}
 	if (b->rounds > 1)
