@@ -229,6 +229,7 @@ report() {
 main() {
 	local frag=$WORKLOADS_BIN/frag rounds runs py_rounds py_runs py_scale sizes mib run c
 	[[ -x $frag && -r $LIB ]] || die "$frag or $LIB is not built"
+	[[ -r $FL_CLIENT ]] || die "no Python client at $FL_CLIENT"
 	if [[ $QUICK == 1 ]]; then
 		sizes=(64 256) rounds=4 runs=1 py_rounds=5 py_runs=1 py_scale=0.25
 	else
@@ -258,13 +259,6 @@ main() {
 		report "frag-$mib" "frag, 2 threads, $mib MiB churned per round, $rounds rounds" "${CONFIGS[@]}"
 	done
 
-	if [[ ! -r $FL_CLIENT ]]; then
-		note "memory: $FL_CLIENT is missing: no Python figure"
-		printf '### Python client\n\nNot measured: %s is missing.\n\n' "${FL_CLIENT#"$ROOT"/}" >>"$RAW/fig1.md"
-		loss "The Python client was not measured in this run (test/workloads/fl_client.py missing)."
-		cat "$RAW/fig1.md"
-		return
-	fi
 	local py_configs=("${PY_CONFIGS[@]}")
 	if [[ $QUICK == 1 ]]; then
 		py_configs=("${PY_QUICK_CONFIGS[@]}")
