@@ -50,9 +50,9 @@ $(UNIT): $(UNIT_SRC) $(POLICY_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion
 
-$(INTEGRATION): $(INTEGRATION_SRC) $(wildcard test/integration/*.h test/bench/*.h)
+$(INTEGRATION): $(INTEGRATION_SRC) $(POLICY_OBJ) $(wildcard test/integration/*.h test/bench/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) -lcriterion -pthread
+	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) $(POLICY_OBJ) -lcriterion -pthread
 
 $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
 	@mkdir -p $(@D)

@@ -10,8 +10,9 @@
 
 #define RT_CONFIG_GC_ROUNDS_MAX 1000000000u
 #define RT_CONFIG_TRIM_PAD_MAX (1ULL << 40)
-#define RT_CONFIG_SIGNAL_DEFAULT_OFFSET 8
-#define RT_CONFIG_SIGNAL_DEFAULT_TEXT "SIGRTMIN+8"
+/* No signal by default: the FIFO needs none, the command never sends one, and an unhandled
+ * signal kills a process that does not carry the library (roundtrim(7), TRIGGERS). */
+#define RT_CONFIG_SIGNAL_OFF_TEXT "none (no signal trigger)"
 /* The largest pid Linux hands out (PID_MAX_LIMIT): a template must expand for every pid. */
 #define RT_CONFIG_PID_MAX 4194304
 /* How much of a bad value a diagnostic quotes, so that a huge value cannot flood the log. */
@@ -273,16 +274,15 @@ rt_config_signal(const struct rt_config_reader *r, struct rt_config *cfg)
 {
 	const struct rt_platform *p = r->platform;
 	const char *text = rt_config_get(r, "ROUNDTRIM_SIGNAL");
-	int def = p->sigrtmin + RT_CONFIG_SIGNAL_DEFAULT_OFFSET;
-	cfg->signal = def;
+	cfg->signal = 0;
 	if (!text)
 		return;
 	enum rt_parse_result res = rt_parse_signal(text, p->sigrtmin, p->sigrtmax, &cfg->signal);
 	if (res == RT_PARSE_OK)
 		return;
 	rt_config_diag(r, "ROUNDTRIM_SIGNAL", text, rt_parse_result_text(res),
-	               RT_CONFIG_SIGNAL_DEFAULT_TEXT);
-	cfg->signal = def;
+	               RT_CONFIG_SIGNAL_OFF_TEXT);
+	cfg->signal = 0;
 }
 
 void
@@ -304,7 +304,8 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	if (problem)
 		rt_config_diag(r, "ROUNDTRIM_MATCH", match, problem, "*");
 	/* A plain copy, not snprintf: this runs in every program the library is preloaded into,
-	 * and printf's code is cold in a short one (make bench, figure 5). The length is checked. */
+	 * and printf's code is cold in a short one (make bench, figure 5). The length is checked.
+	 */
 	const char *globs = match && !problem ? match : "*";
 	memcpy(cfg->match, globs, strlen(globs) + 1);
 	cfg->matched = rt_config_match(cfg->match, platform->program);

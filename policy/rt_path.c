@@ -97,9 +97,21 @@ rt_path_status_for_fifo(char *out, size_t size, const char *fifo_path)
 	return n > 0 && (size_t)n < size;
 }
 
+#define RT_PATH_ASIDE_SUFFIX ".exec"
+
 bool
-rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid)
+rt_path_exec_aside(char *out, size_t size, const char *path)
 {
+	int n = snprintf(out, size, "%s" RT_PATH_ASIDE_SUFFIX, path);
+	return n > 0 && (size_t)n < size;
+}
+
+bool
+rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid, bool *aside)
+{
+	static const char *const ours[] = {".fifo", ".status", ".status.tmp", NULL};
+	static const char *const set_aside[] = {".fifo" RT_PATH_ASIDE_SUFFIX,
+	                                        ".status" RT_PATH_ASIDE_SUFFIX, NULL};
 	const char *base = strrchr(fifo_template, '/');
 	if (!base || strcmp(base + 1, "%p.fifo") != 0)
 		return false;
@@ -109,8 +121,14 @@ rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid)
 		value = value * 10 + (*s - '0');
 	if (s == name || value <= 0 || value >= 1L << 31)
 		return false;
-	if (strcmp(s, ".fifo") && strcmp(s, ".status") && strcmp(s, ".status.tmp"))
+	bool is_ours = false, is_aside = false;
+	for (size_t i = 0; ours[i]; i++)
+		is_ours |= strcmp(s, ours[i]) == 0;
+	for (size_t i = 0; set_aside[i]; i++)
+		is_aside |= strcmp(s, set_aside[i]) == 0;
+	if (!is_ours && !is_aside)
 		return false;
 	*pid = (int)value;
+	*aside = is_aside;
 	return true;
 }

@@ -21,9 +21,15 @@ bool rt_path_default_fifo(char *out, size_t size, const char *xdg_runtime_dir, u
 /* The status file beside a FIFO: "x.fifo" -> "x.status", any other name gets ".status" added. */
 bool rt_path_status_for_fifo(char *out, size_t size, const char *fifo_path);
 
+/* Where a process's FIFO or status file waits while the process execs another program: the
+ * path with ".exec" added. If the exec fails they are moved back; if it succeeds the names are
+ * stale (roundtrim(7), FORK AND EXEC). */
+bool rt_path_exec_aside(char *out, size_t size, const char *path);
+
 /* For a FIFO template whose file name is exactly "%p.fifo": whether name is one of the files
- * such a process leaves ("PID.fifo", "PID.status", "PID.status.tmp"); sets *pid. Other
+ * such a process leaves ("PID.fifo", "PID.status", those two with ".exec" added, and the
+ * "PID.status.tmp" of versions before 0.2); sets *pid, and *aside for the ".exec" names. Other
  * templates have no names the library may call its own. */
-bool rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid);
+bool rt_path_stale_candidate(const char *fifo_template, const char *name, int *pid, bool *aside);
 
 #endif

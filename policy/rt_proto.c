@@ -24,7 +24,9 @@ rt_proto_parse_line(char *line, size_t len, struct rt_proto_cmd *cmd)
 	cmd->arg = 0;
 	cmd->line = line;
 	static const char gc_rounds[] = "gc-rounds ";
-	if (strcmp(line, "round") == 0)
+	if (len == 0)
+		cmd->kind = RT_PROTO_EMPTY;
+	else if (strcmp(line, "round") == 0)
 		cmd->kind = RT_PROTO_ROUND;
 	else if (strcmp(line, "trim") == 0)
 		cmd->kind = RT_PROTO_TRIM;
@@ -74,6 +76,8 @@ rt_proto_kind_name(enum rt_proto_kind kind)
 		return "gc-rounds";
 	case RT_PROTO_STATS:
 		return "stats";
+	case RT_PROTO_EMPTY:
+		return "empty";
 	case RT_PROTO_UNKNOWN:
 		return "unknown";
 	case RT_PROTO_OVERSIZED:

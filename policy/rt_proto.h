@@ -13,6 +13,7 @@ enum rt_proto_kind {
 	RT_PROTO_TRIM,
 	RT_PROTO_GC_ROUNDS, /* arg holds N */
 	RT_PROTO_STATS,
+	RT_PROTO_EMPTY,     /* an empty line: the library's own wake-up, ignored */
 	RT_PROTO_UNKNOWN,   /* a line that is no command, or a command with a bad argument */
 	RT_PROTO_OVERSIZED, /* a line longer than RT_PROTO_LINE_MAX, discarded whole */
 };

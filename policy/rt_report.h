@@ -30,6 +30,9 @@ struct rt_round_record {
 
 struct rt_status_record {
 	int pid;
+	/* Written first and last ("seq", "seq_end"): the file is rewritten in place, and a reader
+	 * that catches a write half done sees them differ and reads again. */
+	uint64_t seq;
 	const char *program;
 	const char *allocator;
 	uint64_t rounds;

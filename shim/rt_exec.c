@@ -3,6 +3,7 @@
  * and a program started with the trigger signal blocked never reacts to it. glibc's execl*,
  * system and popen reach execve and posix_spawn internally, not through the PLT, so each entry
  * point needs its own wrapper. */
+#include "rt_files.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
@@ -22,15 +23,15 @@
 	} while (0)
 
 /* For calls that replace this process's image: also our FIFO and status file, which the next
- * program would not know about. Both are put back if the call returns. */
+ * program would not know about, are moved aside, and back if the call returns. */
 #define RT_EXEC_CALL(call)                                                                         \
 	do {                                                                                       \
-		bool rt_removed = rt_worker_before_exec();                                         \
+		bool rt_moved = rt_files_before_exec();                                            \
 		struct rt_signal_exec_state rt_saved;                                              \
 		rt_signal_exec_enter(&rt_saved);                                                   \
 		int rt_ret = (call);                                                               \
 		rt_signal_exec_leave(&rt_saved);                                                   \
-		rt_worker_after_failed_exec(rt_removed);                                           \
+		rt_files_after_failed_exec(rt_moved);                                              \
 		return rt_ret;                                                                     \
 	} while (0)
 
@@ -132,7 +133,7 @@ rt_spawn(int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 	short flags = 0;
 	if (attr)
 		posix_spawnattr_getflags(attr, &flags);
-	if (!rt_signal_owned() || (flags & POSIX_SPAWN_SETSIGMASK))
+	if (!rt_signal_in_masks() || (flags & POSIX_SPAWN_SETSIGMASK))
 		return real(pid, path, actions, attr, argv, envp);
 
 	posix_spawnattr_t copy;

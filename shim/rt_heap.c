@@ -5,16 +5,12 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* jemalloc's MALLCTL_ARENAS_ALL: "arena.4096.purge" acts on every arena. */
 #define RT_JEMALLOC_ARENAS_ALL "4096"
@@ -148,25 +144,4 @@ rt_heap_live_kib(void)
 		return (mi.uordblks + mi.hblkhd) / 1024;
 	}
 	return 0;
-}
-
-uint64_t
-rt_heap_rss_kib(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n;
-	do
-		n = read(fd, buf, sizeof(buf) - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	unsigned long long size, resident;
-	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
-		return 0;
-	return resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 }

@@ -15,7 +15,5 @@ void rt_heap_set_arena_max(unsigned arena_max);
 int rt_heap_act(enum rt_action action, uint64_t trim_pad);
 /* Live heap bytes by the allocator's own statistics, in KiB; 0 when it keeps none. */
 uint64_t rt_heap_live_kib(void);
-/* Resident set size from /proc/self/statm, in KiB; 0 when unreadable. */
-uint64_t rt_heap_rss_kib(void);
 
 #endif

@@ -1,7 +1,11 @@
-/* Load and unload: read the configuration once, decide whether this process is ours, set up
- * the triggers and start the worker; and the process-level wrappers (fork, _exit) and API. */
+/* Load and unload: read the configuration once, decide whether this process is ours, open the
+ * library's files and start the worker; the fork child's deferred start; the exit wrappers and
+ * the API. */
 #include "roundtrim.h"
+#include "rt_fd.h"
+#include "rt_files.h"
 #include "rt_heap.h"
+#include "rt_python.h"
 #include "rt_real.h"
 #include "rt_report.h"
 #include "rt_shim.h"
@@ -10,13 +14,33 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+/* A fork child starts its worker only once it is known to keep running without exec
+ * (roundtrim(7), FORK AND EXEC): when it still allocates after this long. Children that exec
+ * (subprocess, shells) do so within milliseconds; a multiprocessing worker runs for minutes. */
+#define RT_MAIN_CHILD_SETTLE_NS (1000 * 1000 * 1000LL)
+/* How often, in bytes asked for, a waiting child's threads look at the clock. */
+#define RT_MAIN_CHILD_PERIOD (UINT64_C(1) << 20)
+
 struct rt_shim rt_shim;
+
+static atomic_bool rt_main_child_waiting;
+static int64_t rt_main_child_settled_ns;
+
+static int64_t
+rt_main_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static const char *
 rt_main_lookup(void *ctx, const char *name)
@@ -37,10 +61,50 @@ rt_main_diag(void *ctx, const char *line)
 	rt_out_write_all(STDERR_FILENO, buf, len);
 }
 
+/* In the thread that starts the library, synchronously: the files first (every descriptor
+ * lifted above the floor before this returns), then the worker, which opens nothing. */
+static bool
+rt_main_start(void)
+{
+	rt_files_open();
+	return rt_worker_start();
+}
+
 static void
 rt_main_atfork_child(void)
 {
+	if (!rt_shim.active)
+		return;
+	/* Inside fork, before the child runs a line of its own: the parent's worker, files and
+	 * requests are not the child's. Nothing is opened or started here. */
+	rt_shim.forked = true;
 	rt_worker_forget_parent();
+	rt_files_forget_parent();
+	rt_signal_forget_parent();
+	rt_python_forget_parent();
+	rt_main_child_settled_ns = rt_main_now_ns() + RT_MAIN_CHILD_SETTLE_NS;
+	atomic_store(&rt_main_child_waiting, true);
+	/* The forking thread is the child's only thread; threads it starts begin cold anyway. */
+	rt_malloc_set_budget(RT_MAIN_CHILD_PERIOD);
+}
+
+void
+rt_main_start_child_now(void)
+{
+	bool waiting = true;
+	if (atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
+		rt_main_start();
+}
+
+uint64_t
+rt_main_allocation_event(void)
+{
+	if (!atomic_load(&rt_main_child_waiting))
+		return RT_PERIOD_NONE;
+	if (rt_main_now_ns() < rt_main_child_settled_ns)
+		return RT_MAIN_CHILD_PERIOD;
+	rt_main_start_child_now();
+	return RT_PERIOD_NONE;
 }
 
 __attribute__((constructor)) static void
@@ -63,6 +127,7 @@ rt_main_init(void)
 	if (cfg->disabled || !cfg->matched)
 		return;
 
+	rt_fd_init();
 	rt_shim.allocator = rt_heap_detect();
 	rt_shim.action = rt_allocator_action(rt_shim.allocator, cfg->jemalloc);
 	if (rt_shim.allocator == RT_ALLOCATOR_GLIBC && cfg->arena_max)
@@ -72,45 +137,26 @@ rt_main_init(void)
 		        rt_allocator_name(rt_shim.allocator));
 	/* Before main, so that every application thread inherits the blocked signal. */
 	if (cfg->signal)
-		rt_signal_setup(cfg->signal, -1);
+		rt_signal_setup(cfg->signal);
 	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
-	rt_shim.active = rt_worker_start();
+	rt_shim.active = rt_main_start();
 }
 
 /* A process where roundtrim stayed inactive (most often one that does not match) has no worker
  * and no files: its exit costs nothing more than without the library. */
-static void
-rt_main_remove_files(void)
-{
-	if (rt_shim.active)
-		rt_worker_remove_files();
-}
-
 __attribute__((destructor)) static void
 rt_main_fini(void)
 {
-	rt_main_remove_files();
-}
-
-RT_EXPORT pid_t
-fork(void)
-{
-	if (!rt_real.fork)
-		rt_real_resolve();
-	pid_t pid = rt_real.fork();
-	/* Here every atfork child handler, the allocator's included, has run: starting a thread
-	 * is safe, which it is not from inside our own atfork handler. */
-	if (pid == 0 && rt_shim.active)
-		rt_worker_restart_in_child();
-	return pid;
+	if (rt_shim.active)
+		rt_files_remove();
 }
 
 /* os._exit() and multiprocessing's children leave through _exit, skipping destructors. */
 __attribute__((noreturn)) static void
 rt_main_exit_now(void (*real)(int), int status)
 {
-	rt_main_remove_files();
+	rt_main_fini();
 	if (real)
 		real(status);
 	for (;;)
@@ -129,16 +175,26 @@ _Exit(int status)
 	rt_main_exit_now(rt_real.exit_now_c, status);
 }
 
+/* A program that calls the API in a fork child has said it keeps running. */
+static bool
+rt_main_ready_for_request(void)
+{
+	if (!rt_shim.active)
+		return false;
+	rt_main_start_child_now();
+	return rt_worker_running();
+}
+
 RT_EXPORT int
 roundtrim_round(void)
 {
-	return rt_worker_request_round() ? 0 : -1;
+	return rt_main_ready_for_request() && rt_worker_request_round() ? 0 : -1;
 }
 
 RT_EXPORT int
 roundtrim_trim(void)
 {
-	return rt_worker_request_trim() ? 0 : -1;
+	return rt_main_ready_for_request() && rt_worker_request_trim() ? 0 : -1;
 }
 
 RT_EXPORT const char *

@@ -1,7 +1,8 @@
-/* The malloc family, interposed. The hot path adds one predictable branch and thread-local
- * counter increments to the real call: no lock, no syscall, no shared cache line written.
- * Everything before resolution lives in cold, out-of-line functions, so that the hot path
- * needs no stack frame and ends in a tail call. */
+/* The malloc family, interposed. The hot path adds to the real call a thread-local budget that
+ * counts down the bytes asked for, a thread-local count, and one predictable branch: no lock,
+ * no syscall, no shared cache line written. When the budget runs out (at a thread's first
+ * allocation, whose budget starts at zero, and then every `period` bytes) the cold path runs
+ * the library's per-thread work: resolving the real functions, and rt_main's allocation event. */
 #include "roundtrim.h"
 #include "rt_real.h"
 #include "rt_shim.h"
@@ -13,52 +14,96 @@
 #include <string.h>
 #include <unistd.h>
 
-static __thread struct roundtrim_thread_counts rt_counts;
+/* Written only by its thread, with relaxed atomics so that the worker may read it. */
+struct rt_thread_tally {
+	uint64_t left;         /* bytes until the next cold event; 0 at a thread's start */
+	uint64_t armed;        /* what the last cold event set left to */
+	uint64_t bytes_before; /* bytes asked for up to the last cold event */
+	uint64_t allocations;
+	uint64_t frees;
+	bool in_event;
+};
 
-#define RT_HOT(x) __builtin_expect(!!(x), 1)
+static __thread struct rt_thread_tally rt_t;
+
+#define RT_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define RT_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RT_COLD __attribute__((noinline, cold))
 
-static inline void
-rt_count_alloc(size_t size)
+static inline bool
+rt_take(size_t size)
 {
-	rt_counts.allocations++;
-	rt_counts.bytes_requested += size;
+	uint64_t left = RT_LOAD(rt_t.left);
+	if (RT_UNLIKELY(size >= left))
+		return false;
+	RT_STORE(rt_t.left, left - size);
+	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
+	return true;
 }
 
-/* True once the real functions can be called. While this thread resolves (dlsym allocating),
- * it stays false and the caller serves the request from the bootstrap buffer. */
-static bool
-rt_resolved(void)
+static inline void
+rt_count_free(void)
 {
-	rt_real_resolve();
-	return rt_real_is_ready();
+	RT_STORE(rt_t.frees, RT_LOAD(rt_t.frees) + 1);
+}
+
+/* Folds what the budget counted since it was armed into bytes_before, then arms it again. */
+static void
+rt_rearm(uint64_t period, size_t extra)
+{
+	uint64_t used = RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left);
+	RT_STORE(rt_t.bytes_before, RT_LOAD(rt_t.bytes_before) + used + extra);
+	RT_STORE(rt_t.armed, period);
+	RT_STORE(rt_t.left, period);
+}
+
+/* The cold path of every allocating entry point. False while this thread is resolving the
+ * real functions (dlsym allocating): the caller serves the request from the bootstrap buffer. */
+RT_COLD static bool
+rt_cold(size_t size)
+{
+	if (!rt_real_is_ready()) {
+		rt_real_resolve();
+		if (!rt_real_is_ready())
+			return false;
+	}
+	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
+	/* Allocations made by the event itself (starting a worker allocates) take the hot path
+	 * under a large budget and never start a second event. */
+	rt_rearm(RT_PERIOD_NONE, size);
+	if (!rt_t.in_event) {
+		rt_t.in_event = true;
+		uint64_t period = rt_main_allocation_event();
+		rt_t.in_event = false;
+		rt_rearm(period, 0);
+	}
+	return true;
 }
 
 RT_COLD static void *
 rt_malloc_cold(size_t size)
 {
-	if (!rt_resolved())
+	if (!rt_cold(size))
 		return rt_real_bootstrap_alloc(size, 0);
-	rt_count_alloc(size);
 	return rt_real.malloc(size);
 }
 
 RT_EXPORT void *
 malloc(size_t size)
 {
-	if (!RT_HOT(rt_real_is_ready()))
+	if (RT_UNLIKELY(!rt_take(size)))
 		return rt_malloc_cold(size);
-	rt_count_alloc(size);
 	return rt_real.malloc(size);
 }
 
 RT_EXPORT void
 free(void *ptr)
 {
-	/* Bootstrap blocks are never reused; nothing else can be freed before resolution. */
-	if (__builtin_expect(rt_real_is_bootstrap(ptr), 0) || !RT_HOT(rt_real_is_ready()))
+	/* Bootstrap blocks are never reused, and the allocator never saw them. */
+	if (RT_UNLIKELY(rt_real_is_bootstrap(ptr)))
 		return;
-	rt_counts.frees++;
+	rt_count_free();
 	rt_real.free(ptr);
 }
 
@@ -70,18 +115,17 @@ rt_calloc_cold(size_t count, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!rt_resolved())
+	if (!rt_cold(total))
 		return rt_real_bootstrap_alloc(total, 0); /* static, hence zeroed */
-	rt_count_alloc(total);
 	return rt_real.calloc(count, size);
 }
 
 RT_EXPORT void *
 calloc(size_t count, size_t size)
 {
-	if (!RT_HOT(rt_real_is_ready()))
+	/* An overflowing product only mis-counts: the real calloc refuses the call. */
+	if (RT_UNLIKELY(!rt_take(count * size)))
 		return rt_calloc_cold(count, size);
-	rt_count_alloc(count * size);
 	return rt_real.calloc(count, size);
 }
 
@@ -90,26 +134,27 @@ rt_realloc_cold(void *ptr, size_t size)
 {
 	if (ptr && rt_real_is_bootstrap(ptr)) {
 		size_t old = rt_real_bootstrap_size(ptr);
-		void *p = rt_resolved() ? (rt_count_alloc(size), rt_real.malloc(size))
-		                        : rt_real_bootstrap_alloc(size, 0);
+		void *p = rt_cold(size) ? rt_real.malloc(size) : rt_real_bootstrap_alloc(size, 0);
 		if (p)
 			memcpy(p, ptr, old < size ? old : size);
 		return p;
 	}
-	if (!rt_resolved())
+	if (!rt_cold(size))
 		return rt_real_bootstrap_alloc(size, 0);
-	return realloc(ptr, size);
+	return rt_real.realloc(ptr, size);
 }
 
 RT_EXPORT void *
 realloc(void *ptr, size_t size)
 {
-	if (__builtin_expect(rt_real_is_bootstrap(ptr), 0) || !RT_HOT(rt_real_is_ready()))
+	if (RT_UNLIKELY(rt_real_is_bootstrap(ptr)))
 		return rt_realloc_cold(ptr, size);
-	if (size == 0 && ptr)
-		rt_counts.frees++;
-	else
-		rt_count_alloc(size);
+	if (size == 0 && ptr) {
+		rt_count_free();
+		return rt_real.realloc(ptr, size);
+	}
+	if (RT_UNLIKELY(!rt_take(size)))
+		return rt_realloc_cold(ptr, size);
 	return rt_real.realloc(ptr, size);
 }
 
@@ -121,27 +166,23 @@ reallocarray(void *ptr, size_t count, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!RT_HOT(rt_real_is_ready()) || rt_real_is_bootstrap(ptr) || !rt_real.reallocarray)
-		return realloc(ptr, total);
-	rt_count_alloc(total);
-	return rt_real.reallocarray(ptr, count, size);
+	return realloc(ptr, total);
 }
 
-/* The aligned entry points share one cold path: they are rare before resolution. */
+/* The aligned entry points share one path: they are rare before resolution. */
 enum rt_aligned_kind { RT_POSIX_MEMALIGN, RT_ALIGNED_ALLOC, RT_MEMALIGN, RT_VALLOC, RT_PVALLOC };
 
 static void *
 rt_aligned(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
 {
 	*err = 0;
-	if (!RT_HOT(rt_real_is_ready()) && !rt_resolved()) {
+	if (RT_UNLIKELY(!rt_take(size)) && !rt_cold(size)) {
 		if (kind == RT_PVALLOC)
 			size = (size + 4095) & ~(size_t)4095;
 		void *p = rt_real_bootstrap_alloc(size, alignment);
 		*err = p ? 0 : ENOMEM;
 		return p;
 	}
-	rt_count_alloc(size);
 	switch (kind) {
 	case RT_POSIX_MEMALIGN: {
 		void *p = NULL;
@@ -205,15 +246,24 @@ malloc_usable_size(void *ptr)
 		return 0;
 	if (rt_real_is_bootstrap(ptr))
 		return rt_real_bootstrap_size(ptr);
-	if (!RT_HOT(rt_real_is_ready()))
+	if (!rt_real_is_ready())
 		rt_real_resolve();
 	return rt_real.malloc_usable_size ? rt_real.malloc_usable_size(ptr) : 0;
+}
+
+void
+rt_malloc_set_budget(uint64_t period)
+{
+	rt_rearm(period, 0);
 }
 
 RT_EXPORT void
 roundtrim_thread_counts(struct roundtrim_thread_counts *out)
 {
-	*out = rt_counts;
+	out->allocations = RT_LOAD(rt_t.allocations);
+	out->frees = RT_LOAD(rt_t.frees);
+	out->bytes_requested =
+	    RT_LOAD(rt_t.bytes_before) + RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left);
 }
 
 /* Our own malloc's address, bound inside this object: references to `malloc` itself resolve to

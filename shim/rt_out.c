@@ -2,7 +2,6 @@
 #include "rt_shim.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,14 +37,4 @@ rt_warn(const char *fmt, ...)
 	line[len++] = '\n';
 	rt_out_write_all(STDERR_FILENO, line, len);
 	errno = saved_errno;
-}
-
-int
-rt_out_open_append(const char *path)
-{
-	int fd;
-	do
-		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
-	while (fd < 0 && errno == EINTR);
-	return fd;
 }

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-struct rt_real_fns rt_real;
+static void rt_real_free_early(void *ptr);
+
+/* free() forwards without a check: until resolution it lands here. */
+struct rt_real_fns rt_real = {.free = rt_real_free_early};
 bool rt_real_ready;
 
 static __thread bool rt_real_in_resolve;
@@ -42,6 +45,16 @@ rt_real_bootstrap_size(const void *ptr)
 	return size;
 }
 
+static void
+rt_real_free_early(void *ptr)
+{
+	if (!ptr)
+		return;
+	rt_real_resolve();
+	if (rt_real.free && rt_real.free != rt_real_free_early)
+		rt_real.free(ptr);
+}
+
 bool
 rt_real_resolving(void)
 {
@@ -74,7 +87,6 @@ rt_real_resolve(void)
 	RT_RESOLVE(valloc, "valloc");
 	RT_RESOLVE(pvalloc, "pvalloc");
 	RT_RESOLVE(malloc_usable_size, "malloc_usable_size");
-	RT_RESOLVE(fork, "fork");
 	RT_RESOLVE(exit_now, "_exit");
 	RT_RESOLVE(exit_now_c, "_Exit");
 	RT_RESOLVE(execve, "execve");
@@ -87,6 +99,11 @@ rt_real_resolve(void)
 	RT_RESOLVE(posix_spawnp, "posix_spawnp");
 	RT_RESOLVE(system, "system");
 	RT_RESOLVE(popen, "popen");
+	RT_RESOLVE(sigaction, "sigaction");
+	RT_RESOLVE(signal, "signal");
+	RT_RESOLVE(bsd_signal, "bsd_signal");
+	RT_RESOLVE(sysv_signal, "sysv_signal");
+	RT_RESOLVE(sigset, "sigset");
 	if (!rt_real.malloc || !rt_real.free || !rt_real.calloc || !rt_real.realloc) {
 		rt_real.malloc = __libc_malloc;
 		rt_real.free = __libc_free;

@@ -3,6 +3,7 @@
 #ifndef RT_REAL_H
 #define RT_REAL_H
 
+#include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,7 +23,6 @@ struct rt_real_fns {
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
-	pid_t (*fork)(void);
 	void (*exit_now)(int);   /* _exit */
 	void (*exit_now_c)(int); /* _Exit */
 	int (*execve)(const char *, char *const[], char *const[]);
@@ -37,6 +37,11 @@ struct rt_real_fns {
 	                    const posix_spawnattr_t *, char *const[], char *const[]);
 	int (*system)(const char *);
 	FILE *(*popen)(const char *, const char *);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	sighandler_t (*signal)(int, sighandler_t);
+	sighandler_t (*bsd_signal)(int, sighandler_t);
+	sighandler_t (*sysv_signal)(int, sighandler_t);
+	sighandler_t (*sigset)(int, sighandler_t);
 };
 
 /* Hidden: reached PC-relative from the hot path, not through the GOT. */

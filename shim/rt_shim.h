@@ -15,7 +15,8 @@
 
 struct rt_shim {
 	struct rt_config cfg;
-	bool active; /* the program matched, nothing disabled it: the worker runs */
+	bool active; /* the program matched, nothing disabled it: the library works here */
+	bool forked; /* this process is a fork child of one where the library was active */
 	enum rt_allocator_kind allocator;
 	enum rt_action action;
 	char program[64];
@@ -26,24 +27,28 @@ extern struct rt_shim rt_shim;
 /* rt_out: one line on stderr, prefixed "roundtrim: ", written with write(2) in one call. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rt_out_write_all(int fd, const char *buf, size_t len);
-/* Opens a file for appending, 0600, close-on-exec; -1 with errno on failure. */
-int rt_out_open_append(const char *path);
 
 /* rt_worker: the one thread that does all the work. */
 bool rt_worker_start(void);
-/* In a fork child (from the fork wrapper, once every atfork handler ran): a worker of its own. */
-bool rt_worker_restart_in_child(void);
-/* In a fork child, before anything else runs: forget the parent's worker and descriptors. */
+bool rt_worker_running(void);
+/* In a fork child, inside fork: forget the parent's worker and its pending requests. */
 void rt_worker_forget_parent(void);
 /* Asynchronous requests from the API; false when the worker is not running. */
 bool rt_worker_request_round(void);
 bool rt_worker_request_trim(void);
-/* Called on the way out (destructor, _exit): removes the FIFO and status file we created. */
-void rt_worker_remove_files(void);
-/* Around an exec of this process: the files go first (a fork child that execs at once would
- * otherwise leave them for a program that knows nothing of them); if the exec fails, the
- * worker makes them again. before_exec returns whether it removed anything. */
-bool rt_worker_before_exec(void);
-void rt_worker_after_failed_exec(bool removed);
+/* Wakes the worker from any thread or signal handler (async-signal-safe). */
+void rt_worker_wake(void);
+
+/* rt_malloc: the budget of allocated bytes after which the calling thread next enters the cold
+ * path (and rt_main_allocation_event); RT_PERIOD_NONE when nothing needs it. */
+#define RT_PERIOD_NONE (UINT64_C(1) << 62)
+void rt_malloc_set_budget(uint64_t period);
+
+/* rt_main: runs on a thread's first allocation and whenever its budget runs out; returns the
+ * next budget. Never on the hot path. */
+uint64_t rt_main_allocation_event(void);
+/* rt_main: a fork child's library starts once the child is known to keep running without
+ * exec (roundtrim(7), FORK AND EXEC); called by the API, which is such a sign itself. */
+void rt_main_start_child_now(void);
 
 #endif

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "rt_file_rules.h"
+
 /* Shared with the benchmark programs: file reading without stdio. */
 #include "../bench/bench_common.h"
 
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -343,6 +346,26 @@ th_field(const char *line, const char *key)
 	return strtoll(at, NULL, 10);
 }
 
+int
+th_entries_in(const char *dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+int
+th_fd_floor(void)
+{
+	struct rlimit limit;
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &limit), 0);
+	return rt_file_fd_floor(limit.rlim_cur);
+}
+
 ssize_t
 th_read_file(const char *path, char *buf, size_t size)
 {
@@ -437,11 +460,21 @@ void
 th_start_probe(struct th_probe *run, const char *const args[], const char *extra, char *line,
                size_t size)
 {
+	const char *env[] = {extra ? extra : "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	th_start_probe_env(run, args, env, line, size);
+}
+
+void
+th_start_probe_env(struct th_probe *run, const char *const args[], const char *const extra[],
+                   char *line, size_t size)
+{
 	const char *dir = th_tmpdir();
 	static char env_preload[PATH_MAX + 16], env_fifo[PATH_MAX + 32];
 	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
 	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
-	const char *env[] = {env_preload, env_fifo, extra ? extra : "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *env[16] = {env_preload, env_fifo};
+	for (size_t i = 0; extra && extra[i] && i < 13; i++)
+		env[i + 2] = extra[i];
 	const char *argv[8] = {th_workload("probe")};
 	for (int i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];

@@ -61,6 +61,10 @@ bool th_wait_line(const char *path, const char *needle, char *line, size_t size,
 bool th_wait_path(const char *path, bool gone, int timeout_ms);
 /* The unsigned number after "key": in a JSON line, or after key= in a text line; -1 if absent. */
 int64_t th_field(const char *line, const char *key);
+/* How many entries a directory has, "." and ".." aside. */
+int th_entries_in(const char *dir);
+/* The lowest descriptor the library keeps in a child of the test runner (same RLIMIT_NOFILE). */
+int th_fd_floor(void);
 /* Reads a whole small file into buf; returns its length or -1. */
 ssize_t th_read_file(const char *path, char *buf, size_t size);
 /* Counts lines of a file that contain needle. */
@@ -79,6 +83,9 @@ int th_run(const char *const argv[], const char *const env[], char *out, size_t 
  * line) and for its status file. */
 void th_start_probe(struct th_probe *run, const char *const args[], const char *extra, char *line,
                     size_t size);
+/* The same with any number of NAME=VALUE (NULL-terminated) instead of the one. */
+void th_start_probe_env(struct th_probe *run, const char *const args[], const char *const extra[],
+                        char *line, size_t size);
 /* Waits until the probe's status file says it counted `rounds`; copies the status into line. */
 void th_wait_rounds(struct th_probe *run, long rounds, char *line, size_t size);
 

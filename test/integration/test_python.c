@@ -271,7 +271,8 @@ Test(python, round_storm_while_exiting)
 	for (int i = 0; i < 40; i++) {
 		struct py_run run;
 		char line[1024];
-		py_start(&run, "exit_now.py", NULL, NULL, "ready");
+		const char *signal_on[] = {"ROUNDTRIM_SIGNAL=RTMIN+8", NULL};
+		py_start(&run, "exit_now.py", NULL, signal_on, "ready");
 		/* One round first: our Python thread then exists and keeps a thread state, the
 		 * case CPython's finalisation must end cleanly. */
 		py_round(&run, 1, line, sizeof(line));

@@ -67,11 +67,51 @@ Test(robust, fork_during_trims_never_deadlocks)
 	cr_assert_eq(p.status, 0);
 }
 
-Test(robust, fork_child_gets_its_own_fifo_and_counts)
+/* How many threads and descriptors at or above the library's floor pid has. */
+static void
+threads_and_high_fds(long pid, int *threads, int *high)
+{
+	char path[PATH_MAX];
+	*threads = *high = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	*threads = th_entries_in(path);
+	snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL)
+		*high += atoi(e->d_name) >= th_fd_floor();
+	if (d)
+		closedir(d);
+}
+
+/* A fork child may exec at once: until it is known to keep running, it gets nothing. */
+Test(robust, fork_child_that_waits_gets_no_worker_and_no_file)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), NULL};
+	const char *argv[] = {th_workload("probe"), "forkchild", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[256], path[PATH_MAX];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	long child = strtol(line + strlen("child "), NULL, 10);
+	cr_assert_gt(child, 0, "%s", line);
+	int threads, high;
+	threads_and_high_fds(child, &threads, &high);
+	cr_assert_eq(threads, 1, "the child has a thread of the library's");
+	cr_assert_eq(high, 0, "the child holds descriptors of the library's");
+	snprintf(path, sizeof(path), "%s/%ld.fifo", dir, child);
+	cr_assert_neq(access(path, F_OK), 0, "the child has a FIFO");
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(th_entries_in(dir), 0);
+}
+
+Test(robust, fork_child_that_keeps_working_gets_its_own_fifo_and_counts)
 {
 	const char *dir = th_tmpdir();
 	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
-	const char *argv[] = {th_workload("probe"), "forkchild", NULL};
+	const char *argv[] = {th_workload("probe"), "forkchild", "busy", NULL};
 	struct th_proc p;
 	th_spawn(&p, argv, env);
 	char line[256], path[PATH_MAX], status[PATH_MAX], parent_status[PATH_MAX];
@@ -388,18 +428,6 @@ Test(robust, role_caps_arenas_unless_the_user_did)
 	cr_assert_eq(arenas_with(user), 3, "the user's MALLOC_ARENA_MAX must win");
 }
 
-static int
-entries_in(const char *dir)
-{
-	int n = 0;
-	DIR *d = opendir(dir);
-	cr_assert_not_null(d);
-	for (struct dirent *e; (e = readdir(d)) != NULL;)
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(d);
-	return n;
-}
-
 Test(robust, fork_then_exec_leaves_no_files)
 {
 	const char *dir = th_tmpdir();
@@ -411,7 +439,7 @@ Test(robust, fork_then_exec_leaves_no_files)
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	cr_assert_eq(p.status, 0);
-	cr_assert_eq(entries_in(dir), 0, "files left behind by exec'd processes");
+	cr_assert_eq(th_entries_in(dir), 0, "files left behind by exec'd processes");
 }
 
 Test(robust, failed_exec_keeps_the_fifo_working)
@@ -427,5 +455,5 @@ Test(robust, failed_exec_keeps_the_fifo_working)
 	th_wait_rounds(&run, 1, line, sizeof(line));
 	th_close_stdin(p);
 	cr_assert(th_wait(p, TH_TIMEOUT_MS));
-	cr_assert_eq(entries_in(dir), 0);
+	cr_assert_eq(th_entries_in(dir), 0);
 }

@@ -32,7 +32,8 @@ run_rounds(const char *preload, int every, int rounds, enum trigger trigger)
 	snprintf(rounds_arg, sizeof(rounds_arg), "%d", rounds);
 	const char *argv[] = {th_workload("frag"), "--threads", "2",      "--mib", "256",
 	                      "--rounds",          rounds_arg,  "--wait", NULL};
-	const char *env[] = {env_preload, env_stats, env_fifo, env_n, NULL};
+	const char *env[] = {env_preload, env_stats, env_fifo, env_n, "ROUNDTRIM_SIGNAL=RTMIN+8",
+	                     NULL};
 	struct th_proc p;
 	th_spawn(&p, argv, env);
 	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, p.pid);

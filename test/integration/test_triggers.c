@@ -11,11 +11,15 @@
 
 TestSuite(triggers, .timeout = 120, .fini = th_cleanup);
 
+/* The signal trigger is off by default: these tests turn it on. */
+#define SIGNAL_ON "ROUNDTRIM_SIGNAL=RTMIN+8"
+
 static void
 start_probe(struct th_probe *run, const char *const args[])
 {
 	char line[256];
-	th_start_probe(run, args, NULL, line, sizeof(line));
+	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=0", SIGNAL_ON, NULL};
+	th_start_probe_env(run, args, env, line, sizeof(line));
 }
 
 static void
@@ -100,7 +104,7 @@ capture(const char *const argv[], bool with_library, char *out, size_t size)
 {
 	char env_preload[PATH_MAX];
 	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
-	const char *env[] = {with_library ? env_preload : NULL, NULL};
+	const char *env[] = {with_library ? env_preload : NULL, SIGNAL_ON, NULL};
 	struct th_proc p;
 	th_spawn(&p, argv, env);
 	size_t len = 0;
@@ -112,15 +116,16 @@ capture(const char *const argv[], bool with_library, char *out, size_t size)
 	cr_assert_eq(p.status, 0, "%s failed", argv[1]);
 }
 
-Test(triggers, library_blocks_its_signal_in_the_host)
+/* The probe's SigBlk under the library, with the signal trigger's variable or without. */
+static unsigned long long
+blocked_mask(const char *signal_env)
 {
-	/* What the exec tests below undo: the host itself runs with the signal blocked. */
 	char out[2048];
 	const char *argv[] = {th_workload("probe"), "status", NULL};
 	struct th_proc p;
 	char env_preload[PATH_MAX];
 	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
-	th_spawn(&p, argv, (const char *[]){env_preload, NULL});
+	th_spawn(&p, argv, (const char *[]){env_preload, signal_env, NULL});
 	size_t len = 0;
 	char line[256];
 	while (th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS) && strncmp(line, "ready", 5))
@@ -129,8 +134,20 @@ Test(triggers, library_blocks_its_signal_in_the_host)
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	char *blk = strstr(out, "SigBlk:");
 	cr_assert_not_null(blk, "%s", out);
-	unsigned long long mask = strtoull(blk + 7, NULL, 16);
-	cr_assert(mask & (1ull << (SIGRTMIN + 8 - 1)), "%s", out);
+	return strtoull(blk + 7, NULL, 16);
+}
+
+/* By default the library uses no signal: the program's mask is its own. */
+Test(triggers, default_leaves_every_signal_unblocked)
+{
+	cr_assert_eq(blocked_mask(NULL), 0);
+}
+
+Test(triggers, signal_trigger_blocks_its_signal_in_the_host)
+{
+	/* What the exec tests below undo: with the trigger on, the host runs with it blocked. */
+	unsigned long long mask = blocked_mask(SIGNAL_ON);
+	cr_assert_eq(mask, 1ull << (SIGRTMIN + 8 - 1), "%llx", mask);
 }
 
 static void

@@ -112,7 +112,7 @@ Test(config, defaults)
 	cr_assert(cfg.python);
 	cr_assert_eq(cfg.role, RT_ROLE_NONE);
 	cr_assert_eq(cfg.arena_max, 0);
-	cr_assert_eq(cfg.signal, 34 + 8);
+	cr_assert_eq(cfg.signal, 0);
 	cr_assert_str_eq(cfg.fifo, "/tmp/roundtrim-1000/%p.fifo");
 	cr_assert_str_eq(cfg.log, "");
 	cr_assert_str_eq(cfg.stats, "");
@@ -570,11 +570,11 @@ Test(config, signal_values)
 	}
 }
 
-Test(config, signal_default_follows_platform)
+Test(config, signal_names_follow_platform)
 {
 	struct rt_platform p = platform("python3");
 	p.sigrtmin = 35;
-	read_for(NULL, &p);
+	read_for(ENV({"ROUNDTRIM_SIGNAL", "RTMIN+8"}), &p);
 	cr_assert_eq(cfg.signal, 43);
 }
 
@@ -585,19 +585,23 @@ Test(config, signal_bad)
 		const char *line;
 	} cases[] = {
 	    {"KILL", "roundtrim: ROUNDTRIM_SIGNAL=\"KILL\" is a signal reserved for the system; "
-	             "using SIGRTMIN+8"},
+	             "using none (no signal trigger)"},
 	    {"33", "roundtrim: ROUNDTRIM_SIGNAL=\"33\" is a signal reserved for the system; "
-	           "using SIGRTMIN+8"},
-	    {"RTMIN+31", "roundtrim: ROUNDTRIM_SIGNAL=\"RTMIN+31\" is too large; using SIGRTMIN+8"},
-	    {"65", "roundtrim: ROUNDTRIM_SIGNAL=\"65\" is too large; using SIGRTMIN+8"},
-	    {"-5", "roundtrim: ROUNDTRIM_SIGNAL=\"-5\" is negative; using SIGRTMIN+8"},
-	    {"wat", "roundtrim: ROUNDTRIM_SIGNAL=\"wat\" is not a valid value; using SIGRTMIN+8"},
-	    {"", "roundtrim: ROUNDTRIM_SIGNAL=\"\" is empty; using SIGRTMIN+8"},
+	           "using none (no signal trigger)"},
+	    {"RTMIN+31", "roundtrim: ROUNDTRIM_SIGNAL=\"RTMIN+31\" is too large; using none (no "
+	                 "signal trigger)"},
+	    {"65",
+	     "roundtrim: ROUNDTRIM_SIGNAL=\"65\" is too large; using none (no signal trigger)"},
+	    {"-5",
+	     "roundtrim: ROUNDTRIM_SIGNAL=\"-5\" is negative; using none (no signal trigger)"},
+	    {"wat", "roundtrim: ROUNDTRIM_SIGNAL=\"wat\" is not a valid value; using none (no "
+	            "signal trigger)"},
+	    {"", "roundtrim: ROUNDTRIM_SIGNAL=\"\" is empty; using none (no signal trigger)"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		read_env(ENV({"ROUNDTRIM_SIGNAL", cases[i].text}));
 		expect_diag(cases[i].line);
-		cr_assert_eq(cfg.signal, 42, "%s", cases[i].text);
+		cr_assert_eq(cfg.signal, 0, "%s", cases[i].text);
 	}
 }
 

@@ -131,16 +131,34 @@ Test(path, default_fifo_too_small)
 Test(path, stale_candidates_only_for_per_pid_fifo_names)
 {
 	int pid = 0;
-	cr_assert(rt_path_stale_candidate("/tmp/roundtrim-0/%p.fifo", "1234.fifo", &pid));
+	bool aside = true;
+	cr_assert(rt_path_stale_candidate("/tmp/roundtrim-0/%p.fifo", "1234.fifo", &pid, &aside));
 	cr_assert_eq(pid, 1234);
-	cr_assert(rt_path_stale_candidate("/run/user/1000/roundtrim/%p.fifo", "77.status", &pid));
+	cr_assert_not(aside);
+	cr_assert(rt_path_stale_candidate("/tmp/r/%p.fifo", "55.fifo.exec", &pid, &aside));
+	cr_assert_eq(pid, 55);
+	cr_assert(aside);
+	cr_assert(rt_path_stale_candidate("/tmp/r/%p.fifo", "56.status.exec", &pid, &aside));
+	cr_assert(aside);
+	cr_assert_not(
+	    rt_path_stale_candidate("/tmp/r/%p.fifo", "56.status.tmp.exec", &pid, &aside));
+	cr_assert(
+	    rt_path_stale_candidate("/run/user/1000/roundtrim/%p.fifo", "77.status", &pid, &aside));
 	cr_assert_eq(pid, 77);
-	cr_assert(rt_path_stale_candidate("/tmp/r/%p.fifo", "9.status.tmp", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "9.fifo.bak", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "abc.fifo", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", ".fifo", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "0.fifo", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "99999999999.fifo", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/job-%p.fifo", "12.fifo", &pid));
-	cr_assert_not(rt_path_stale_candidate("/tmp/r/fixed.fifo", "12.fifo", &pid));
+	cr_assert(rt_path_stale_candidate("/tmp/r/%p.fifo", "9.status.tmp", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "9.fifo.bak", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "abc.fifo", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", ".fifo", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "0.fifo", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/%p.fifo", "99999999999.fifo", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/job-%p.fifo", "12.fifo", &pid, &aside));
+	cr_assert_not(rt_path_stale_candidate("/tmp/r/fixed.fifo", "12.fifo", &pid, &aside));
+}
+
+Test(path, exec_aside_adds_a_suffix)
+{
+	char out[32];
+	cr_assert(rt_path_exec_aside(out, sizeof(out), "/tmp/r/12.fifo"));
+	cr_assert_str_eq(out, "/tmp/r/12.fifo.exec");
+	cr_assert_not(rt_path_exec_aside(out, strlen("/tmp/r/12.fifo.exec"), "/tmp/r/12.fifo"));
 }

@@ -81,13 +81,20 @@ Test(proto, crlf)
 Test(proto, unknown)
 {
 	static const char *const lines[] = {"ROUND", "round ",   " round",    "rounds",
-	                                    "",      "trim\r\r", "gc-rounds", "hello"};
+	                                    " ",     "trim\r\r", "gc-rounds", "hello"};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		char bytes[80];
 		snprintf(bytes, sizeof(bytes), "%s\n", lines[i]);
 		/* Only one trailing CR is removed. */
 		expect_line(bytes, RT_PROTO_UNKNOWN, 0, i == 5 ? "trim\r" : lines[i]);
 	}
+}
+
+/* The library wakes its own worker with an empty line: neither a command nor junk. */
+Test(proto, empty_lines_are_wake_ups)
+{
+	expect_line("\n", RT_PROTO_EMPTY, 0, "");
+	expect_line("\r\n", RT_PROTO_EMPTY, 0, "");
 }
 
 Test(proto, bad_gc_rounds_argument)
@@ -187,6 +194,7 @@ Test(proto, kind_names)
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_TRIM), "trim");
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_GC_ROUNDS), "gc-rounds");
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_STATS), "stats");
+	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_EMPTY), "empty");
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_UNKNOWN), "unknown");
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_OVERSIZED), "oversized");
 }

@@ -9,12 +9,27 @@
  *                   posix_spawn, posix_spawnp, system, popen) without LD_PRELOAD; print its lines
  *   forkloop N      N times: ask for a trim (roundtrim_trim), fork at once, child allocates and
  *                   exits; a thread churns the heap meanwhile. Prints "forks=N"
- *   forkchild       fork; the child prints "child PID" and both wait for EOF on stdin
+ *   forkchild [busy]  fork; the child prints "child PID" and both wait for EOF on stdin; a busy
+ *                   child allocates and frees a MiB every 10 ms meanwhile, as a worker does
  *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym
  *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info
- *   execfail        execv a program that does not exist, then act as idle */
+ *   execfail        execv a program that does not exist, then act as idle
+ *   lowfd N         after a line on stdin, N times: close stderr, open /dev/null (which must get
+ *                   descriptor 2), put stderr back; prints "lowfd misses=M stderr=same|changed"
+ *                   and waits for EOF
+ *   closeall        after a line: close_range(3, ~0), roundtrim_round(); prints "closed"; after
+ *                   another line opens a file of its own, writes, reads it back: "mine=TEXT"
+ *   dupover         after a line, dup2s a pipe holding "hello" over the library's FIFO
+ *                   descriptor and prints "replaced"; after a line reads it: "got=TEXT"
+ *   handler HOW     reports the disposition it finds for SIGRTMIN+8 ("before=default|other"),
+ *                   installs its own handler with HOW (sigaction, signal), prints "ready" and
+ *                   "handled" once the signal has run it
+ *   forkexec N      N times: fork, the child closes every descriptor above 2 (close_range) and
+ *                   execs /bin/true; prints "forkexec=N" */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,15 +372,33 @@ mode_forkloop(int n)
 	return 0;
 }
 
+/* Allocates and frees a MiB every 10 ms until EOF on stdin. */
+static void
+work_until_eof(void)
+{
+	char buf[256];
+	for (;;) {
+		struct pollfd pfd = {.fd = 0, .events = POLLIN};
+		if (poll(&pfd, 1, 10) > 0 && read(0, buf, sizeof(buf)) <= 0)
+			return;
+		char *volatile block = malloc(1 << 20);
+		memset(block, 3, 4096);
+		free(block);
+	}
+}
+
 static int
-mode_forkchild(void)
+mode_forkchild(int busy)
 {
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
 		printf("child %d\n", getpid());
 		fflush(stdout);
-		wait_eof();
+		if (busy)
+			work_until_eof();
+		else
+			wait_eof();
 		_exit(0);
 	}
 	wait_eof();
@@ -436,6 +471,164 @@ mode_arenas(void)
 	return 0;
 }
 
+static void
+wait_line(void)
+{
+	char c;
+	while (read(0, &c, 1) == 1 && c != '\n')
+		;
+}
+
+static int
+mode_lowfd(int n)
+{
+	printf("ready %d\n", getpid());
+	wait_line();
+	int saved = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	struct stat before, after;
+	fstat(2, &before);
+	int misses = 0;
+	for (int i = 0; i < n; i++) {
+		close(2);
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd != 2) {
+			misses++;
+			if (fd >= 0)
+				close(fd);
+		}
+		dup2(saved, 2);
+	}
+	fstat(2, &after);
+	printf("lowfd misses=%d stderr=%s\n", misses,
+	       before.st_ino == after.st_ino && before.st_dev == after.st_dev ? "same" : "changed");
+	wait_eof();
+	return 0;
+}
+
+static int
+api_round(void)
+{
+	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
+	return round ? round() : -1;
+}
+
+static int
+mode_closeall(void)
+{
+	printf("ready %d\n", getpid());
+	wait_line();
+	if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
+		return 1;
+	api_round();
+	printf("closed\n");
+	wait_line();
+	char path[] = "/tmp/rt-probe-XXXXXX", buf[16] = "";
+	int fd = mkstemp(path);
+	unlink(path);
+	if (fd < 0 || write(fd, "mine", 4) != 4 || lseek(fd, 0, SEEK_SET) != 0)
+		return 1;
+	wait_line();
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	printf("mine=%s\n", buf);
+	wait_eof();
+	return 0;
+}
+
+/* The descriptor whose link ends in ".fifo": the library's FIFO. */
+static int
+library_fifo_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1;
+	while (d && (e = readdir(d)) != NULL) {
+		char link[300], target[512];
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n > 5 && (target[n] = '\0', !strcmp(target + n - 5, ".fifo")))
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static int
+mode_dupover(void)
+{
+	printf("ready %d\n", getpid());
+	wait_line();
+	int fifo = library_fifo_fd(), p[2];
+	if (fifo < 0 || pipe(p) != 0 || write(p[1], "hello", 5) != 5 || dup2(p[0], fifo) != fifo)
+		return 1;
+	fcntl(fifo, F_SETFL, O_NONBLOCK);
+	printf("replaced %d\n", fifo);
+	wait_line();
+	char buf[16] = "";
+	ssize_t n = read(fifo, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	printf("got=%s\n", buf);
+	wait_eof();
+	return 0;
+}
+
+static atomic_int handled;
+
+static void
+count_handler(int sig)
+{
+	(void)sig;
+	atomic_store(&handled, 1);
+}
+
+static int
+mode_handler(const char *how)
+{
+	int sig = SIGRTMIN + 8;
+	struct sigaction old;
+	sigaction(sig, NULL, &old);
+	printf("before=%s\n",
+	       old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO) ? "default" : "other");
+	if (!strcmp(how, "signal")) {
+		if (signal(sig, count_handler) == SIG_ERR)
+			return 1;
+	} else {
+		struct sigaction sa = {.sa_handler = count_handler};
+		if (sigaction(sig, &sa, NULL) != 0)
+			return 1;
+	}
+	printf("ready %d\n", getpid());
+	/* No sigsuspend: it would unblock the signal itself; the handler must run under the
+	 * mask the thread has. */
+	while (!atomic_load(&handled)) {
+		struct timespec tick = {0, 5 * 1000 * 1000};
+		nanosleep(&tick, NULL);
+	}
+	printf("handled\n");
+	wait_eof();
+	return 0;
+}
+
+static int
+mode_forkexec(int n)
+{
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			syscall(SYS_close_range, 3, ~0U, 0);
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		int status;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			return 1;
+	}
+	printf("forkexec=%d\n", n);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -456,11 +649,21 @@ main(int argc, char **argv)
 	if (!strcmp(mode, "forkloop") && argc > 2)
 		return mode_forkloop(atoi(argv[2]));
 	if (!strcmp(mode, "forkchild"))
-		return mode_forkchild();
+		return mode_forkchild(argc > 2 && !strcmp(argv[2], "busy"));
 	if (!strcmp(mode, "api"))
 		return mode_api();
 	if (!strcmp(mode, "arenas"))
 		return mode_arenas();
+	if (!strcmp(mode, "lowfd") && argc > 2)
+		return mode_lowfd(atoi(argv[2]));
+	if (!strcmp(mode, "closeall"))
+		return mode_closeall();
+	if (!strcmp(mode, "dupover"))
+		return mode_dupover();
+	if (!strcmp(mode, "handler") && argc > 2)
+		return mode_handler(argv[2]);
+	if (!strcmp(mode, "forkexec") && argc > 2)
+		return mode_forkexec(atoi(argv[2]));
 	if (!strcmp(mode, "execfail")) {
 		char *const args[] = {"missing", NULL};
 		if (execv("/nonexistent/roundtrim-probe", args) == 0)

@@ -1,7 +1,8 @@
 """mp_children METHOD: multiprocessing with the fork, forkserver or spawn start method.
 The parent prints "parent" and waits for a line on stdin (so that a round can run in it first),
-then starts 2 children. Each makes cyclic garbage, sends its pid through a queue and waits for
-an Event. The parent prints "child PID" for each, then "ready", waits for a line, sets the
+then starts 2 children. Each makes cyclic garbage, sends its pid through a queue and works
+(allocates a MiB every 20 ms) until an Event is set: a fork child gets the library's worker only
+once it keeps running and allocating. The parent prints "child PID" for each, then "ready", waits for a line, sets the
 Event, joins them and prints "done CODE1 CODE2"."""
 import multiprocessing as mp
 import os
@@ -17,7 +18,10 @@ def child(queue, go):
         n = Node()
         n.self = n
     queue.put(os.getpid())
-    go.wait(60)
+    for _ in range(3000):
+        if go.wait(0.02):
+            break
+        bytearray(1 << 20)
     for _ in range(1000):
         n = Node()
         n.self = n

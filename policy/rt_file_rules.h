@@ -1,0 +1,50 @@
+/* rt_file_rules: which directories, paths and descriptor numbers the library may use for the
+ * files it makes (the FIFO, the status file beside it, the stats and log files). */
+#ifndef RT_FILE_RULES_H
+#define RT_FILE_RULES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What lstat(2) (fstat(2) for an open directory) said of a path, reduced to what the rules
+ * look at. */
+struct rt_file_facts {
+	bool exists;
+	bool is_symlink;
+	bool is_dir;
+	bool is_fifo;
+	bool is_regular;
+	unsigned uid;
+	unsigned mode; /* permission bits */
+};
+
+enum rt_file_kind {
+	RT_FILE_FIFO,   /* the trigger FIFO, in a 0700 directory of the user's own */
+	RT_FILE_STATUS, /* the status file beside the FIFO */
+	RT_FILE_OUTPUT, /* a stats or log file the user named */
+};
+
+enum rt_file_verdict {
+	RT_FILE_CREATE,  /* nothing there: create it */
+	RT_FILE_REPLACE, /* our own stale FIFO or status file: make it anew */
+	RT_FILE_USE,     /* an output file that may be appended to */
+	RT_FILE_REFUSE,
+};
+
+/* NULL when the directory may hold a file of this kind, else the reason for refusing it. A
+ * missing FIFO directory is acceptable: the caller creates it 0700 and asks again. */
+const char *rt_file_dir_refusal(enum rt_file_kind kind, const struct rt_file_facts *dir,
+                                unsigned uid);
+
+/* What to do with whatever exists at the path itself, in a directory the rule above accepted;
+ * *why is set when refusing. Nothing is ever followed: a symbolic link is refused. */
+enum rt_file_verdict rt_file_node_verdict(enum rt_file_kind kind, const struct rt_file_facts *dir,
+                                          const struct rt_file_facts *node, unsigned uid,
+                                          const char **why);
+
+/* The lowest number the library's descriptors may take, for a soft RLIMIT_NOFILE of
+ * nofile_limit (roundtrim(7), DESCRIPTORS): far above the numbers programs use and juggle,
+ * below the limit, and below 1024. */
+int rt_file_fd_floor(uint64_t nofile_limit);
+
+#endif

@@ -1,0 +1,596 @@
+/* The library's files. Everything is opened at start-up by the thread that starts the library,
+ * before the program can juggle descriptors around it, and lifted above the floor at once
+ * (rt_fd). Later the files are only read, written, renamed and unlinked. The stats and log
+ * files of a per-process template (%p) are opened unnamed (O_TMPFILE) and get their name with
+ * their first line, so that a process that never reports leaves no empty file (roundtrim(7),
+ * FILES). */
+#include "rt_files.h"
+
+#include "rt_fd.h"
+#include "rt_file_rules.h"
+#include "rt_path.h"
+#include "rt_report.h"
+#include "rt_shim.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RT_FILES_STATUS_PATH_MAX (RT_CONFIG_PATH_MAX + 16)
+#define RT_FILES_WHY_MAX (RT_FILES_STATUS_PATH_MAX + 256)
+
+struct rt_output {
+	struct rt_fd fd;
+	char path[RT_CONFIG_PATH_MAX];
+	bool unnamed;       /* O_TMPFILE: named with its first line */
+	bool made_at_start; /* created empty at start-up (no O_TMPFILE there): removed if unused */
+	atomic_bool written;
+};
+
+static struct {
+	struct rt_fd fifo, status, statm;
+	struct rt_output stats, log;
+	char fifo_path[RT_CONFIG_PATH_MAX];
+	char status_path[RT_FILES_STATUS_PATH_MAX];
+	size_t status_len; /* the longest content written, which shorter ones pad over */
+	atomic_int owner;  /* the pid that made the FIFO and status file: only it removes them */
+} rt_f = {
+    .fifo = RT_FD_NONE("FIFO trigger"),
+    .status = RT_FD_NONE("status file"),
+    .statm = RT_FD_NONE("RSS readings"),
+    .stats = {.fd = RT_FD_NONE("stats file")},
+    .log = {.fd = RT_FD_NONE("log file")},
+};
+
+static struct rt_file_facts
+rt_files_facts(const struct stat *st)
+{
+	struct rt_file_facts f = {
+	    .exists = true,
+	    .is_symlink = S_ISLNK(st->st_mode),
+	    .is_dir = S_ISDIR(st->st_mode),
+	    .is_fifo = S_ISFIFO(st->st_mode),
+	    .is_regular = S_ISREG(st->st_mode),
+	    .uid = st->st_uid,
+	    .mode = st->st_mode & 07777,
+	};
+	return f;
+}
+
+static struct rt_file_facts
+rt_files_lstat(int dirfd, const char *path)
+{
+	struct stat st;
+	struct rt_file_facts none = {.exists = false};
+	if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return none;
+	return rt_files_facts(&st);
+}
+
+/* Whether the descriptor is what the facts described when they were read (no swap between). */
+static bool
+rt_files_is(int fd, mode_t type, unsigned uid)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == type && st.st_uid == uid;
+}
+
+/* Whether some process holds the FIFO open for reading: a non-blocking open for writing
+ * fails with ENXIO when nobody reads. */
+static bool
+rt_files_fifo_has_reader(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* Opens the FIFO directory, creating it 0700 when missing, and checks it. */
+static int
+rt_files_fifo_dir(const char *dir, unsigned uid, char *why, size_t why_size)
+{
+	const char *refusal;
+	struct rt_file_facts facts = rt_files_lstat(AT_FDCWD, dir);
+	if (!facts.exists && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		snprintf(why, why_size, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	facts = rt_files_lstat(AT_FDCWD, dir);
+	if ((refusal = rt_file_dir_refusal(RT_FILE_FIFO, &facts, uid))) {
+		snprintf(why, why_size, "refusing %s: %s", dir, refusal);
+		return -1;
+	}
+	/* From here on, work relative to the directory checked, so that it cannot be swapped for
+	 * a symbolic link between the check and the use; and check what was opened. */
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (dirfd < 0 || fstat(dirfd, &st) != 0) {
+		snprintf(why, why_size, "cannot open %s: %s", dir, strerror(errno));
+		if (dirfd >= 0)
+			close(dirfd);
+		return -1;
+	}
+	facts = rt_files_facts(&st);
+	if ((refusal = rt_file_dir_refusal(RT_FILE_FIFO, &facts, uid))) {
+		snprintf(why, why_size, "refusing %s: %s", dir, refusal);
+		close(dirfd);
+		return -1;
+	}
+	return dirfd;
+}
+
+static bool
+rt_files_make_fifo(int dirfd, const char *name, unsigned uid, char *why, size_t why_size)
+{
+	const char *refusal;
+	struct rt_file_facts dir = {.exists = true, .is_dir = true, .uid = uid, .mode = 0700};
+	struct rt_file_facts node = rt_files_lstat(dirfd, name);
+	switch (rt_file_node_verdict(RT_FILE_FIFO, &dir, &node, uid, &refusal)) {
+	case RT_FILE_REFUSE:
+	case RT_FILE_USE:
+		snprintf(why, why_size, "refusing %s: %s", rt_f.fifo_path, refusal);
+		return false;
+	case RT_FILE_REPLACE:
+		if (rt_files_fifo_has_reader(dirfd, name)) {
+			snprintf(why, why_size, "refusing %s: another process reads it",
+			         rt_f.fifo_path);
+			return false;
+		}
+		unlinkat(dirfd, name, 0);
+		break;
+	case RT_FILE_CREATE:
+		break;
+	}
+	if (mkfifoat(dirfd, name, 0600) != 0) {
+		snprintf(why, why_size, "cannot create %s: %s", rt_f.fifo_path, strerror(errno));
+		return false;
+	}
+	/* O_RDWR: the FIFO always has a writer (us), so poll never reports a hang-up when the
+	 * last external writer closes, and writers never see ENXIO while we live. */
+	int fd = openat(dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || !rt_files_is(fd, S_IFIFO, uid)) {
+		snprintf(why, why_size, "cannot open %s: %s", rt_f.fifo_path,
+		         fd < 0 ? strerror(errno) : "not our FIFO");
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	fchmod(fd, 0600); /* mkfifo obeyed the umask; make the mode exact */
+	if (!rt_fd_adopt(&rt_f.fifo, fd)) {
+		snprintf(why, why_size, "cannot keep %s: %s", rt_f.fifo_path, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static bool
+rt_files_make_status(int dirfd, const char *name, unsigned uid, char *why, size_t why_size)
+{
+	const char *refusal;
+	struct rt_file_facts dir = {.exists = true, .is_dir = true, .uid = uid, .mode = 0700};
+	struct rt_file_facts node = rt_files_lstat(dirfd, name);
+	if (rt_file_node_verdict(RT_FILE_STATUS, &dir, &node, uid, &refusal) == RT_FILE_REFUSE) {
+		snprintf(why, why_size, "refusing %s: %s", rt_f.status_path, refusal);
+		return false;
+	}
+	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || !rt_files_is(fd, S_IFREG, uid)) {
+		snprintf(why, why_size, "cannot open %s: %s", rt_f.status_path,
+		         fd < 0 ? strerror(errno) : "not our file");
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	fchmod(fd, 0600);
+	if (!rt_fd_adopt(&rt_f.status, fd)) {
+		snprintf(why, why_size, "cannot keep %s: %s", rt_f.status_path, strerror(errno));
+		return false;
+	}
+	rt_f.status_len = 0;
+	return true;
+}
+
+/* Removes what dead processes of this user left in the FIFO's directory (killed by a signal,
+ * they never ran their destructor), and what an earlier program of this very process left set
+ * aside when it exec'd us. Only names rt_path_stale_candidate calls ours. */
+static void
+rt_files_sweep(int dirfd, const char *fifo_template)
+{
+	int scan = dup(dirfd);
+	DIR *d = scan < 0 ? NULL : fdopendir(scan);
+	if (!d) {
+		if (scan >= 0)
+			close(scan);
+		return;
+	}
+	uid_t uid = geteuid();
+	pid_t self = getpid();
+	struct dirent *entry;
+	while ((entry = readdir(d)) != NULL) {
+		int pid;
+		bool aside;
+		struct stat st;
+		if (!rt_path_stale_candidate(fifo_template, entry->d_name, &pid, &aside) ||
+		    fstatat(dirfd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    st.st_uid != uid)
+			continue;
+		if ((pid == self && aside) || (pid != self && kill(pid, 0) != 0 && errno == ESRCH))
+			unlinkat(dirfd, entry->d_name, 0);
+	}
+	closedir(d);
+}
+
+static void
+rt_files_open_fifo(bool forked)
+{
+	const struct rt_config *cfg = &rt_shim.cfg;
+	char dir[RT_CONFIG_PATH_MAX], name[NAME_MAX + 1], status_name[NAME_MAX + 1];
+	char why[RT_FILES_WHY_MAX];
+	int dirfd = -1;
+	/* A fork child whose FIFO template has no %p would fight its parent for the same path:
+	 * it keeps the other triggers only (roundtrim(7)). */
+	if (!cfg->fifo[0] || (forked && !rt_path_template_per_pid(cfg->fifo)))
+		return;
+	if (!rt_path_expand(rt_f.fifo_path, sizeof(rt_f.fifo_path), cfg->fifo, getpid()) ||
+	    !rt_path_status_for_fifo(rt_f.status_path, sizeof(rt_f.status_path), rt_f.fifo_path) ||
+	    !rt_path_split(rt_f.fifo_path, dir, sizeof(dir), name, sizeof(name)) ||
+	    !rt_path_split(rt_f.status_path, dir, sizeof(dir), status_name, sizeof(status_name))) {
+		rt_warn("FIFO trigger off: cannot expand %s", cfg->fifo);
+		goto label_return;
+	}
+	unsigned uid = geteuid();
+	dirfd = rt_files_fifo_dir(dir, uid, why, sizeof(why));
+	if (dirfd < 0 || !rt_files_make_fifo(dirfd, name, uid, why, sizeof(why))) {
+		rt_warn("FIFO trigger off: %s", why);
+		goto label_return;
+	}
+	atomic_store(&rt_f.owner, getpid());
+	if (!rt_files_make_status(dirfd, status_name, uid, why, sizeof(why))) {
+		rt_warn("status file off (the command cannot see this process): %s", why);
+	}
+	rt_files_sweep(dirfd, cfg->fifo);
+label_return:
+	if (dirfd >= 0)
+		close(dirfd);
+	if (!rt_fd_valid(&rt_f.fifo))
+		rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
+}
+
+/* Opens a stats or log file: an existing one for appending, a missing per-process one unnamed
+ * (named by its first line), a missing shared one (no %p: several processes append to it) at
+ * once. */
+static void
+rt_files_open_output(struct rt_output *out, const char *tmpl)
+{
+	char dir[RT_CONFIG_PATH_MAX], name[NAME_MAX + 1];
+	const char *refusal;
+	unsigned uid = geteuid();
+	int dirfd = -1, fd = -1;
+	struct stat st;
+	if (!tmpl[0])
+		return;
+	if (!rt_path_expand(out->path, sizeof(out->path), tmpl, getpid()) ||
+	    !rt_path_split(out->path, dir, sizeof(dir), name, sizeof(name))) {
+		rt_warn("%s off: cannot expand %s", out->fd.feature, tmpl);
+		goto label_return;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct rt_file_facts dir_facts = {.exists = false};
+	if (dirfd >= 0 && fstat(dirfd, &st) == 0)
+		dir_facts = rt_files_facts(&st);
+	if ((refusal = rt_file_dir_refusal(RT_FILE_OUTPUT, &dir_facts, uid))) {
+		rt_warn("%s off: refusing %s: %s", out->fd.feature, out->path, refusal);
+		goto label_return;
+	}
+	struct rt_file_facts node = rt_files_lstat(dirfd, name);
+	switch (rt_file_node_verdict(RT_FILE_OUTPUT, &dir_facts, &node, uid, &refusal)) {
+	case RT_FILE_REFUSE:
+	case RT_FILE_REPLACE:
+		rt_warn("%s off: refusing %s: %s", out->fd.feature, out->path, refusal);
+		goto label_return;
+	case RT_FILE_USE:
+		fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0 &&
+		    (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != node.uid)) {
+			rt_warn("%s off: %s changed while it was opened", out->fd.feature,
+			        out->path);
+			goto label_return;
+		}
+		break;
+	case RT_FILE_CREATE:
+		if (rt_path_template_per_pid(tmpl)) {
+			fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
+			out->unnamed = fd >= 0;
+		}
+		if (fd < 0) {
+			/* Shared, or a file system without O_TMPFILE. */
+			fd = openat(dirfd, name,
+			            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY |
+			                O_CLOEXEC,
+			            0600);
+			out->made_at_start = fd >= 0 && rt_path_template_per_pid(tmpl);
+		}
+		break;
+	}
+	if (fd < 0) {
+		rt_warn("%s off: cannot open %s: %s", out->fd.feature, out->path, strerror(errno));
+		goto label_return;
+	}
+	if (!rt_fd_adopt(&out->fd, fd))
+		rt_warn("%s off: cannot keep %s: %s", out->fd.feature, out->path, strerror(errno));
+	fd = -1;
+label_return:
+	if (fd >= 0)
+		close(fd);
+	if (dirfd >= 0)
+		close(dirfd);
+}
+
+void
+rt_files_open(void)
+{
+	const struct rt_config *cfg = &rt_shim.cfg;
+	bool forked = rt_shim.forked;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !rt_fd_adopt(&rt_f.statm, fd))
+		rt_warn("RSS readings off: cannot open /proc/self/statm: %s", strerror(errno));
+	rt_files_open_output(&rt_f.log, cfg->log);
+	rt_files_open_output(&rt_f.stats, cfg->stats);
+	rt_files_open_fifo(forked);
+}
+
+static void
+rt_files_forget_output(struct rt_output *out)
+{
+	rt_fd_close(&out->fd);
+	out->path[0] = '\0';
+	out->unnamed = out->made_at_start = false;
+	atomic_store(&out->written, false);
+}
+
+void
+rt_files_forget_parent(void)
+{
+	rt_fd_close(&rt_f.fifo);
+	rt_fd_close(&rt_f.status);
+	rt_fd_close(&rt_f.statm);
+	rt_files_forget_output(&rt_f.stats);
+	rt_files_forget_output(&rt_f.log);
+	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
+	rt_f.status_len = 0;
+	atomic_store(&rt_f.owner, 0);
+}
+
+static bool
+rt_files_ours_here(void)
+{
+	return atomic_load(&rt_f.owner) == getpid();
+}
+
+/* The worker's view of the FIFO: once the program has closed or replaced its descriptor, the
+ * FIFO and the status file go (nobody would read them), and so does their descriptor. */
+static int
+rt_files_fifo_checked(void)
+{
+	int fd = rt_fd_get(&rt_f.fifo);
+	if (fd >= 0 || !rt_f.fifo_path[0])
+		return fd;
+	if (rt_files_ours_here()) {
+		unlink(rt_f.fifo_path);
+		unlink(rt_f.status_path);
+	}
+	rt_fd_close(&rt_f.status);
+	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
+	return -1;
+}
+
+int
+rt_files_fifo_fd(void)
+{
+	return rt_files_fifo_checked();
+}
+
+ssize_t
+rt_files_fifo_read(char *buf, size_t size)
+{
+	int fd = rt_files_fifo_checked();
+	if (fd < 0)
+		return -1;
+	ssize_t got;
+	do
+		got = read(fd, buf, size);
+	while (got < 0 && errno == EINTR);
+	return got < 0 ? (errno == EAGAIN ? 0 : -1) : got;
+}
+
+void
+rt_files_fifo_poke(void)
+{
+	int fd = rt_fd_peek(&rt_f.fifo);
+	int saved_errno = errno;
+	/* EAGAIN: the FIFO is full, so the worker has plenty to wake for already. */
+	if (fd >= 0 && write(fd, "\n", 1) < 0) {
+	}
+	errno = saved_errno;
+}
+
+const char *
+rt_files_fifo_path(void)
+{
+	return rt_fd_valid(&rt_f.fifo) ? rt_f.fifo_path : "";
+}
+
+bool
+rt_files_have_status(void)
+{
+	return rt_fd_valid(&rt_f.status);
+}
+
+void
+rt_files_write_status(const char *json, size_t len)
+{
+	int fd = rt_fd_get(&rt_f.status);
+	if (fd < 0)
+		return;
+	/* In place, padded with blanks (JSON allows them) over a longer earlier content: one
+	 * pwrite, no new file. The JSON's own newline moves to the end. */
+	char buf[RT_REPORT_LINE_MAX * 2 + 512];
+	if (len == 0 || len > sizeof(buf) - 1)
+		return;
+	memcpy(buf, json, len - 1);
+	size_t total = len > rt_f.status_len ? len : rt_f.status_len;
+	if (total > sizeof(buf))
+		total = sizeof(buf);
+	memset(buf + len - 1, ' ', total - len);
+	buf[total - 1] = '\n';
+	ssize_t n;
+	do
+		n = pwrite(fd, buf, total, 0);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)total)
+		rt_f.status_len = total;
+}
+
+static void
+rt_files_output_line(struct rt_output *out, const char *line, size_t len)
+{
+	int fd = rt_fd_get(&out->fd);
+	if (fd < 0)
+		return;
+	rt_out_write_all(fd, line, len);
+	if (atomic_exchange(&out->written, true) || !out->unnamed)
+		return;
+	/* The first line is in: give the file its name. linkat never follows or replaces what
+	 * is at the path; a name taken meanwhile means another process owns that file. */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, self, AT_FDCWD, out->path, AT_SYMLINK_FOLLOW) != 0) {
+		rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path,
+		        strerror(errno));
+		rt_fd_close(&out->fd);
+	}
+}
+
+void
+rt_files_stats_line(const char *line, size_t len)
+{
+	rt_files_output_line(&rt_f.stats, line, len);
+}
+
+void
+rt_files_log_line(const char *line, size_t len)
+{
+	if (rt_shim.cfg.log[0])
+		rt_files_output_line(&rt_f.log, line, len);
+	else
+		rt_out_write_all(STDERR_FILENO, line, len);
+}
+
+bool
+rt_files_have_stats(void)
+{
+	return rt_fd_valid(&rt_f.stats.fd);
+}
+
+const char *
+rt_files_stats_path(void)
+{
+	return rt_fd_valid(&rt_f.stats.fd) ? rt_f.stats.path : "";
+}
+
+uint64_t
+rt_files_rss_kib(void)
+{
+	char buf[128];
+	int fd = rt_fd_get(&rt_f.statm);
+	if (fd < 0)
+		return 0;
+	ssize_t n;
+	do
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long long size, resident;
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+static void
+rt_files_move(const char *path, bool back)
+{
+	char aside[RT_FILES_STATUS_PATH_MAX + 8];
+	if (!path[0] || !rt_path_exec_aside(aside, sizeof(aside), path))
+		return;
+	if (back)
+		rename(aside, path);
+	else
+		rename(path, aside);
+}
+
+bool
+rt_files_before_exec(void)
+{
+	/* A vfork child shares our memory but is another process: its exec is not ours. */
+	if (!rt_files_ours_here())
+		return false;
+	int saved_errno = errno;
+	rt_files_move(rt_f.fifo_path, false);
+	rt_files_move(rt_f.status_path, false);
+	errno = saved_errno;
+	return true;
+}
+
+void
+rt_files_after_failed_exec(bool moved)
+{
+	if (!moved)
+		return;
+	int saved_errno = errno;
+	rt_files_move(rt_f.fifo_path, true);
+	rt_files_move(rt_f.status_path, true);
+	errno = saved_errno;
+}
+
+/* A per-process file made empty at start-up, on a file system without O_TMPFILE, and never
+ * written: it goes with the process, as if it had never been made. */
+static void
+rt_files_remove_unused(struct rt_output *out)
+{
+	struct stat ours, there;
+	int fd = rt_fd_peek(&out->fd);
+	if (!out->made_at_start || atomic_load(&out->written) || fd < 0 || fstat(fd, &ours) != 0 ||
+	    ours.st_size != 0 || lstat(out->path, &there) != 0 || there.st_ino != ours.st_ino ||
+	    there.st_dev != ours.st_dev)
+		return;
+	unlink(out->path);
+}
+
+void
+rt_files_remove(void)
+{
+	if (!rt_files_ours_here())
+		return;
+	char aside[RT_FILES_STATUS_PATH_MAX + 8];
+	const char *paths[] = {rt_f.fifo_path, rt_f.status_path};
+	for (size_t i = 0; i < 2; i++) {
+		if (!paths[i][0])
+			continue;
+		unlink(paths[i]);
+		if (rt_path_exec_aside(aside, sizeof(aside), paths[i]))
+			unlink(aside);
+	}
+	rt_files_remove_unused(&rt_f.stats);
+	rt_files_remove_unused(&rt_f.log);
+}

@@ -1,0 +1,48 @@
+/* rt_files: every file and descriptor the library keeps: the FIFO and the status file beside it,
+ * /proc's statm, the stats and log files; made at start-up, set aside around exec, removed at exit.
+ */
+#ifndef RT_FILES_H
+#define RT_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* At start-up, in the thread that starts the library (the constructor, or the thread of a fork
+ * child that starts its worker): opens everything the configuration asks for. Every descriptor
+ * is lifted above the floor before it returns (rt_fd); afterwards nothing is ever opened. A
+ * feature that cannot be had says so in one line and stays off. */
+void rt_files_open(void);
+/* In a fork child, inside fork: closes the parent's descriptors and forgets its files. */
+void rt_files_forget_parent(void);
+
+/* The FIFO's descriptor for the worker's wait, -1 when there is none (or it was lost). */
+int rt_files_fifo_fd(void);
+/* Reads what the FIFO holds (non-blocking): >0 bytes, 0 when empty, -1 when the FIFO is gone. */
+ssize_t rt_files_fifo_read(char *buf, size_t size);
+/* Wakes a worker that waits on the FIFO: an empty line, which the protocol ignores.
+ * Async-signal-safe; from any thread. */
+void rt_files_fifo_poke(void);
+const char *rt_files_fifo_path(void); /* "" when none */
+bool rt_files_have_status(void);
+
+/* Replaces the status file's content in place (seq fields let readers catch a write half done). */
+void rt_files_write_status(const char *json, size_t len);
+/* Appends one line to the stats file, or to the log (stderr when no log file). */
+void rt_files_stats_line(const char *line, size_t len);
+void rt_files_log_line(const char *line, size_t len);
+bool rt_files_have_stats(void);
+const char *rt_files_stats_path(void); /* "" when none */
+
+/* RSS from /proc/self/statm, in KiB; 0 when unreadable. */
+uint64_t rt_files_rss_kib(void);
+
+/* Around an exec of this process: the FIFO and status file are moved aside (the next program
+ * would not know them) and moved back if the exec returns. Renames only: no descriptor. */
+bool rt_files_before_exec(void);
+void rt_files_after_failed_exec(bool moved);
+/* On the way out (destructor, _exit): removes the FIFO and status file this process made. */
+void rt_files_remove(void);
+
+#endif

@@ -1,0 +1,317 @@
+/* What the host must never notice: the library's descriptors (none taken at arbitrary moments,
+ * all high and close-on-exec, none used once the program closed or replaced it), its signal
+ * (given up to a program that claims it), fork children that exec at once, and the files it
+ * writes (no links followed, no foreign files, none made before the first line). */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(invisible, .timeout = 120, .fini = th_cleanup);
+
+#define SIGNAL_ON "ROUNDTRIM_SIGNAL=RTMIN+8"
+
+static const char *
+env_in_dir(const char *name, const char *file)
+{
+	static char buf[4][PATH_MAX];
+	static int next;
+	char *out = buf[next++ % 4];
+	snprintf(out, PATH_MAX, "%s=%s/%s", name, th_tmpdir(), file);
+	return out;
+}
+
+static const char *
+env_preload(void)
+{
+	static char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "LD_PRELOAD=%s", th_lib());
+	return buf;
+}
+
+Test(invisible, no_low_descriptor_is_taken_while_rounds_storm)
+{
+	struct th_probe run;
+	char line[512];
+	const char *env[] = {env_in_dir("ROUNDTRIM_STATS", "%p.jsonl"), NULL};
+	th_start_probe_env(&run, (const char *[]){"lowfd", "300000", NULL}, env, line,
+	                   sizeof(line));
+	th_write(&run.proc, "go\n");
+	/* Rounds until the probe is done: each one reads RSS and rewrites the status file. */
+	int rounds = 0;
+	static char burst[6 * 20 + 1];
+	for (int i = 0; i < 20; i++)
+		memcpy(burst + 6 * i, "round\n", 6);
+	while (!th_read_line(&run.proc, line, sizeof(line), 1)) {
+		char err[4096];
+		if (!th_fifo_write(run.fifo, burst, 6 * 20)) {
+			th_kill(&run.proc);
+			th_read_stderr(&run.proc, err, sizeof(err));
+			cr_assert_fail("FIFO not served after %d rounds: %s", rounds, err);
+		}
+		rounds++;
+	}
+	cr_assert_str_eq(line, "lowfd misses=0 stderr=same", "after %d rounds", rounds);
+	cr_assert_gt(rounds, 10);
+	th_wait_rounds(&run, 20L * rounds, line, sizeof(line));
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+}
+
+/* Whether /proc/PID/fdinfo/FD says close-on-exec (O_CLOEXEC is 02000000 in "flags:"). */
+static bool
+close_on_exec(int pid, int fd)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	cr_assert_gt(th_read_file(path, buf, sizeof(buf)), 0);
+	char *flags = strstr(buf, "flags:");
+	cr_assert_not_null(flags, "%s", buf);
+	return strtoul(flags + 6, NULL, 8) & 02000000;
+}
+
+Test(invisible, every_descriptor_is_high_and_close_on_exec)
+{
+	struct th_probe run;
+	char line[512];
+	const char *env[] = {env_in_dir("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     env_in_dir("ROUNDTRIM_LOG", "log"), "ROUNDTRIM_PROFILE=1", NULL};
+	th_start_probe_env(&run, (const char *[]){"idle", NULL}, env, line, sizeof(line));
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	th_wait_rounds(&run, 1, line, sizeof(line));
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", run.proc.pid);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int ours = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		int fd = atoi(e->d_name);
+		char link[PATH_MAX], target[PATH_MAX] = "";
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		if (readlink(link, target, sizeof(target) - 1) < 0 || fd <= 2)
+			continue;
+		/* What the test runner itself let the probe inherit is not the library's. */
+		if (!strstr(target, th_tmpdir()) && !strstr(target, "/statm"))
+			continue;
+		ours++;
+		cr_assert_geq(fd, th_fd_floor(), "descriptor %d below the floor", fd);
+		cr_assert(close_on_exec(run.proc.pid, fd), "descriptor %d not close-on-exec", fd);
+	}
+	closedir(d);
+	/* statm, FIFO, status, stats, log. */
+	cr_assert_eq(ours, 5);
+	th_kill(&run.proc);
+}
+
+/* A shell that puts its own file on descriptor 3 reads that file's lines, all of them (1 to
+ * 2000, which add up to 2001000). */
+Test(invisible, shell_reads_its_own_descriptor_3)
+{
+	char file[PATH_MAX], script[PATH_MAX + 128], out[256], err[4096];
+	snprintf(file, sizeof(file), "%s/numbers.txt", th_tmpdir());
+	FILE *f = fopen(file, "w");
+	cr_assert_not_null(f);
+	for (int i = 1; i <= 2000; i++)
+		fprintf(f, "%d\n", i);
+	fclose(f);
+	snprintf(script, sizeof(script),
+	         "exec 3<%s; n=0; while read -r -u 3 x; do n=$((n + x)); done; echo $n", file);
+	const char *argv[] = {"/bin/bash", "-c", script, NULL};
+	const char *env[] = {env_preload(), env_in_dir("ROUNDTRIM_FIFO", "%p.fifo"), SIGNAL_ON,
+	                     NULL};
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+		cr_assert_str_eq(out, "2001000\n", "run %d: %s", i, err);
+	}
+}
+
+/* The probe closes every descriptor above stderr; the library's FIFO stands down, says so once,
+ * takes its files away, and never touches the descriptor the program opens next. */
+Test(invisible, closed_fifo_descriptor_stands_down)
+{
+	struct th_probe run;
+	char line[512], err[8192];
+	th_start_probe_env(&run, (const char *[]){"closeall", NULL}, NULL, line, sizeof(line));
+	th_write(&run.proc, "go\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "closed");
+	cr_assert(th_wait_stderr(&run.proc, "FIFO trigger off: descriptor", err, sizeof(err),
+	                         TH_TIMEOUT_MS),
+	          "%s", err);
+	cr_assert(th_wait_path(run.fifo, true, TH_TIMEOUT_MS), "FIFO left behind");
+	cr_assert(th_wait_path(run.status, true, TH_TIMEOUT_MS), "status left behind");
+	th_write(&run.proc, "open\n");
+	th_write(&run.proc, "read\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "mine=mine");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(run.proc.status, 0);
+	/* Each feature that lost its descriptor (the FIFO, the RSS readings) says so once. */
+	th_read_stderr(&run.proc, err, sizeof(err));
+	const char *first = strstr(err, "FIFO trigger off");
+	cr_assert_not_null(first);
+	cr_assert_null(strstr(first + 1, "FIFO trigger off"), "said twice: %s", err);
+}
+
+Test(invisible, replaced_fifo_descriptor_is_never_read)
+{
+	struct th_probe run;
+	char line[512], err[8192];
+	th_start_probe_env(&run, (const char *[]){"dupover", NULL}, NULL, line, sizeof(line));
+	th_write(&run.proc, "go\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
+	cr_assert(th_wait_stderr(&run.proc, "FIFO trigger off: descriptor", err, sizeof(err),
+	                         TH_TIMEOUT_MS),
+	          "%s", err);
+	th_write(&run.proc, "read\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "got=hello");
+	th_kill(&run.proc);
+}
+
+static void
+handler_case(const char *how)
+{
+	struct th_probe run;
+	char line[512], err[8192];
+	const char *env[] = {SIGNAL_ON, NULL};
+	th_start_probe_env(&run, (const char *[]){"handler", how, NULL}, env, line, sizeof(line));
+	cr_assert_str_eq(line, "before=default");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "ready", 5), 0, "%s", line);
+	cr_assert(th_wait_stderr(&run.proc, "signal trigger off: the program set its own", err,
+	                         sizeof(err), TH_TIMEOUT_MS),
+	          "%s", err);
+	cr_assert_eq(kill(run.proc.pid, SIGRTMIN + 8), 0);
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "handler never ran");
+	cr_assert_str_eq(line, "handled");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(run.proc.status, 0, "the signal killed the program");
+}
+
+Test(invisible, program_handler_by_sigaction_gets_the_signal)
+{
+	handler_case("sigaction");
+}
+
+Test(invisible, program_handler_by_signal_gets_the_signal)
+{
+	handler_case("signal");
+}
+
+/* Children that close every descriptor and exec at once, as subprocess does: nothing of the
+ * library's runs in them, so nothing races their descriptor work. */
+Test(invisible, fork_exec_children_are_left_alone)
+{
+	char out[256], err[8192];
+	const char *argv[] = {th_workload("probe"), "forkexec", "300", NULL};
+	const char *env[] = {env_preload(), env_in_dir("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     "ROUNDTRIM_MATCH=probe", NULL};
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(out, "forkexec=300\n");
+	cr_assert_null(strstr(err, "roundtrim"), "%s", err);
+}
+
+/* One round in a probe with ROUNDTRIM_STATS=path; returns its stderr. */
+static void
+stats_run(const char *stats, bool act, char *err, size_t size)
+{
+	struct th_probe run;
+	char line[512], env_stats[PATH_MAX + 32];
+	snprintf(env_stats, sizeof(env_stats), "ROUNDTRIM_STATS=%s", stats);
+	const char *env[] = {env_stats, "ROUNDTRIM_GC_ROUNDS=1", NULL};
+	th_start_probe_env(&run, (const char *[]){"idle", NULL}, env, line, sizeof(line));
+	if (act) {
+		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+		th_wait_rounds(&run, 1, line, sizeof(line));
+	}
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	th_read_stderr(&run.proc, err, size);
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(invisible, stats_never_follow_a_symbolic_link)
+{
+	char victim[PATH_MAX], link[PATH_MAX], err[4096], buf[64];
+	snprintf(victim, sizeof(victim), "%s/victim", th_tmpdir());
+	snprintf(link, sizeof(link), "%s/stats.jsonl", th_tmpdir());
+	write_file(victim, "x\n");
+	cr_assert_eq(symlink(victim, link), 0);
+	stats_run(link, true, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "stats file off: refusing"), "%s", err);
+	cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+	cr_assert_eq(th_read_file(victim, buf, sizeof(buf)), 2);
+	cr_assert_str_eq(buf, "x\n");
+}
+
+Test(invisible, stats_refuse_another_users_file_in_a_shared_directory)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 16], err[4096], buf[64];
+	snprintf(dir, sizeof(dir), "%s/shared", th_tmpdir());
+	snprintf(file, sizeof(file), "%s/stats.jsonl", dir);
+	cr_assert_eq(mkdir(dir, 0777), 0);
+	cr_assert_eq(chmod(dir, 01777), 0);
+	write_file(file, "theirs\n");
+	if (geteuid() != 0 || chown(file, 4242, 4242) != 0)
+		cr_skip_test("needs root to give a file to another user");
+	stats_run(file, true, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "belongs to another user"), "%s", err);
+	cr_assert_eq(th_read_file(file, buf, sizeof(buf)), 7);
+}
+
+Test(invisible, stats_refuse_what_is_not_a_regular_file)
+{
+	char fifo[PATH_MAX], err[4096];
+	snprintf(fifo, sizeof(fifo), "%s/stats.jsonl", th_tmpdir());
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	stats_run(fifo, true, err, sizeof(err));
+	cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
+}
+
+Test(invisible, stats_file_appears_with_its_first_line_only)
+{
+	char tmpl[PATH_MAX], err[4096];
+	snprintf(tmpl, sizeof(tmpl), "%s/s-%%p.jsonl", th_tmpdir());
+	/* A process that never reports leaves nothing. */
+	stats_run(tmpl, false, err, sizeof(err));
+	cr_assert_eq(th_entries_in(th_tmpdir()), 0, "%s", err);
+	/* One that does gets its file, 0600, holding its line. */
+	stats_run(tmpl, true, err, sizeof(err));
+	DIR *d = opendir(th_tmpdir());
+	struct dirent *e;
+	int files = 0;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "s-", 2))
+			continue;
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", th_tmpdir(), e->d_name);
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert(S_ISREG(st.st_mode));
+		cr_assert_eq(st.st_mode & 0777, 0600);
+		cr_assert_eq(th_count_lines(path, "\"round\":1,"), 1);
+		files++;
+	}
+	closedir(d);
+	cr_assert_eq(files, 1);
+}
