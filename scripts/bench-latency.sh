@@ -37,7 +37,7 @@ main() {
 	{
 		echo "## Figure 3: trigger to done"
 		echo
-		echo "From sending one trigger to the status file renamed into place with the round counted"
+		echo "From sending one trigger to the status file rewritten with the round counted"
 		echo "(after the round's action, if any), paced one at a time, $rounds rounds per run, $runs run(s);"
 		echo "the program is \`probe idle\` (a heap of a few KiB). N = 1000000: rounds are only counted;"
 		echo "N = 1: each round runs malloc_trim(0). Each cell: median [min–max] over runs of the run's"

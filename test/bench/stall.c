@@ -160,7 +160,7 @@ stall_roundtrim(void)
 	bench_expand(fifo_t, getpid(), fifo, sizeof(fifo));
 	bench_expand(stats_t, getpid(), stats, sizeof(stats));
 	snprintf(status, sizeof(status), "%.*s.status", (int)(strlen(fifo) - 5), fifo);
-	int status_fd = bench_watch_dir(status, IN_MOVED_TO);
+	int status_fd = bench_watch_dir(status, IN_MODIFY | IN_CREATE);
 	if (!bench_wait_file(status_fd, status, "\"rounds\":0,", buf, sizeof(buf),
 	                     STALL_TIMEOUT_MS))
 		bench_die("roundtrim is not running in this process (no %s)", status);

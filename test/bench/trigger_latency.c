@@ -2,7 +2,7 @@
  * (an idle program that prints one line and waits for EOF, e.g. `probe idle`) with LD_PRELOAD=LIB,
  * its FIFO and status file in a fresh directory and ROUNDTRIM_GC_ROUNDS=N; then, one at a time,
  * ROUNDS times: take the clock, send one trigger (the line "round" to the FIFO, or the signal
- * SIGRTMIN+8), wait until the status file renamed into place says rounds == k, take the clock.
+ * SIGRTMIN+8), wait until the status file, rewritten in place, says rounds == k, take the clock.
  * One trigger is in flight at a time, so no two merge into one batch. Prints
  *   trigger=T every=N rounds=R p50_us=X p99_us=Y max_us=Z
  * and with --raw FILE writes every latency in microseconds, one a line.
@@ -37,7 +37,7 @@ lat_env(const struct lat_opts *o, const char *dir)
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = calloc(n + 4, sizeof(*env));
+	char **env = calloc(n + 5, sizeof(*env));
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "ROUNDTRIM_", 10))
@@ -45,7 +45,8 @@ lat_env(const struct lat_opts *o, const char *dir)
 	if (asprintf(&env[k++], "LD_PRELOAD=%s%s%s", o->lib, o->preload ? ":" : "",
 	             o->preload ? o->preload : "") < 0 ||
 	    asprintf(&env[k++], "ROUNDTRIM_FIFO=%s/%%p.fifo", dir) < 0 ||
-	    asprintf(&env[k++], "ROUNDTRIM_GC_ROUNDS=%ld", o->every) < 0)
+	    asprintf(&env[k++], "ROUNDTRIM_GC_ROUNDS=%ld", o->every) < 0 ||
+	    asprintf(&env[k++], "ROUNDTRIM_SIGNAL=%s", o->by_signal ? "RTMIN+8" : "none") < 0)
 		bench_die("out of memory");
 	return env;
 }
@@ -108,8 +109,8 @@ main(int argc, char **argv)
 	char fifo[PATH_MAX], status[PATH_MAX], buf[4096], needle[64];
 	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, (int)pid);
 	snprintf(status, sizeof(status), "%s/%d.status", dir, (int)pid);
-	/* Every rewrite of the status file is a rename into place. */
-	int ifd = bench_watch_dir(status, IN_MOVED_TO);
+	/* The status file is rewritten in place. */
+	int ifd = bench_watch_dir(status, IN_MODIFY | IN_CREATE);
 	if (!bench_wait_file(ifd, status, "\"rounds\":0,", buf, sizeof(buf), LAT_TIMEOUT_MS))
 		bench_die("%s made no status file %s (does it carry %s?)", o.program[0], status,
 		          o.lib);

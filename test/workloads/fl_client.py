@@ -10,7 +10,9 @@ varying sizes are what fragment glibc's heap, as a real client's do.
 After each round it prints
     round R rss_kib=S
 (S from /proc/self/statm) and, with --wait, reads one line from stdin before the next round (EOF
-ends the program): the protocol of test/workloads/frag.c.
+ends the program): the protocol of test/workloads/frag.c. It waits as a client polls for its next
+task, with a timeout, so that its main thread keeps coming back to the interpreter (where
+roundtrim's Python steps run) rather than sitting in one blocking read.
 
 --self-cleanup does what NVFlare's in-process cleanup does each round: gc.collect(), then
 malloc_trim(0) through ctypes when the allocator is glibc ("jemalloc" if the process exports
@@ -27,6 +29,7 @@ import gc
 import io
 import os
 import random
+import select
 import sys
 
 import numpy as np
@@ -154,9 +157,16 @@ def main():
             cleanup()
         sys.stdout.write("round %d rss_kib=%d\n" % (r, rss_kib()))
         sys.stdout.flush()
-        if args.wait and not sys.stdin.readline():
+        if args.wait and not next_task():
             break
     return 0
+
+
+def next_task():
+    """Waits for a line on stdin, polling every 10 ms; False at EOF."""
+    while not select.select([sys.stdin], [], [], 0.01)[0]:
+        pass
+    return bool(sys.stdin.readline())
 
 
 if __name__ == "__main__":
