@@ -1,6 +1,9 @@
-/* The Python steps with Debian's real /usr/bin/python3: cyclic garbage collected on a round and
- * not before, the CUDA cache step against a fake torch, a GIL held by a C call, rounds while
- * the interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
+/* The Python steps with Debian's real /usr/bin/python3: they run on the interpreter's main
+ * thread as a pending call, so that nothing of the library shows in the program (no thread in a
+ * faulthandler dump, no Dummy thread after a finalizer), a disabled collector stays disabled, a
+ * main thread inside a C call makes the round go on without them and nothing runs late, forks
+ * from other threads complete; plus the CUDA cache step against a fake torch, rounds while the
+ * interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PYTHON "/usr/bin/python3"
@@ -109,17 +113,39 @@ Test(python, cycles_collected_on_a_round_and_not_before)
 {
 	struct py_run run;
 	char line[1024], answer[256];
-	py_start(&run, "gc_cycles.py", NULL, NULL, "ready");
+	const char *arg = "--gc-enabled";
+	py_start(&run, "gc_cycles.py", arg, NULL, "ready");
 	py_ask(&run, answer, sizeof(answer));
-	cr_assert_str_eq(answer, "alive=100 gc=False", "collected before any round");
+	cr_assert_str_eq(answer, "alive=100 gc=True", "collected before any round");
 
 	py_round(&run, 1, line, sizeof(line));
 	expect_in(line, "\"python\":\"collected\"");
 	expect_in(line, "\"cuda\":\"off\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
-	/* Collected, and the program's own setting is back. */
 	py_ask(&run, answer, sizeof(answer));
-	cr_assert_str_eq(answer, "alive=0 gc=False");
+	cr_assert_str_eq(answer, "alive=0 gc=True");
+	py_finish(&run);
+}
+
+/* The program's gc.disable() stands: the round neither collects nor enables the collector,
+ * and says why. */
+Test(python, disabled_collector_stays_disabled)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	py_start(&run, "gc_cycles.py", NULL, NULL, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	expect_in(line, "\"python\":\"skipped-gc-disabled\"");
+	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
+	/* The CUDA step is not the collector's: it still ran (and found the option off). */
+	expect_in(line, "\"cuda\":\"off\"");
+	expect_in(line, "\"action\":\"malloc_trim\"");
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "alive=100 gc=False");
+	py_round(&run, 2, line, sizeof(line));
+	expect_in(line, "\"python\":\"skipped-gc-disabled\"");
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_finish(&run);
 }
 
@@ -128,7 +154,7 @@ Test(python, profile_line_says_what_was_done)
 	struct py_run run;
 	char line[1024], err[8192];
 	const char *extra[] = {"ROUNDTRIM_PROFILE=1", NULL};
-	py_start(&run, "gc_cycles.py", NULL, extra, "ready");
+	py_start(&run, "gc_cycles.py", "--gc-enabled", extra, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	cr_assert(th_wait_stderr(&run.proc, "python=collected", err, sizeof(err), TH_TIMEOUT_MS),
 	          "%s", err);
@@ -230,35 +256,127 @@ Test(python, cuda_error_is_swallowed)
 	cuda_case("NVFLARE_CUDA_EMPTY_CACHE=true", "raise", NULL, "error", false);
 }
 
-/* The only thread holds the GIL in a C call: the round goes on without the Python steps, a
- * second round does not queue behind the first, and once the call returns Python steps run
- * again. */
-Test(python, gil_held_by_a_c_call_does_not_hang_rounds)
+/* The main thread sits in one C call: the round goes on without the Python steps once the
+ * bound has passed, a second round re-arms the same request instead of queueing another, and
+ * when the call returns the withdrawn request runs as nothing (the cycles are still there);
+ * the next round collects them. */
+static void
+blocked_case(const char *mode)
 {
 	struct py_run run;
-	char line[1024];
-	py_start(&run, "gil_hog.py", NULL, NULL, "ready");
-	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"skipped-gil-busy\"");
-	expect_in(line, "\"action\":\"malloc_trim\"");
-	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
-	py_round(&run, 2, line, sizeof(line));
-	expect_in(line, "\"python\":\"skipped-busy\"");
-	expect_in(line, "\"action\":\"malloc_trim\"");
-
-	th_write(&run.proc, "x");
-	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
-	cr_assert_str_eq(line, "released");
-	/* The withdrawn request is dropped once the Python thread gets the GIL; rounds until then
-	 * say busy. Bounded: each round waits at most for the GIL's deadline. */
-	bool collected = false;
-	for (int r = 3; r < 3 + 50 && !collected; r++) {
+	char line[1024], answer[256];
+	py_start(&run, "blocked.py", mode, NULL, "ready");
+	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
-		collected = strstr(line, "\"python\":\"collected\"") != NULL;
-		if (!collected)
-			expect_in(line, "\"python\":\"skipped-busy\"");
+		expect_in(line, "\"python\":\"skipped-main-busy\"");
+		expect_in(line, "\"action\":\"malloc_trim\"");
+		expect_in(line, "\"cuda\":\"skipped\"");
+		cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	}
-	cr_assert(collected, "Python steps never came back: %s", line);
+	th_write(&run.proc, "x");
+	/* The withdrawn call runs at the main thread's first safe point after the C call. */
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "released alive=100", "a withdrawn request ran late");
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "alive=100", "a withdrawn request ran late");
+	py_round(&run, 3, line, sizeof(line));
+	expect_in(line, "\"python\":\"collected\"");
+	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "alive=0");
+	py_finish(&run);
+}
+
+Test(python, main_thread_in_a_read_skips_the_steps)
+{
+	blocked_case("read");
+}
+
+Test(python, main_thread_holding_the_gil_skips_the_steps)
+{
+	blocked_case("hold");
+}
+
+/* Nothing of the library is a thread of the program's: not in a faulthandler dump of all
+ * threads, nor in sys._current_frames() or threading.enumerate(), after rounds ran. */
+Test(python, no_thread_of_ours_after_a_round)
+{
+	struct py_run run;
+	char line[1024], answer[256], dump[PATH_MAX];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
+	py_start(&run, "visible.py", dump, NULL, "ready");
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "dump=1 frames=1 enumerate=1 dummies=0 finalized=0 by=-");
+	for (int r = 1; r <= 3; r++) {
+		py_round(&run, r, line, sizeof(line));
+		expect_in(line, "\"python\":\"collected\"");
+		py_ask(&run, answer, sizeof(answer));
+		expect_in(answer, "dump=1 frames=1 enumerate=1 dummies=0 ");
+	}
+	py_finish(&run);
+}
+
+/* The finalizers a round's collection runs run on the main thread, as under the program's own
+ * gc.collect(): threading.current_thread() there makes no Dummy thread. */
+Test(python, finalizers_run_on_the_main_thread)
+{
+	struct py_run run;
+	char line[1024], answer[256], dump[PATH_MAX];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
+	py_start(&run, "visible.py", dump, NULL, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	expect_in(line, "\"python\":\"collected\"");
+	cr_assert_geq(th_field(line, "gc_collected"), 100, "%s", line);
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer,
+	                 "dump=1 frames=1 enumerate=1 dummies=0 finalized=100 by=MainThread");
+	py_finish(&run);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One storm step: a round by signal and one by FIFO into the program. */
+static void
+storm(struct py_run *run)
+{
+	kill(run->proc.pid, SIGRTMIN + 8);
+	th_fifo_write(run->fifo, "round\n", 6);
+}
+
+/* A thread other than the main one forks 200 times while rounds storm into the parent by
+ * signal and FIFO: every child (which inherits whatever request of ours CPython's queue held,
+ * and runs bytecode) exits 0, and the parent's rounds collect. */
+Test(python, forks_from_a_thread_during_rounds)
+{
+	signal(SIGPIPE, SIG_IGN);
+	struct py_run run;
+	char line[1024];
+	const char *signal_on[] = {"ROUNDTRIM_SIGNAL=RTMIN+8", NULL};
+	py_start(&run, "fork_storm.py", "200", signal_on, "ready");
+	th_write(&run.proc, "go\n");
+	int64_t deadline = now_ms() + 4 * TH_TIMEOUT_MS;
+	bool answered = false;
+	while (!answered && now_ms() < deadline) {
+		storm(&run);
+		answered = th_read_line(&run.proc, line, sizeof(line), 1);
+	}
+	cr_assert(answered, "the forks did not end");
+	cr_assert_str_eq(line, "forks=200 ok=200");
+	/* Rounds into the parent collect its cycles (its threshold is 0: nothing else does). */
+	bool collected = false;
+	while (!collected && now_ms() < deadline) {
+		storm(&run);
+		th_write(&run.proc, "?\n");
+		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "no answer");
+		collected = strcmp(line, "alive=0") == 0;
+	}
+	cr_assert(collected, "the parent's rounds never collected: %s", line);
 	py_finish(&run);
 }
 
@@ -273,9 +391,10 @@ Test(python, round_storm_while_exiting)
 		char line[1024];
 		const char *signal_on[] = {"ROUNDTRIM_SIGNAL=RTMIN+8", NULL};
 		py_start(&run, "exit_now.py", NULL, signal_on, "ready");
-		/* One round first: our Python thread then exists and keeps a thread state, the
-		 * case CPython's finalisation must end cleanly. */
+		/* One round first: then a request of ours may sit in CPython's queue while the
+		 * interpreter finalises. */
 		py_round(&run, 1, line, sizeof(line));
+		expect_in(line, "\"python\":\"collected\"");
 		th_close_stdin(&run.proc);
 		int sent = 0;
 		for (;;) {
@@ -309,7 +428,8 @@ mp_case(const char *method)
 	struct py_run run;
 	char line[1024];
 	py_start(&run, "mp_children.py", method, NULL, "parent");
-	/* A round in the parent first, so that a fork child inherits a started Python thread. */
+	/* A round in the parent first, so that a fork child inherits the parent's state of the
+	 * hand-off. */
 	py_round(&run, 1, line, sizeof(line));
 	expect_in(line, "\"python\":\"collected\"");
 	th_write(&run.proc, "go\n");

@@ -1,7 +1,10 @@
 """exit_now: leaves cyclic garbage and daemon threads behind, prints "ready" and exits through
-interpreter finalisation as soon as stdin reaches EOF, while rounds keep arriving."""
+interpreter finalisation as soon as stdin reaches EOF, while rounds keep arriving. Its main
+thread waits in bytecode (mainloop), so that requests are taken up to the moment it returns."""
 import sys
 import threading
+
+import mainloop
 
 
 class Node:
@@ -21,7 +24,8 @@ def main():
         n = Node()
         n.self = n
     print("ready", flush=True)
-    sys.stdin.read()
+    for _ in mainloop.lines():
+        pass
     return 0
 
 

@@ -1,12 +1,15 @@
 """mp_children METHOD: multiprocessing with the fork, forkserver or spawn start method.
 The parent prints "parent" and waits for a line on stdin (so that a round can run in it first),
 then starts 2 children. Each makes cyclic garbage, sends its pid through a queue and works
-(allocates a MiB every 20 ms) until an Event is set: a fork child gets the library's worker only
-once it keeps running and allocating. The parent prints "child PID" for each, then "ready", waits for a line, sets the
-Event, joins them and prints "done CODE1 CODE2"."""
+(allocates a MiB every 10 ms) until an Event is set: a fork child gets the library's worker only
+once it keeps running and allocating. The parent prints "child PID" for each, then "ready",
+waits for a line, sets the Event, joins them and prints "done CODE1 CODE2". Every main thread
+waits in bytecode (mainloop, short Event waits), so that rounds find it."""
 import multiprocessing as mp
 import os
 import sys
+
+import mainloop
 
 
 class Node:
@@ -18,8 +21,8 @@ def child(queue, go):
         n = Node()
         n.self = n
     queue.put(os.getpid())
-    for _ in range(3000):
-        if go.wait(0.02):
+    for _ in range(6000):
+        if go.wait(0.01):
             break
         bytearray(1 << 20)
     for _ in range(1000):
@@ -29,8 +32,9 @@ def child(queue, go):
 
 def main():
     ctx = mp.get_context(sys.argv[1])
+    lines = mainloop.lines()
     print("parent", flush=True)
-    sys.stdin.readline()
+    next(lines)
     queue, go = ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=child, args=(queue, go)) for _ in range(2)]
     for p in procs:
@@ -38,7 +42,7 @@ def main():
     for _ in procs:
         print("child %d" % queue.get(timeout=60), flush=True)
     print("ready", flush=True)
-    sys.stdin.readline()
+    next(lines)
     go.set()
     for p in procs:
         p.join(60)
