@@ -460,15 +460,16 @@ rt_files_write_status(const char *json, size_t len)
 		rt_f.status_len = total;
 }
 
-static void
+/* False when the file is gone (never opened, refused, or lost). */
+static bool
 rt_files_output_line(struct rt_output *out, const char *line, size_t len)
 {
 	int fd = rt_fd_get(&out->fd);
 	if (fd < 0)
-		return;
+		return false;
 	rt_out_write_all(fd, line, len);
 	if (atomic_exchange(&out->written, true) || !out->unnamed)
-		return;
+		return true;
 	/* The first line is in: give the file its name. linkat never follows or replaces what
 	 * is at the path; a name taken meanwhile means another process owns that file. */
 	char self[64];
@@ -477,7 +478,9 @@ rt_files_output_line(struct rt_output *out, const char *line, size_t len)
 		rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path,
 		        strerror(errno));
 		rt_fd_close(&out->fd);
+		return false;
 	}
+	return true;
 }
 
 void
@@ -489,9 +492,7 @@ rt_files_stats_line(const char *line, size_t len)
 void
 rt_files_log_line(const char *line, size_t len)
 {
-	if (rt_shim.cfg.log[0])
-		rt_files_output_line(&rt_f.log, line, len);
-	else
+	if (!rt_files_output_line(&rt_f.log, line, len))
 		rt_out_write_all(STDERR_FILENO, line, len);
 }
 
