@@ -18,6 +18,10 @@ TEST_CFLAGS := $(BASE_CFLAGS) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BU
 	-DRT_SOURCE_DIR='"$(abspath .)"'
 
 POLICY_SRC := $(wildcard policy/*.c)
+# The readers of the library's formats use json-c: the command and the tests link them, the
+# library (which only writes) does not.
+POLICY_READ_SRC := $(wildcard policy/*_read.c)
+POLICY_LIB_SRC := $(filter-out $(POLICY_READ_SRC),$(POLICY_SRC))
 SHIM_SRC := $(wildcard shim/*.c)
 UNIT_SRC := $(wildcard test/unit/*.c)
 INTEGRATION_SRC := $(wildcard test/integration/*.c)
@@ -25,6 +29,7 @@ WORKLOAD_SRC := $(wildcard test/workloads/*.c)
 BENCH_SRC := $(wildcard test/bench/*.c)
 
 POLICY_OBJ := $(POLICY_SRC:%.c=$(BUILD)/%.o)
+POLICY_LIB_OBJ := $(POLICY_LIB_SRC:%.c=$(BUILD)/%.o)
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libroundtrim.so
 UNIT := $(BUILD)/test/unit-tests
@@ -43,16 +48,16 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h policy/*.h) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
-$(LIB): $(SHIM_OBJ) $(POLICY_OBJ) shim/exports.map
-	$(CC) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJ) $(POLICY_OBJ)
+$(LIB): $(SHIM_OBJ) $(POLICY_LIB_OBJ) shim/exports.map
+	$(CC) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJ) $(POLICY_LIB_OBJ)
 
 $(UNIT): $(UNIT_SRC) $(POLICY_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion
+	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion -ljson-c
 
 $(INTEGRATION): $(INTEGRATION_SRC) $(POLICY_OBJ) $(wildcard test/integration/*.h test/bench/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) $(POLICY_OBJ) -lcriterion -pthread
+	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) $(POLICY_OBJ) -lcriterion -ljson-c -pthread
 
 $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
 	@mkdir -p $(@D)

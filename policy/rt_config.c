@@ -2,19 +2,16 @@
 
 #include "rt_parse.h"
 #include "rt_path.h"
+#include "rt_settings.h"
 
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#define RT_CONFIG_GC_ROUNDS_MAX 1000000000u
-#define RT_CONFIG_TRIM_PAD_MAX (1ULL << 40)
 /* No signal by default: the FIFO needs none, the command never sends one, and an unhandled
- * signal kills a process that does not carry the library (roundtrim(7), TRIGGERS). */
+ * signal kills a process that does not carry the library (roundtrim(7), ENVIRONMENT). */
 #define RT_CONFIG_SIGNAL_OFF_TEXT "none (no signal trigger)"
-/* The largest pid Linux hands out (PID_MAX_LIMIT): a template must expand for every pid. */
-#define RT_CONFIG_PID_MAX 4194304
 /* How much of a bad value a diagnostic quotes, so that a huge value cannot flood the log. */
 #define RT_CONFIG_QUOTE_MAX 64
 #define RT_CONFIG_QUOTED_SIZE (RT_CONFIG_QUOTE_MAX * 4 + sizeof("..."))
@@ -26,52 +23,8 @@ struct rt_config_reader {
 	void *lookup_ctx;
 	rt_diag_fn diag;
 	void *diag_ctx;
+	enum rt_role role; /* once read: a server ignores NVFlare's client-only twins */
 };
-
-/* How a scalar variable's text becomes a value: a decimal number up to max when words is NULL,
- * else value v when the text is one of words[v] (first spelling is how v is written). */
-struct rt_config_rule {
-	const char *const *const *words;
-	uint64_t nwords;
-	uint64_t max;
-};
-
-static const char *const rt_config_on_words[] = {"on", "1", "true", "yes", NULL};
-static const char *const rt_config_off_words[] = {"off", "0", "false", "no", NULL};
-static const char *const *const rt_config_switch_words[] = {rt_config_off_words,
-                                                            rt_config_on_words};
-static const struct rt_config_rule rt_config_switch_rule = {rt_config_switch_words, 2, 0};
-
-/* NVFlare's own rules: cuda_empty_cache takes only true/false, profile also 1/0 and yes/no. */
-static const char *const rt_config_true_words[] = {"true", NULL};
-static const char *const rt_config_false_words[] = {"false", NULL};
-static const char *const *const rt_config_truth_words[] = {rt_config_false_words,
-                                                           rt_config_true_words};
-static const struct rt_config_rule rt_config_truth_rule = {rt_config_truth_words, 2, 0};
-
-static const char *const rt_config_profile_on_words[] = {"true", "1", "yes", NULL};
-static const char *const rt_config_profile_off_words[] = {"false", "0", "no", NULL};
-static const char *const *const rt_config_profile_words[] = {rt_config_profile_off_words,
-                                                             rt_config_profile_on_words};
-static const struct rt_config_rule rt_config_profile_rule = {rt_config_profile_words, 2, 0};
-
-/* Indexed by enum rt_jemalloc_action. */
-static const char *const rt_config_purge_words[] = {"purge", NULL};
-static const char *const rt_config_decay_words[] = {"decay", NULL};
-static const char *const *const rt_config_jemalloc_words[] = {rt_config_purge_words,
-                                                              rt_config_decay_words};
-static const struct rt_config_rule rt_config_jemalloc_rule = {rt_config_jemalloc_words, 2, 0};
-
-/* Indexed by enum rt_role; no word selects RT_ROLE_NONE, which is what unset means. */
-static const char *const rt_config_no_words[] = {NULL};
-static const char *const rt_config_client_words[] = {"client", NULL};
-static const char *const rt_config_server_words[] = {"server", NULL};
-static const char *const *const rt_config_role_words[] = {
-    rt_config_no_words, rt_config_client_words, rt_config_server_words};
-static const struct rt_config_rule rt_config_role_rule = {rt_config_role_words, 3, 0};
-
-static const struct rt_config_rule rt_config_gc_rounds_rule = {NULL, 0, RT_CONFIG_GC_ROUNDS_MAX};
-static const struct rt_config_rule rt_config_trim_pad_rule = {NULL, 0, RT_CONFIG_TRIM_PAD_MAX};
 
 /* Writes at most RT_CONFIG_QUOTE_MAX bytes of value, escaped so that the line stays one
  * printable line whatever the value holds; out must hold RT_CONFIG_QUOTED_SIZE bytes. */
@@ -139,108 +92,82 @@ rt_config_arena_max_set_by_user(const struct rt_config_reader *r)
 	return false;
 }
 
-static enum rt_parse_result
-rt_config_parse(const struct rt_config_rule *rule, const char *text, uint64_t *out)
+static struct rt_setting_platform
+rt_config_setting_platform(const struct rt_config_reader *r)
 {
-	if (!rule->words)
-		return rt_parse_u64(text, rule->max, out);
-	if (text[0] == '\0')
-		return RT_PARSE_EMPTY;
-	for (uint64_t v = 0; v < rule->nwords; v++) {
-		if (rt_parse_word_in(text, rule->words[v])) {
-			*out = v;
-			return RT_PARSE_OK;
-		}
-	}
-	return RT_PARSE_GARBAGE;
+	return (struct rt_setting_platform){r->platform->sigrtmin, r->platform->sigrtmax};
 }
 
-static void
-rt_config_value_text(char *out, size_t size, const struct rt_config_rule *rule, uint64_t value)
+/* The twin's text, or NULL when it is unset or this process does not read it. */
+static const char *
+rt_config_twin(const struct rt_config_reader *r, const struct rt_setting *s)
 {
-	if (rule->words)
-		snprintf(out, size, "%s", rule->words[value][0]);
-	else
-		snprintf(out, size, "%" PRIu64, value);
+	if (!s->twin || (s->twin_client_only && r->role == RT_ROLE_SERVER))
+		return NULL;
+	return rt_config_get(r, s->twin);
 }
 
-/* The value of a scalar setting that has the name `name` and, where NVFlare already defines the
- * same setting, the name `twin` (NULL when none): name wins when both are set; when the winner
- * is bad the other one is used if it is good, else bad_value (or bad_text, when not NULL, names
- * what is used). Unset everywhere yields unset_value, silently. */
+/* The value of a scalar setting, by its row (policy/rt_settings): the variable wins over its
+ * NVFlare twin when both are set; when the winner is bad the other one is used if it is good,
+ * else bad_value (bad_text, when not NULL, names what is used). Unset everywhere yields
+ * unset_value, silently. The twin is read as NVFlare reads it. */
 static uint64_t
-rt_config_scalar(const struct rt_config_reader *r, const char *name, const char *twin,
-                 const struct rt_config_rule *rule, uint64_t unset_value, uint64_t bad_value,
-                 const char *bad_text)
+rt_config_scalar(const struct rt_config_reader *r, enum rt_setting_id id, uint64_t unset_value,
+                 uint64_t bad_value, const char *bad_text)
 {
-	const char *text = rt_config_get(r, name);
-	const char *twin_text = twin ? rt_config_get(r, twin) : NULL;
+	const struct rt_setting *s = &rt_settings[id];
+	const struct rt_setting_platform platform = rt_config_setting_platform(r);
+	const char *text = rt_config_get(r, s->name);
+	const char *twin_text = rt_config_twin(r, s);
+	uint64_t value = 0, twin_value = 0;
+	enum rt_parse_result res = RT_PARSE_OK, twin_res = RT_PARSE_OK;
+	if (twin_text)
+		twin_res = rt_setting_parse_twin(s, twin_text, &twin_value);
 	if (!text) {
 		if (!twin_text)
 			return unset_value;
-		/* Only the twin is set: it is the winner and has no twin of its own. */
-		text = twin_text;
-		name = twin;
-		twin_text = NULL;
-	}
-	uint64_t value;
-	enum rt_parse_result res = rt_config_parse(rule, text, &value);
-	if (res == RT_PARSE_OK)
+		if (twin_res == RT_PARSE_OK)
+			return twin_value;
+	} else if ((res = rt_setting_parse(s, text, &platform, &value)) == RT_PARSE_OK) {
 		return value;
-	uint64_t twin_value;
-	enum rt_parse_result twin_res =
-	    twin_text ? rt_config_parse(rule, twin_text, &twin_value) : RT_PARSE_OK;
+	}
 	char fallback[RT_CONFIG_QUOTED_SIZE + 64];
-	if (twin_text && twin_res == RT_PARSE_OK) {
+	if (text && twin_text && twin_res == RT_PARSE_OK) {
 		char quoted[RT_CONFIG_QUOTED_SIZE];
 		rt_config_quote(quoted, twin_text);
-		snprintf(fallback, sizeof(fallback), "%s=%s", twin, quoted);
-		rt_config_diag(r, name, text, rt_parse_result_text(res), fallback);
+		snprintf(fallback, sizeof(fallback), "%s=%s", s->twin, quoted);
+		rt_config_diag(r, s->name, text, rt_parse_result_text(res), fallback);
 		return twin_value;
 	}
 	if (bad_text)
 		snprintf(fallback, sizeof(fallback), "%s", bad_text);
 	else
-		rt_config_value_text(fallback, sizeof(fallback), rule, bad_value);
-	rt_config_diag(r, name, text, rt_parse_result_text(res), fallback);
-	if (twin_text)
-		rt_config_diag(r, twin, twin_text, rt_parse_result_text(twin_res), fallback);
+		rt_setting_value_text(s, bad_value, fallback, sizeof(fallback));
+	if (text)
+		rt_config_diag(r, s->name, text, rt_parse_result_text(res), fallback);
+	if (twin_text && twin_res != RT_PARSE_OK)
+		rt_config_diag(r, s->twin, twin_text, rt_parse_result_text(twin_res), fallback);
 	return bad_value;
 }
 
-/* Why a path template cannot be used, or NULL when it can: it must be absolute, use '%' only in
- * %p and %%, and expand for any pid into a path buffer. */
-static const char *
-rt_config_path_problem(const char *tmpl)
-{
-	char expanded[RT_CONFIG_PATH_MAX];
-	if (tmpl[0] == '\0')
-		return "empty";
-	if (tmpl[0] != '/')
-		return "not an absolute path";
-	if (!rt_path_template_valid(tmpl))
-		return "not a valid template ('%' must start %p or %%)";
-	if (strlen(tmpl) >= RT_CONFIG_PATH_MAX ||
-	    !rt_path_expand(expanded, sizeof(expanded), tmpl, RT_CONFIG_PID_MAX))
-		return "too long";
-	return NULL;
-}
-
-/* A path template setting: unset yields def silently, the word off_word yields "" (none), a bad
+/* A path template setting: unset yields def silently, its off word yields "" (none), a bad
  * template yields def with a diagnostic that calls it def_text. */
 static void
-rt_config_path(const struct rt_config_reader *r, const char *name, const char *off_word, char *out,
-               const char *def, const char *def_text)
+rt_config_path(const struct rt_config_reader *r, enum rt_setting_id id, char *out, const char *def,
+               const char *def_text)
 {
-	const char *const off_words[] = {off_word, NULL};
-	const char *text = rt_config_get(r, name);
-	const char *problem = NULL;
+	const struct rt_setting *s = &rt_settings[id];
+	const struct rt_setting_platform platform = rt_config_setting_platform(r);
+	const char *const off_words[] = {s->off_word, NULL};
+	const char *text = rt_config_get(r, s->name);
+	uint64_t unused;
+	enum rt_parse_result res;
 	if (!text) {
 		text = def;
 	} else if (rt_parse_word_in(text, off_words)) {
 		text = "";
-	} else if ((problem = rt_config_path_problem(text))) {
-		rt_config_diag(r, name, text, problem, def_text);
+	} else if ((res = rt_setting_parse(s, text, &platform, &unused)) != RT_PARSE_OK) {
+		rt_config_diag(r, s->name, text, rt_parse_result_text(res), def_text);
 		text = def;
 	}
 	snprintf(out, RT_CONFIG_PATH_MAX, "%s", text);
@@ -249,86 +176,77 @@ rt_config_path(const struct rt_config_reader *r, const char *name, const char *o
 static void
 rt_config_default_fifo(const struct rt_config_reader *r, char *out)
 {
+	const struct rt_setting_platform platform = rt_config_setting_platform(r);
+	uint64_t unused;
 	/* An XDG_RUNTIME_DIR too long for a FIFO path falls back to the /tmp location. */
 	if (!rt_path_default_fifo(out, RT_CONFIG_PATH_MAX, rt_config_get(r, "XDG_RUNTIME_DIR"),
 	                          r->platform->uid) ||
-	    rt_config_path_problem(out))
+	    rt_setting_parse(&rt_settings[RT_SETTING_FIFO], out, &platform, &unused) != RT_PARSE_OK)
 		rt_path_default_fifo(out, RT_CONFIG_PATH_MAX, NULL, r->platform->uid);
-}
-
-static const char *
-rt_config_match_problem(const char *globs)
-{
-	size_t len = strlen(globs);
-	if (len == 0)
-		return "empty";
-	if (len >= RT_CONFIG_MATCH_MAX)
-		return "too long";
-	if (globs[0] == ',' || globs[len - 1] == ',' || strstr(globs, ",,"))
-		return "a list with an empty pattern";
-	return NULL;
 }
 
 static void
 rt_config_signal(const struct rt_config_reader *r, struct rt_config *cfg)
 {
-	const struct rt_platform *p = r->platform;
-	const char *text = rt_config_get(r, "ROUNDTRIM_SIGNAL");
+	const struct rt_setting *s = &rt_settings[RT_SETTING_SIGNAL];
+	const struct rt_setting_platform platform = rt_config_setting_platform(r);
+	const char *text = rt_config_get(r, s->name);
+	uint64_t sig = 0;
 	cfg->signal = 0;
 	if (!text)
 		return;
-	enum rt_parse_result res = rt_parse_signal(text, p->sigrtmin, p->sigrtmax, &cfg->signal);
-	if (res == RT_PARSE_OK)
+	enum rt_parse_result res = rt_setting_parse(s, text, &platform, &sig);
+	if (res == RT_PARSE_OK) {
+		cfg->signal = (int)sig;
 		return;
-	rt_config_diag(r, "ROUNDTRIM_SIGNAL", text, rt_parse_result_text(res),
-	               RT_CONFIG_SIGNAL_OFF_TEXT);
-	cfg->signal = 0;
+	}
+	rt_config_diag(r, s->name, text, rt_parse_result_text(res), RT_CONFIG_SIGNAL_OFF_TEXT);
 }
 
 void
 rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_lookup_fn lookup,
                void *lookup_ctx, rt_diag_fn diag, void *diag_ctx)
 {
-	const struct rt_config_reader reader = {platform, lookup, lookup_ctx, diag, diag_ctx};
-	const struct rt_config_reader *r = &reader;
+	struct rt_config_reader reader = {platform, lookup,   lookup_ctx,
+	                                  diag,     diag_ctx, RT_ROLE_NONE};
+	struct rt_config_reader *r = &reader;
+	const struct rt_setting_platform setting_platform = rt_config_setting_platform(r);
 
 	memset(cfg, 0, sizeof(*cfg));
 	/* A value that is neither on nor off still shows the user meant to turn roundtrim off. */
-	cfg->disabled =
-	    rt_config_scalar(r, "ROUNDTRIM_DISABLE", NULL, &rt_config_switch_rule, 0, 1, NULL) != 0;
+	cfg->disabled = rt_config_scalar(r, RT_SETTING_DISABLE, 0, 1, NULL) != 0;
 	if (cfg->disabled)
 		return;
 
-	const char *match = rt_config_get(r, "ROUNDTRIM_MATCH");
-	const char *problem = match ? rt_config_match_problem(match) : NULL;
-	if (problem)
-		rt_config_diag(r, "ROUNDTRIM_MATCH", match, problem, "*");
+	const struct rt_setting *match_row = &rt_settings[RT_SETTING_MATCH];
+	const char *match = rt_config_get(r, match_row->name);
+	uint64_t unused;
+	enum rt_parse_result res =
+	    match ? rt_setting_parse(match_row, match, &setting_platform, &unused) : RT_PARSE_OK;
+	if (res != RT_PARSE_OK)
+		rt_config_diag(r, match_row->name, match, rt_parse_result_text(res), "*");
 	/* A plain copy, not snprintf: this runs in every program the library is preloaded into,
 	 * and printf's code is cold in a short one (make bench, figure 5). The length is checked.
 	 */
-	const char *globs = match && !problem ? match : "*";
+	const char *globs = match && res == RT_PARSE_OK ? match : "*";
 	memcpy(cfg->match, globs, strlen(globs) + 1);
 	cfg->matched = rt_config_match(cfg->match, platform->program);
 	/* Quiet for the rest: short-lived programs that do not match must not print anything. */
 	if (!cfg->matched)
 		return;
 
-	cfg->role = (enum rt_role)rt_config_scalar(r, "ROUNDTRIM_ROLE", NULL, &rt_config_role_rule,
-	                                           RT_ROLE_NONE, RT_ROLE_NONE, "no role");
+	cfg->role = reader.role = (enum rt_role)rt_config_scalar(r, RT_SETTING_ROLE, RT_ROLE_NONE,
+	                                                         RT_ROLE_NONE, "no role");
 	uint32_t def_gc_rounds = cfg->role == RT_ROLE_SERVER ? 5 : 1;
 	unsigned def_arena_max = cfg->role == RT_ROLE_SERVER   ? 4
 	                         : cfg->role == RT_ROLE_CLIENT ? 2
 	                                                       : 0;
 	cfg->arena_max = rt_config_arena_max_set_by_user(r) ? 0 : def_arena_max;
 
-	cfg->gc_rounds = (uint32_t)rt_config_scalar(
-	    r, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", &rt_config_gc_rounds_rule,
-	    def_gc_rounds, def_gc_rounds, NULL);
-	cfg->cuda_empty_cache =
-	    rt_config_scalar(r, "ROUNDTRIM_CUDA_EMPTY_CACHE", "NVFLARE_CUDA_EMPTY_CACHE",
-	                     &rt_config_truth_rule, 0, 0, NULL) != 0;
-	cfg->profile = rt_config_scalar(r, "ROUNDTRIM_PROFILE", "NVFLARE_CLIENT_MEMORY_PROFILE",
-	                                &rt_config_profile_rule, 0, 0, NULL) != 0;
+	cfg->gc_rounds =
+	    (uint32_t)rt_config_scalar(r, RT_SETTING_GC_ROUNDS, def_gc_rounds, def_gc_rounds, NULL);
+	cfg->cuda_empty_cache = rt_config_scalar(r, RT_SETTING_CUDA_EMPTY_CACHE, 0, 0, NULL) != 0;
+	cfg->profile = rt_config_scalar(r, RT_SETTING_PROFILE, 0, 0, NULL) != 0;
 
 	rt_config_signal(r, cfg);
 
@@ -336,17 +254,15 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	char def_fifo_text[RT_CONFIG_PATH_MAX + sizeof("the default ")];
 	rt_config_default_fifo(r, def_fifo);
 	snprintf(def_fifo_text, sizeof(def_fifo_text), "the default %s", def_fifo);
-	rt_config_path(r, "ROUNDTRIM_FIFO", "none", cfg->fifo, def_fifo, def_fifo_text);
-	rt_config_path(r, "ROUNDTRIM_LOG", "stderr", cfg->log, "", "stderr");
-	rt_config_path(r, "ROUNDTRIM_STATS", "none", cfg->stats, "", "no stats file");
+	rt_config_path(r, RT_SETTING_FIFO, cfg->fifo, def_fifo, def_fifo_text);
+	rt_config_path(r, RT_SETTING_LOG, cfg->log, "", "stderr");
+	rt_config_path(r, RT_SETTING_STATS, cfg->stats, "", "no stats file");
+	rt_config_path(r, RT_SETTING_PROM, cfg->prom, "", "no Prometheus file");
 
 	cfg->jemalloc = (enum rt_jemalloc_action)rt_config_scalar(
-	    r, "ROUNDTRIM_JEMALLOC", NULL, &rt_config_jemalloc_rule, RT_JEMALLOC_PURGE,
-	    RT_JEMALLOC_PURGE, NULL);
-	cfg->trim_pad =
-	    rt_config_scalar(r, "ROUNDTRIM_TRIM_PAD", NULL, &rt_config_trim_pad_rule, 0, 0, NULL);
-	cfg->python =
-	    rt_config_scalar(r, "ROUNDTRIM_PYTHON", NULL, &rt_config_switch_rule, 1, 1, NULL) != 0;
+	    r, RT_SETTING_JEMALLOC, RT_JEMALLOC_PURGE, RT_JEMALLOC_PURGE, NULL);
+	cfg->trim_pad = rt_config_scalar(r, RT_SETTING_TRIM_PAD, 0, 0, NULL);
+	cfg->python = rt_config_scalar(r, RT_SETTING_PYTHON, 1, 1, NULL) != 0;
 }
 
 bool

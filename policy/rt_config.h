@@ -1,5 +1,6 @@
 /* rt_config: the library's configuration, read once from the environment.
- * Owns every variable's name, value rules, defaults and NVFlare/ROUNDTRIM precedence. */
+ * Owns how the settings' rows (rt_settings) become a configuration: precedence of the
+ * ROUNDTRIM_ variable over its NVFlare twin, fallbacks, the role's defaults, diagnostics. */
 #ifndef RT_CONFIG_H
 #define RT_CONFIG_H
 
@@ -34,6 +35,7 @@ struct rt_config {
 	char fifo[RT_CONFIG_PATH_MAX];  /* template with %p; "" = no FIFO */
 	char log[RT_CONFIG_PATH_MAX];   /* "" = stderr, else a path template */
 	char stats[RT_CONFIG_PATH_MAX]; /* "" = no stats file, else a path template */
+	char prom[RT_CONFIG_PATH_MAX];  /* "" = no Prometheus file, else a path template */
 	char match[RT_CONFIG_MATCH_MAX];
 	enum rt_jemalloc_action jemalloc;
 	uint64_t trim_pad;

@@ -62,6 +62,46 @@ rt_parse_u64(const char *text, uint64_t max, uint64_t *out)
 	return RT_PARSE_OK;
 }
 
+static bool
+rt_parse_is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+enum rt_parse_result
+rt_parse_python_int(const char *text, int64_t *out)
+{
+	const char *s = text;
+	while (rt_parse_is_blank(*s))
+		s++;
+	if (*s == '\0')
+		return RT_PARSE_EMPTY;
+	bool negative = *s == '-';
+	if (*s == '-' || *s == '+')
+		s++;
+	if (!rt_parse_is_digit(*s))
+		return RT_PARSE_GARBAGE;
+	uint64_t value = 0;
+	bool saturated = false;
+	for (; rt_parse_is_digit(*s) || (*s == '_' && rt_parse_is_digit(s[1])); s++) {
+		if (*s == '_')
+			continue;
+		uint64_t d = (uint64_t)(*s - '0');
+		if (value > ((uint64_t)INT64_MAX - d) / 10)
+			saturated = true;
+		else
+			value = value * 10 + d;
+	}
+	while (rt_parse_is_blank(*s))
+		s++;
+	if (*s != '\0')
+		return RT_PARSE_GARBAGE;
+	if (saturated)
+		value = INT64_MAX;
+	*out = negative ? -(int64_t)value : (int64_t)value;
+	return RT_PARSE_OK;
+}
+
 bool
 rt_parse_word_in(const char *text, const char *const *words)
 {
@@ -162,6 +202,14 @@ rt_parse_result_text(enum rt_parse_result result)
 		return "too large";
 	case RT_PARSE_RESERVED:
 		return "a signal reserved for the system";
+	case RT_PARSE_RELATIVE:
+		return "not an absolute path";
+	case RT_PARSE_TEMPLATE:
+		return "not a valid template ('%' must start %p or %%)";
+	case RT_PARSE_TOO_LONG:
+		return "too long";
+	case RT_PARSE_EMPTY_ITEM:
+		return "a list with an empty pattern";
 	}
 	return "not a valid value";
 }

@@ -11,12 +11,21 @@ enum rt_parse_result {
 	RT_PARSE_EMPTY,
 	RT_PARSE_GARBAGE,
 	RT_PARSE_NEGATIVE,
-	RT_PARSE_OVERFLOW, /* larger than the allowed maximum */
-	RT_PARSE_RESERVED, /* a valid signal that the host or glibc needs for itself */
+	RT_PARSE_OVERFLOW,   /* larger than the allowed maximum */
+	RT_PARSE_RESERVED,   /* a valid signal that the host or glibc needs for itself */
+	RT_PARSE_RELATIVE,   /* a path that is not absolute */
+	RT_PARSE_TEMPLATE,   /* a path template with a '%' that starts neither %p nor %% */
+	RT_PARSE_TOO_LONG,   /* a path or list longer than its buffer */
+	RT_PARSE_EMPTY_ITEM, /* a list with an empty element */
 };
 
 /* Decimal digits only: no sign, no blanks, no base prefix. Values above max are OVERFLOW. */
 enum rt_parse_result rt_parse_u64(const char *text, uint64_t max, uint64_t *out);
+
+/* Python's int(text) in base 10, as NVFlare parses its integer variables: surrounding ASCII
+ * blanks, one sign, digits with single underscores between them. Values beyond the int64 range
+ * saturate. */
+enum rt_parse_result rt_parse_python_int(const char *text, int64_t *out);
 
 /* Case-insensitive match of text against a NULL-terminated list of words. */
 bool rt_parse_word_in(const char *text, const char *const *words);

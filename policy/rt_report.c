@@ -140,3 +140,59 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    st->signal, stats, st->unknown_lines, st->oversized_lines, st->seq);
 	return rt_report_clamp(n, size);
 }
+
+/* A label value: backslash, quote and newline escaped (the text format's rule). */
+static void
+rt_report_label(char *out, size_t size, const char *s)
+{
+	size_t w = 0;
+	for (; *s && w + 3 < size; s++) {
+		if (*s == '\\' || *s == '"' || *s == '\n') {
+			out[w++] = '\\';
+			out[w++] = *s == '\n' ? 'n' : *s;
+		} else {
+			out[w++] = *s;
+		}
+	}
+	out[w] = '\0';
+}
+
+size_t
+rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr)
+{
+	char program[256], labels[320];
+	rt_report_label(program, sizeof(program), pr->program);
+	snprintf(labels, sizeof(labels), "pid=\"%d\",program=\"%s\"", pr->pid, program);
+	int n = snprintf(
+	    buf, size,
+	    "# HELP roundtrim_info The library in this process: its allocator and action.\n"
+	    "# TYPE roundtrim_info gauge\n"
+	    "roundtrim_info{%s,allocator=\"%s\",action=\"%s\",version=\"%s\"} 1\n"
+	    "# HELP roundtrim_rounds_total Rounds counted.\n"
+	    "# TYPE roundtrim_rounds_total counter\n"
+	    "roundtrim_rounds_total{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_actions_total Allocator actions run.\n"
+	    "# TYPE roundtrim_actions_total counter\n"
+	    "roundtrim_actions_total{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_released_bytes_total RSS the actions released.\n"
+	    "# TYPE roundtrim_released_bytes_total counter\n"
+	    "roundtrim_released_bytes_total{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_rss_bytes RSS after the last round.\n"
+	    "# TYPE roundtrim_rss_bytes gauge\n"
+	    "roundtrim_rss_bytes{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_last_action_rss_before_bytes RSS before the last action.\n"
+	    "# TYPE roundtrim_last_action_rss_before_bytes gauge\n"
+	    "roundtrim_last_action_rss_before_bytes{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_last_action_rss_after_bytes RSS after the last action.\n"
+	    "# TYPE roundtrim_last_action_rss_after_bytes gauge\n"
+	    "roundtrim_last_action_rss_after_bytes{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_last_action_timestamp_seconds When the last action ran; 0 if none.\n"
+	    "# TYPE roundtrim_last_action_timestamp_seconds gauge\n"
+	    "roundtrim_last_action_timestamp_seconds{%s} %" PRId64 ".%06" PRId64 "\n"
+	    "# end\n",
+	    labels, pr->allocator, pr->action, pr->version, labels, pr->rounds, labels, pr->actions,
+	    labels, pr->released_total_kib * 1024, labels, pr->rss_kib * 1024, labels,
+	    pr->last_rss_before_kib * 1024, labels, pr->last_rss_after_kib * 1024, labels,
+	    pr->last_action_unix_us / 1000000, pr->last_action_unix_us % 1000000);
+	return rt_report_clamp(n, size);
+}

@@ -1,5 +1,6 @@
 /* rt_report: the text of what the library tells the user about a round and about itself.
- * Owns the [RSS] profile line, the JSON-lines stats object and the status file's JSON. */
+ * Owns the [RSS] line, the stats JSON lines, the status JSON and the Prometheus file: the
+ * writers in rt_report.c (which the library links), their readers in rt_report_read.c. */
 #ifndef RT_REPORT_H
 #define RT_REPORT_H
 
@@ -58,9 +59,63 @@ struct rt_status_record {
 
 uint64_t rt_report_released_kib(const struct rt_round_record *rec);
 
+/* Process-wide figures for the Prometheus file (node_exporter's textfile collector). */
+struct rt_prom_record {
+	int pid;
+	const char *program;
+	const char *allocator;
+	const char *action;
+	const char *version;
+	uint64_t rounds;
+	uint64_t actions;
+	uint64_t released_total_kib;
+	uint64_t rss_kib;
+	uint64_t last_rss_before_kib;
+	uint64_t last_rss_after_kib;
+	int64_t last_action_unix_us; /* 0 when no action yet */
+};
+
 /* Each returns the length written (without the NUL), truncated to size - 1; lines end in '\n'. */
 size_t rt_report_rss_line(char *buf, size_t size, const struct rt_round_record *rec);
 size_t rt_report_json(char *buf, size_t size, const struct rt_round_record *rec);
 size_t rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st);
+/* The whole Prometheus text file; a comment line closes it (the file is rewritten in place,
+ * and a reader sees whether it got all of it). */
+size_t rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr);
+
+/* --- Readers (rt_report_read.c; the command and the tests link them, the library does not). */
+
+enum rt_read_result {
+	RT_READ_OK,
+	RT_READ_TORN, /* a status file caught in the middle of a rewrite: read it again */
+	RT_READ_BAD,  /* not a line or object of this format */
+};
+
+#define RT_REPORT_WORD_MAX 64
+#define RT_REPORT_TEXT_MAX 512
+
+/* A record read back, with the strings it points to. */
+struct rt_round_read {
+	struct rt_round_record rec;
+	char trigger[RT_REPORT_WORD_MAX], action[RT_REPORT_WORD_MAX];
+	char allocator[RT_REPORT_WORD_MAX], python[RT_REPORT_WORD_MAX], cuda[RT_REPORT_WORD_MAX];
+	char note[RT_REPORT_TEXT_MAX];
+};
+
+struct rt_status_read {
+	struct rt_status_record st;
+	char program[RT_REPORT_TEXT_MAX], allocator[RT_REPORT_WORD_MAX];
+	char last_action[RT_REPORT_WORD_MAX], last_note[RT_REPORT_TEXT_MAX];
+	char fifo[RT_REPORT_TEXT_MAX], stats[RT_REPORT_TEXT_MAX];
+	uint64_t last_released_kib;
+};
+
+/* One stats line (rt_report_json's output); trailing blanks and newline allowed. */
+enum rt_read_result rt_report_read_json(const char *line, struct rt_round_read *out);
+/* One [RSS] line (rt_report_rss_line's output). Its MB figures have one decimal: the KiB read
+ * back are rounded to 0.1 MiB. */
+enum rt_read_result rt_report_read_rss_line(const char *line, struct rt_round_read *out);
+/* A status file's content. */
+enum rt_read_result rt_report_read_status(const char *text, struct rt_status_read *out);
 
 #endif

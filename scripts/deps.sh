@@ -13,6 +13,8 @@ packages=(
 	libcriterion-dev  # unit and integration tests
 	libjemalloc-dev   # tests and bench under jemalloc (libjemalloc2 comes with it)
 	libunwind-dev
+	libjson-c-dev     # the command's and the tests' readers of the library's JSON
+	python3-prometheus-client # the test that parses the Prometheus file with a real parser
 	shellcheck        # lint of scripts/
 	mandoc            # lint of man/roundtrim.7
 	python3           # tests that run a Python host

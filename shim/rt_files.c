@@ -25,28 +25,32 @@
 
 #define RT_FILES_STATUS_PATH_MAX (RT_CONFIG_PATH_MAX + 16)
 #define RT_FILES_WHY_MAX (RT_FILES_STATUS_PATH_MAX + 256)
+#define RT_FILES_REWRITE_MAX 8192
 
 struct rt_output {
 	struct rt_fd fd;
 	char path[RT_CONFIG_PATH_MAX];
 	bool unnamed;       /* O_TMPFILE: named with its first line */
 	bool made_at_start; /* created empty at start-up (no O_TMPFILE there): removed if unused */
+	bool per_process;   /* its template has %p */
 	atomic_bool written;
+	size_t len; /* for a file rewritten in place: the longest content written */
 };
 
 static struct {
 	struct rt_fd fifo, status, statm;
-	struct rt_output stats, log;
+	struct rt_output stats, log, prom;
 	char fifo_path[RT_CONFIG_PATH_MAX];
 	char status_path[RT_FILES_STATUS_PATH_MAX];
 	size_t status_len; /* the longest content written, which shorter ones pad over */
-	atomic_int owner;  /* the pid that made the FIFO and status file: only it removes them */
+	atomic_int owner;  /* the pid that opened these files: only it removes them */
 } rt_f = {
     .fifo = RT_FD_NONE("FIFO trigger"),
     .status = RT_FD_NONE("status file"),
     .statm = RT_FD_NONE("RSS readings"),
     .stats = {.fd = RT_FD_NONE("stats file")},
     .log = {.fd = RT_FD_NONE("log file")},
+    .prom = {.fd = RT_FD_NONE("Prometheus file")},
 };
 
 static struct rt_file_facts
@@ -253,7 +257,6 @@ rt_files_open_fifo(bool forked)
 		rt_warn("FIFO trigger off: %s", why);
 		goto label_return;
 	}
-	atomic_store(&rt_f.owner, getpid());
 	if (!rt_files_make_status(dirfd, status_name, uid, why, sizeof(why))) {
 		rt_warn("status file off (the command cannot see this process): %s", why);
 	}
@@ -278,6 +281,7 @@ rt_files_open_output(struct rt_output *out, const char *tmpl)
 	struct stat st;
 	if (!tmpl[0])
 		return;
+	out->per_process = rt_path_template_per_pid(tmpl);
 	if (!rt_path_expand(out->path, sizeof(out->path), tmpl, getpid()) ||
 	    !rt_path_split(out->path, dir, sizeof(dir), name, sizeof(name))) {
 		rt_warn("%s off: cannot expand %s", out->fd.feature, tmpl);
@@ -340,11 +344,13 @@ rt_files_open(void)
 {
 	const struct rt_config *cfg = &rt_shim.cfg;
 	bool forked = rt_shim.forked;
+	atomic_store(&rt_f.owner, getpid());
 	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !rt_fd_adopt(&rt_f.statm, fd))
 		rt_warn("RSS readings off: cannot open /proc/self/statm: %s", strerror(errno));
 	rt_files_open_output(&rt_f.log, cfg->log);
 	rt_files_open_output(&rt_f.stats, cfg->stats);
+	rt_files_open_output(&rt_f.prom, cfg->prom);
 	rt_files_open_fifo(forked);
 }
 
@@ -353,7 +359,8 @@ rt_files_forget_output(struct rt_output *out)
 {
 	rt_fd_close(&out->fd);
 	out->path[0] = '\0';
-	out->unnamed = out->made_at_start = false;
+	out->unnamed = out->made_at_start = out->per_process = false;
+	out->len = 0;
 	atomic_store(&out->written, false);
 }
 
@@ -365,6 +372,7 @@ rt_files_forget_parent(void)
 	rt_fd_close(&rt_f.statm);
 	rt_files_forget_output(&rt_f.stats);
 	rt_files_forget_output(&rt_f.log);
+	rt_files_forget_output(&rt_f.prom);
 	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
 	rt_f.status_len = 0;
 	atomic_store(&rt_f.owner, 0);
@@ -435,29 +443,61 @@ rt_files_have_status(void)
 	return rt_fd_valid(&rt_f.status);
 }
 
-void
-rt_files_write_status(const char *json, size_t len)
+/* Replaces a file's content in place: one pwrite through the descriptor opened at start-up,
+ * no new file. A shorter content is padded with blanks before its final newline over a longer
+ * earlier one (blanks end a JSON object and a Prometheus comment alike). */
+static bool
+rt_files_rewrite(int fd, size_t *kept, const char *text, size_t len)
 {
-	int fd = rt_fd_get(&rt_f.status);
-	if (fd < 0)
-		return;
-	/* In place, padded with blanks (JSON allows them) over a longer earlier content: one
-	 * pwrite, no new file. The JSON's own newline moves to the end. */
-	char buf[RT_REPORT_LINE_MAX * 2 + 512];
-	if (len == 0 || len > sizeof(buf) - 1)
-		return;
-	memcpy(buf, json, len - 1);
-	size_t total = len > rt_f.status_len ? len : rt_f.status_len;
+	char buf[RT_FILES_REWRITE_MAX];
+	if (len == 0 || len > sizeof(buf) || text[len - 1] != '\n')
+		return false;
+	size_t total = len > *kept ? len : *kept;
 	if (total > sizeof(buf))
 		total = sizeof(buf);
+	memcpy(buf, text, len - 1);
 	memset(buf + len - 1, ' ', total - len);
 	buf[total - 1] = '\n';
 	ssize_t n;
 	do
 		n = pwrite(fd, buf, total, 0);
 	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)total)
-		rt_f.status_len = total;
+	if (n != (ssize_t)total)
+		return false;
+	*kept = total;
+	return true;
+}
+
+void
+rt_files_write_status(const char *json, size_t len)
+{
+	int fd = rt_fd_get(&rt_f.status);
+	if (fd >= 0)
+		rt_files_rewrite(fd, &rt_f.status_len, json, len);
+}
+
+/* An unnamed output has its first content: give it its name. linkat never follows or replaces
+ * what is at the path; a name taken meanwhile means another process owns that file. */
+static bool
+rt_files_name(struct rt_output *out, int fd)
+{
+	if (atomic_exchange(&out->written, true) || !out->unnamed)
+		return true;
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, self, AT_FDCWD, out->path, AT_SYMLINK_FOLLOW) == 0)
+		return true;
+	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));
+	rt_fd_close(&out->fd);
+	return false;
+}
+
+void
+rt_files_write_prom(const char *text, size_t len)
+{
+	int fd = rt_fd_get(&rt_f.prom.fd);
+	if (fd >= 0 && rt_files_rewrite(fd, &rt_f.prom.len, text, len))
+		rt_files_name(&rt_f.prom, fd);
 }
 
 /* False when the file is gone (never opened, refused, or lost). */
@@ -468,19 +508,7 @@ rt_files_output_line(struct rt_output *out, const char *line, size_t len)
 	if (fd < 0)
 		return false;
 	rt_out_write_all(fd, line, len);
-	if (atomic_exchange(&out->written, true) || !out->unnamed)
-		return true;
-	/* The first line is in: give the file its name. linkat never follows or replaces what
-	 * is at the path; a name taken meanwhile means another process owns that file. */
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, self, AT_FDCWD, out->path, AT_SYMLINK_FOLLOW) != 0) {
-		rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path,
-		        strerror(errno));
-		rt_fd_close(&out->fd);
-		return false;
-	}
-	return true;
+	return rt_files_name(out, fd);
 }
 
 void
@@ -594,4 +622,7 @@ rt_files_remove(void)
 	}
 	rt_files_remove_unused(&rt_f.stats);
 	rt_files_remove_unused(&rt_f.log);
+	/* A per-process Prometheus file would be scraped for ever after the process is gone. */
+	if (rt_f.prom.per_process && atomic_load(&rt_f.prom.written))
+		unlink(rt_f.prom.path);
 }

@@ -29,6 +29,9 @@ bool rt_files_have_status(void);
 
 /* Replaces the status file's content in place (seq fields let readers catch a write half done). */
 void rt_files_write_status(const char *json, size_t len);
+/* Replaces the Prometheus file's content in place (its last line, "# end", tells a reader it
+ * has all of it); a per-process one gets its name with its first content. */
+void rt_files_write_prom(const char *text, size_t len);
 /* Appends one line to the stats file, or to the log (stderr when no log file). */
 void rt_files_stats_line(const char *line, size_t len);
 void rt_files_log_line(const char *line, size_t len);

@@ -204,9 +204,7 @@ static const struct {
     {"ROUNDTRIM_GC_ROUNDS=99999999999999999999999", "ROUNDTRIM_GC_ROUNDS"},
     {"ROUNDTRIM_GC_ROUNDS=", "ROUNDTRIM_GC_ROUNDS"},
     {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1.5", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS"},
-    {"NVFLARE_CUDA_EMPTY_CACHE=maybe", "NVFLARE_CUDA_EMPTY_CACHE"},
     {"ROUNDTRIM_CUDA_EMPTY_CACHE=", "ROUNDTRIM_CUDA_EMPTY_CACHE"},
-    {"NVFLARE_CLIENT_MEMORY_PROFILE=2", "NVFLARE_CLIENT_MEMORY_PROFILE"},
     {"ROUNDTRIM_PROFILE=on-ish", "ROUNDTRIM_PROFILE"},
     {"ROUNDTRIM_ROLE=worker", "ROUNDTRIM_ROLE"},
     {"ROUNDTRIM_SIGNAL=TERM", "ROUNDTRIM_SIGNAL"},
@@ -216,6 +214,7 @@ static const struct {
     {"ROUNDTRIM_FIFO=/tmp/%q.fifo", "ROUNDTRIM_FIFO"},
     {"ROUNDTRIM_LOG=not/absolute", "ROUNDTRIM_LOG"},
     {"ROUNDTRIM_STATS=stats.jsonl", "ROUNDTRIM_STATS"},
+    {"ROUNDTRIM_PROM=metrics.prom", "ROUNDTRIM_PROM"},
     {"ROUNDTRIM_MATCH=", "ROUNDTRIM_MATCH"},
     {"ROUNDTRIM_JEMALLOC=flush", "ROUNDTRIM_JEMALLOC"},
     {"ROUNDTRIM_TRIM_PAD=1k", "ROUNDTRIM_TRIM_PAD"},
@@ -456,4 +455,33 @@ Test(robust, failed_exec_keeps_the_fifo_working)
 	th_close_stdin(p);
 	cr_assert(th_wait(p, TH_TIMEOUT_MS));
 	cr_assert_eq(th_entries_in(dir), 0);
+}
+
+/* The Prometheus file, read by the Python client's own parser (what node_exporter's textfile
+ * collector accepts), counts what the status file counts; it goes with the process. */
+Test(robust, prometheus_file_parses_and_goes_at_exit)
+{
+	struct th_probe run;
+	char line[2048], env_prom[PATH_MAX + 32], prom[PATH_MAX + 16];
+	snprintf(env_prom, sizeof(env_prom), "ROUNDTRIM_PROM=%s/%%p.prom", th_tmpdir());
+	const char *env[] = {env_prom, NULL};
+	th_start_probe_env(&run, (const char *[]){"idle", NULL}, env, line, sizeof(line));
+	snprintf(prom, sizeof(prom), "%s/%d.prom", th_tmpdir(), run.proc.pid);
+	cr_assert(th_fifo_write(run.fifo, "round\nround\ntrim\n", 17));
+	th_wait_rounds(&run, 2, line, sizeof(line));
+	cr_assert(th_wait_line(prom, "# end", line, sizeof(line), TH_TIMEOUT_MS), "no %s", prom);
+	char script[PATH_MAX * 2], out[1024], err[2048];
+	snprintf(script, sizeof(script),
+	         "from prometheus_client.parser import text_string_to_metric_families as parse\n"
+	         "m = {s.name: s.value for f in parse(open('%s').read()) for s in f.samples}\n"
+	         "print(int(m['roundtrim_rounds_total']), int(m['roundtrim_actions_total']),"
+	         " int(m['roundtrim_info']), m['roundtrim_rss_bytes'] > 0)\n",
+	         prom);
+	const char *argv[] = {"/usr/bin/python3", "-c", script, NULL};
+	cr_assert_eq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	/* One batch: two rounds and a trim make one action. */
+	cr_assert_str_eq(out, "2 1 1 True\n", "%s", err);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert(th_wait_path(prom, true, TH_TIMEOUT_MS), "Prometheus file left behind");
 }

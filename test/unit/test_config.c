@@ -440,10 +440,60 @@ Test(config, gc_rounds_bad_roundtrim_falls_back_to_nvflare)
 
 Test(config, gc_rounds_bad_nvflare_alone)
 {
-	read_env(ENV({"ROUNDTRIM_ROLE", "server"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "lots"}));
+	read_env(ENV({"ROUNDTRIM_ROLE", "client"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "lots"}));
 	expect_diag("roundtrim: NVFLARE_CLIENT_MEMORY_GC_ROUNDS=\"lots\" is not a valid value; "
-	            "using 5");
+	            "using 1");
+	cr_assert_eq(cfg.gc_rounds, 1);
+}
+
+/* NVFlare reads its twin with Python's int(): what it takes, we take. */
+Test(config, gc_rounds_nvflare_twin_as_python_int)
+{
+	static const struct {
+		const char *text;
+		uint32_t n;
+	} cases[] = {{" 5", 5},
+	             {"+5", 5},
+	             {"5_0", 50},
+	             {"\t7\n", 7},
+	             {"007", 7},
+	             {"-0", 0},
+	             {"2000000000", 1000000000}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		read_env(ENV({"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", cases[i].text}));
+		expect_no_diag();
+		cr_assert_eq(cfg.gc_rounds, cases[i].n, "%s", cases[i].text);
+	}
+	static const char *const bad[] = {"5__0", "_5", "5_", "0x5", "5.0", "- 5", "five"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		read_env(ENV({"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", bad[i]}));
+		cr_assert_eq(diags.n, 1, "%s", bad[i]);
+		cr_assert_eq(cfg.gc_rounds, 1, "%s", bad[i]);
+	}
+}
+
+/* NVFlare runs no cleanup for a value <= 0: neither do we. */
+Test(config, gc_rounds_nvflare_zero_or_less_turns_actions_off)
+{
+	static const char *const off[] = {"0", "-1", "-100", " -3 "};
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		read_env(ENV({"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", off[i]}));
+		expect_no_diag();
+		cr_assert_eq(cfg.gc_rounds, 0, "%s", off[i]);
+	}
+}
+
+/* The NVFLARE_CLIENT_* names (and the CUDA one) are read by NVFlare's clients only. */
+Test(config, nvflare_client_twins_do_not_override_a_server)
+{
+	read_env(ENV({"ROUNDTRIM_ROLE", "server"}, {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "1"},
+	             {"NVFLARE_CUDA_EMPTY_CACHE", "true"}, {"NVFLARE_CLIENT_MEMORY_PROFILE", "1"}));
+	expect_no_diag();
 	cr_assert_eq(cfg.gc_rounds, 5);
+	cr_assert_not(cfg.cuda_empty_cache);
+	cr_assert_not(cfg.profile);
+	read_env(ENV({"ROUNDTRIM_ROLE", "server"}, {"ROUNDTRIM_GC_ROUNDS", "2"}));
+	cr_assert_eq(cfg.gc_rounds, 2);
 }
 
 Test(config, gc_rounds_both_bad)
@@ -500,11 +550,34 @@ Test(config, cuda_empty_cache_falls_back_to_nvflare)
 	cr_assert(cfg.cuda_empty_cache);
 }
 
-Test(config, cuda_empty_cache_bad_nvflare_alone)
+/* NVFlare: value.lower() == "true"; anything else is false, and nothing is said. */
+Test(config, cuda_empty_cache_nvflare_twin_is_true_or_silently_false)
 {
-	read_env(ENV({"NVFLARE_CUDA_EMPTY_CACHE", "on"}));
-	expect_diag("roundtrim: NVFLARE_CUDA_EMPTY_CACHE=\"on\" is not a valid value; using false");
-	cr_assert_not(cfg.cuda_empty_cache);
+	static const char *const off[] = {"on", "1", "yes", "", " true"};
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		read_env(ENV({"NVFLARE_CUDA_EMPTY_CACHE", off[i]}));
+		expect_no_diag();
+		cr_assert_not(cfg.cuda_empty_cache, "%s", off[i]);
+	}
+	read_env(ENV({"NVFLARE_CUDA_EMPTY_CACHE", "TRUE"}));
+	cr_assert(cfg.cuda_empty_cache);
+}
+
+/* NVFlare: value.lower() in ("1", "true", "yes"); anything else is false, silently. */
+Test(config, profile_nvflare_twin_rule)
+{
+	static const char *const on[] = {"1", "TRUE", "Yes"};
+	static const char *const off[] = {"on", "2", "", "no"};
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+		read_env(ENV({"NVFLARE_CLIENT_MEMORY_PROFILE", on[i]}));
+		expect_no_diag();
+		cr_assert(cfg.profile, "%s", on[i]);
+	}
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		read_env(ENV({"NVFLARE_CLIENT_MEMORY_PROFILE", off[i]}));
+		expect_no_diag();
+		cr_assert_not(cfg.profile, "%s", off[i]);
+	}
 }
 
 /* profile */

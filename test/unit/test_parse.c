@@ -223,3 +223,28 @@ Test(parse_result_text, words)
 	cr_assert_str_eq(rt_parse_result_text(RT_PARSE_RESERVED),
 	                 "a signal reserved for the system");
 }
+
+Test(parse_python_int, what_int_takes)
+{
+	static const struct {
+		const char *text;
+		int64_t value;
+	} ok[] = {{"5", 5},   {" 5 ", 5},       {"+5", 5},
+	          {"-5", -5}, {"5_0", 50},      {"1_000", 1000},
+	          {"007", 7}, {"\t\n12\r", 12}, {"99999999999999999999999", INT64_MAX},
+	          {"-0", 0}};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t v = -1;
+		cr_assert_eq(rt_parse_python_int(ok[i].text, &v), RT_PARSE_OK, "%s", ok[i].text);
+		cr_assert_eq(v, ok[i].value, "%s", ok[i].text);
+	}
+	static const char *const bad[] = {"5__0", "_5", "5_",  "0x5", "5.0",
+	                                  "- 5",  "+",  "++5", "5a"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t v;
+		cr_assert_eq(rt_parse_python_int(bad[i], &v), RT_PARSE_GARBAGE, "%s", bad[i]);
+	}
+	int64_t v;
+	cr_assert_eq(rt_parse_python_int("  ", &v), RT_PARSE_EMPTY);
+	cr_assert_eq(rt_parse_python_int("", &v), RT_PARSE_EMPTY);
+}

@@ -1,0 +1,87 @@
+/* rt_settings: the one list of the library's settings. Each row holds the variable, its NVFlare
+ * twin, its value rule, default, one line of documentation and the command's option. */
+#ifndef RT_SETTINGS_H
+#define RT_SETTINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_parse.h"
+
+enum rt_setting_id {
+	RT_SETTING_DISABLE,
+	RT_SETTING_MATCH,
+	RT_SETTING_ROLE,
+	RT_SETTING_GC_ROUNDS,
+	RT_SETTING_CUDA_EMPTY_CACHE,
+	RT_SETTING_PROFILE,
+	RT_SETTING_PYTHON,
+	RT_SETTING_SIGNAL,
+	RT_SETTING_FIFO,
+	RT_SETTING_LOG,
+	RT_SETTING_STATS,
+	RT_SETTING_PROM,
+	RT_SETTING_JEMALLOC,
+	RT_SETTING_TRIM_PAD,
+	RT_SETTING_COUNT,
+};
+
+enum rt_setting_kind {
+	RT_KIND_WORDS,  /* one of a list of words; words[v] spells value v */
+	RT_KIND_NUMBER, /* decimal digits, 0 to max */
+	RT_KIND_SIGNAL, /* a signal name or number, or "none" */
+	RT_KIND_PATH,   /* an absolute path template (%p, %%), or off_word for none */
+	RT_KIND_GLOBS,  /* comma-separated fnmatch(3) patterns */
+};
+
+/* How NVFlare itself reads the twin (roundtrim(7), ENVIRONMENT). */
+enum rt_twin_rule {
+	RT_TWIN_NONE,
+	RT_TWIN_PYTHON_INT,   /* int(value): blanks, a sign, 5_0; <= 0 turns the cleanup off */
+	RT_TWIN_TRUE,         /* value.lower() == "true"; anything else is false, silently */
+	RT_TWIN_ONE_TRUE_YES, /* value.lower() in ("1", "true", "yes"); else false, silently */
+};
+
+struct rt_setting {
+	const char *name;
+	const char *twin; /* NVFlare's variable for the same setting, or NULL */
+	enum rt_twin_rule twin_rule;
+	bool twin_client_only; /* NVFlare reads the twin in clients only: a server ignores it */
+	enum rt_setting_kind kind;
+	const char *const *const *words; /* WORDS */
+	unsigned nwords;
+	uint64_t max;         /* NUMBER */
+	const char *off_word; /* PATH: the word that means none */
+	const char *values;   /* what is accepted, for people */
+	const char *default_text;
+	const char *doc;        /* one line */
+	const char *option;     /* the command's option, or NULL */
+	const char *option_arg; /* its argument's name, or NULL for a flag */
+	const char *flag_value; /* a flag's value */
+	bool patch;             /* `roundtrim patch` offers it too */
+};
+
+extern const struct rt_setting rt_settings[RT_SETTING_COUNT];
+
+/* NULL when there is none. */
+const struct rt_setting *rt_setting_named(const char *name);
+const struct rt_setting *rt_setting_with_option(const char *option);
+
+/* The platform facts that value rules depend on. */
+struct rt_setting_platform {
+	int sigrtmin;
+	int sigrtmax;
+};
+
+/* Whether text is a valid value for the setting itself (not its twin); RT_PARSE_OK, else the
+ * problem, which rt_parse_result_text words. *value gets the number, word index or signal. */
+enum rt_parse_result rt_setting_parse(const struct rt_setting *s, const char *text,
+                                      const struct rt_setting_platform *p, uint64_t *value);
+/* The twin's text read as NVFlare reads it, as a value of the setting. */
+enum rt_parse_result rt_setting_parse_twin(const struct rt_setting *s, const char *text,
+                                           uint64_t *value);
+/* How a value of a WORDS or NUMBER setting is written. */
+void rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, size_t size);
+
+#endif

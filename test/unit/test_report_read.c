@@ -1,0 +1,206 @@
+/* Each reader reads back what its writer wrote (round trip), and refuses what it did not. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "rt_report.h"
+
+static struct rt_round_record
+record(bool python)
+{
+	return (struct rt_round_record){.pid = 4321,
+	                                .round = 12,
+	                                .trigger = "fifo",
+	                                .action = "malloc_trim",
+	                                .allocator = "glibc",
+	                                .rss_before_kib = 3072000,
+	                                .rss_after_kib = 204800,
+	                                .live_kib = 153600,
+	                                .duration_us = 1250,
+	                                .unix_time_us = 1700000000123456,
+	                                .note = "merged=3",
+	                                .python = python ? "collected" : NULL,
+	                                .gc_collected = python ? 321 : -1,
+	                                .cuda = python ? "off" : NULL};
+}
+
+static void
+same_strings(const char *a, const char *b)
+{
+	cr_assert_str_eq(a ? a : "", b ? b : "");
+}
+
+Test(report_read, stats_line_round_trip)
+{
+	for (int python = 0; python < 2; python++) {
+		struct rt_round_record rec = record(python);
+		char line[RT_REPORT_LINE_MAX];
+		rt_report_json(line, sizeof(line), &rec);
+		struct rt_round_read got;
+		cr_assert_eq(rt_report_read_json(line, &got), RT_READ_OK, "%s", line);
+		cr_assert_eq(got.rec.pid, rec.pid);
+		cr_assert_eq(got.rec.round, rec.round);
+		cr_assert_eq(got.rec.rss_before_kib, rec.rss_before_kib);
+		cr_assert_eq(got.rec.rss_after_kib, rec.rss_after_kib);
+		cr_assert_eq(got.rec.live_kib, rec.live_kib);
+		cr_assert_eq(got.rec.duration_us, rec.duration_us);
+		cr_assert_eq(got.rec.unix_time_us, rec.unix_time_us);
+		cr_assert_eq(got.rec.gc_collected, rec.gc_collected);
+		same_strings(got.rec.trigger, rec.trigger);
+		same_strings(got.rec.action, rec.action);
+		same_strings(got.rec.allocator, rec.allocator);
+		same_strings(got.rec.note, rec.note);
+		same_strings(got.rec.python, rec.python);
+		same_strings(got.rec.cuda, rec.cuda);
+	}
+}
+
+Test(report_read, rss_line_round_trip_to_a_tenth_of_a_mib)
+{
+	for (int python = 0; python < 2; python++) {
+		struct rt_round_record rec = record(python);
+		char line[RT_REPORT_LINE_MAX];
+		rt_report_rss_line(line, sizeof(line), &rec);
+		struct rt_round_read got;
+		cr_assert_eq(rt_report_read_rss_line(line, &got), RT_READ_OK, "%s", line);
+		cr_assert_eq(got.rec.pid, rec.pid);
+		cr_assert_eq(got.rec.round, rec.round);
+		cr_assert_leq(
+		    llabs((long long)got.rec.rss_after_kib - (long long)rec.rss_after_kib), 52);
+		cr_assert_leq(
+		    llabs((long long)got.rec.rss_before_kib - (long long)rec.rss_before_kib), 52);
+		cr_assert_eq(got.rec.duration_us, rec.duration_us);
+		cr_assert_eq(got.rec.gc_collected, rec.gc_collected);
+		same_strings(got.rec.trigger, rec.trigger);
+		same_strings(got.rec.action, rec.action);
+		same_strings(got.rec.allocator, rec.allocator);
+		same_strings(got.rec.note, rec.note);
+		same_strings(got.rec.python, rec.python);
+		same_strings(got.rec.cuda, rec.cuda);
+	}
+}
+
+Test(report_read, refuses_what_is_not_its_format)
+{
+	struct rt_round_read got;
+	static const char *const bad_json[] = {
+	    "",         "{}",
+	    "[1]",      "{\"pid\":1} junk",
+	    "not json", "{\"pid\":1,\"round\":-2,\"trigger\":\"fifo\",\"action\":\"none\"}"};
+	for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++)
+		cr_assert_eq(rt_report_read_json(bad_json[i], &got), RT_READ_BAD, "%s",
+		             bad_json[i]);
+	static const char *const bad_rss[] = {
+	    "", "[RSS] CA s=site-1 r=3 send: 1523.4 MB",
+	    "[RSS] roundtrim pid=1 r=1 fifo: 1.0 MB (before=2.0 MB released=1.0 MB live=0.5 MB "
+	    "action=malloc_trim took=0.5 ms allocator=glibc) trailing"};
+	for (size_t i = 0; i < sizeof(bad_rss) / sizeof(bad_rss[0]); i++)
+		cr_assert_eq(rt_report_read_rss_line(bad_rss[i], &got), RT_READ_BAD, "%s",
+		             bad_rss[i]);
+}
+
+static struct rt_status_record
+status(void)
+{
+	return (struct rt_status_record){.pid = 77,
+	                                 .seq = 9,
+	                                 .program = "py\"thon3",
+	                                 .allocator = "jemalloc",
+	                                 .rounds = 10,
+	                                 .gc_rounds = 3,
+	                                 .actions = 3,
+	                                 .last_action_round = 9,
+	                                 .last_action = "jemalloc_purge",
+	                                 .last_action_unix_us = 1700000001000002,
+	                                 .last_rss_before_kib = 9000,
+	                                 .last_rss_after_kib = 4000,
+	                                 .last_duration_us = 1234,
+	                                 .last_note = "merged=2",
+	                                 .rss_kib = 4096,
+	                                 .live_kib = 1024,
+	                                 .released_total_kib = 8192,
+	                                 .fifo = "/tmp/r t/77.fifo",
+	                                 .signal = 42,
+	                                 .stats = "",
+	                                 .unknown_lines = 5,
+	                                 .oversized_lines = 6};
+}
+
+Test(report_read, status_round_trip)
+{
+	struct rt_status_record st = status();
+	char buf[RT_REPORT_LINE_MAX * 2];
+	size_t n = rt_report_status_json(buf, sizeof(buf), &st);
+	/* The file pads a shorter object with blanks. */
+	memset(buf + n - 1, ' ', 40);
+	strcpy(buf + n + 39, "\n");
+	struct rt_status_read got;
+	cr_assert_eq(rt_report_read_status(buf, &got), RT_READ_OK, "%s", buf);
+	cr_assert_eq(got.st.pid, st.pid);
+	cr_assert_eq(got.st.seq, st.seq);
+	cr_assert_eq(got.st.rounds, st.rounds);
+	cr_assert_eq(got.st.gc_rounds, st.gc_rounds);
+	cr_assert_eq(got.st.actions, st.actions);
+	cr_assert_eq(got.st.last_action_round, st.last_action_round);
+	cr_assert_eq(got.st.last_action_unix_us, st.last_action_unix_us);
+	cr_assert_eq(got.st.last_rss_before_kib, st.last_rss_before_kib);
+	cr_assert_eq(got.st.last_rss_after_kib, st.last_rss_after_kib);
+	cr_assert_eq(got.last_released_kib, 5000);
+	cr_assert_eq(got.st.last_duration_us, st.last_duration_us);
+	cr_assert_eq(got.st.rss_kib, st.rss_kib);
+	cr_assert_eq(got.st.live_kib, st.live_kib);
+	cr_assert_eq(got.st.released_total_kib, st.released_total_kib);
+	cr_assert_eq(got.st.signal, st.signal);
+	cr_assert_eq(got.st.unknown_lines, st.unknown_lines);
+	cr_assert_eq(got.st.oversized_lines, st.oversized_lines);
+	cr_assert_str_eq(got.st.program, st.program);
+	cr_assert_str_eq(got.st.allocator, st.allocator);
+	cr_assert_str_eq(got.st.last_action, st.last_action);
+	cr_assert_str_eq(got.st.last_note, st.last_note);
+	cr_assert_str_eq(got.st.fifo, st.fifo);
+	cr_assert_str_eq(got.st.stats, st.stats);
+}
+
+/* A rewrite in place caught half done: the two seq fields differ, or the JSON is cut. */
+Test(report_read, status_torn_is_told_apart)
+{
+	struct rt_status_record st = status();
+	char buf[RT_REPORT_LINE_MAX * 2];
+	size_t n = rt_report_status_json(buf, sizeof(buf), &st);
+	char *end = strstr(buf, "\"seq_end\":9");
+	cr_assert_not_null(end);
+	end[10] = '8';
+	struct rt_status_read got;
+	cr_assert_eq(rt_report_read_status(buf, &got), RT_READ_TORN);
+	rt_report_status_json(buf, sizeof(buf), &st);
+	buf[n / 2] = '\0';
+	cr_assert_eq(rt_report_read_status(buf, &got), RT_READ_TORN);
+	cr_assert_eq(rt_report_read_status("{\"pid\":1}", &got), RT_READ_BAD);
+}
+
+Test(report, prom_file)
+{
+	struct rt_prom_record pr = {.pid = 12,
+	                            .program = "py\"th\\on\n",
+	                            .allocator = "glibc",
+	                            .action = "malloc_trim",
+	                            .version = "0.1.0",
+	                            .rounds = 7,
+	                            .actions = 3,
+	                            .released_total_kib = 2,
+	                            .rss_kib = 1,
+	                            .last_rss_before_kib = 4,
+	                            .last_rss_after_kib = 3,
+	                            .last_action_unix_us = 1700000000000001};
+	char buf[4096];
+	size_t n = rt_report_prom(buf, sizeof(buf), &pr);
+	cr_assert_eq(n, strlen(buf));
+	cr_assert_not_null(
+	    strstr(buf, "roundtrim_rounds_total{pid=\"12\",program=\"py\\\"th\\\\on\\n\"} 7\n"),
+	    "%s", buf);
+	cr_assert_not_null(strstr(buf, "roundtrim_released_bytes_total{pid=\"12\""));
+	cr_assert_not_null(strstr(buf, "} 2048\n"));
+	cr_assert_not_null(
+	    strstr(buf, "roundtrim_last_action_timestamp_seconds{pid=\"12\",program="));
+	cr_assert_not_null(strstr(buf, "} 1700000000.000001\n"));
+	cr_assert_eq(strcmp(buf + n - 6, "# end\n"), 0, "%s", buf + n - 10);
+}

@@ -1,0 +1,141 @@
+/* The settings table is the one list of settings: its rows are well formed, and roundtrim(7)'s
+ * ENVIRONMENT and README's configuration table say what the rows say. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_settings.h"
+
+static const struct rt_setting_platform platform = {34, 64};
+
+Test(settings, rows_are_well_formed)
+{
+	for (unsigned i = 0; i < RT_SETTING_COUNT; i++) {
+		const struct rt_setting *s = &rt_settings[i];
+		cr_assert_not_null(s->name, "row %u has no name", i);
+		cr_assert_eq(strncmp(s->name, "ROUNDTRIM_", 10), 0, "%s", s->name);
+		cr_assert(s->values && s->default_text && s->doc, "%s lacks its words", s->name);
+		cr_assert_eq(rt_setting_named(s->name), s, "%s twice", s->name);
+		cr_assert_eq(!!s->twin, s->twin_rule != RT_TWIN_NONE, "%s", s->name);
+		if (s->kind == RT_KIND_PATH)
+			cr_assert_not_null(s->off_word, "%s", s->name);
+		if (s->kind == RT_KIND_WORDS)
+			cr_assert_gt(s->nwords, 1, "%s", s->name);
+		if (!s->option)
+			continue;
+		cr_assert_eq(strncmp(s->option, "--", 2), 0, "%s", s->option);
+		cr_assert_eq(rt_setting_with_option(s->option), s, "%s twice", s->option);
+		/* An option takes an argument or is a flag with a value the library takes. */
+		cr_assert_neq(!!s->option_arg, !!s->flag_value, "%s", s->option);
+		uint64_t v;
+		if (s->flag_value)
+			cr_assert_eq(rt_setting_parse(s, s->flag_value, &platform, &v), RT_PARSE_OK,
+			             "%s", s->option);
+	}
+}
+
+Test(settings, lookups)
+{
+	cr_assert_eq(rt_setting_named("ROUNDTRIM_GC_ROUNDS"), &rt_settings[RT_SETTING_GC_ROUNDS]);
+	cr_assert_null(rt_setting_named("ROUNDTRIM_NOPE"));
+	cr_assert_eq(rt_setting_with_option("--signal"), &rt_settings[RT_SETTING_SIGNAL]);
+	cr_assert_null(rt_setting_with_option("--nope"));
+}
+
+Test(settings, parse_by_kind)
+{
+	uint64_t v;
+	const struct rt_setting *gc = &rt_settings[RT_SETTING_GC_ROUNDS];
+	cr_assert_eq(rt_setting_parse(gc, "7", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 7);
+	cr_assert_eq(rt_setting_parse(gc, "2000000000", &platform, &v), RT_PARSE_OVERFLOW);
+	cr_assert_eq(rt_setting_parse(gc, " 5", &platform, &v), RT_PARSE_GARBAGE);
+	const struct rt_setting *role = &rt_settings[RT_SETTING_ROLE];
+	cr_assert_eq(rt_setting_parse(role, "CLIENT", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 1);
+	const struct rt_setting *fifo = &rt_settings[RT_SETTING_FIFO];
+	cr_assert_eq(rt_setting_parse(fifo, "NONE", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(rt_setting_parse(fifo, "rel/%p", &platform, &v), RT_PARSE_RELATIVE);
+	cr_assert_eq(rt_setting_parse(fifo, "/a/%d", &platform, &v), RT_PARSE_TEMPLATE);
+	cr_assert_eq(rt_setting_parse(fifo, "", &platform, &v), RT_PARSE_EMPTY);
+	const struct rt_setting *sig = &rt_settings[RT_SETTING_SIGNAL];
+	cr_assert_eq(rt_setting_parse(sig, "RTMIN+8", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 42);
+	cr_assert_eq(rt_setting_parse(sig, "FOO", &platform, &v), RT_PARSE_GARBAGE);
+	const struct rt_setting *match = &rt_settings[RT_SETTING_MATCH];
+	cr_assert_eq(rt_setting_parse(match, "", &platform, &v), RT_PARSE_EMPTY);
+	cr_assert_eq(rt_setting_parse(match, "a,,b", &platform, &v), RT_PARSE_EMPTY_ITEM);
+	char text[32];
+	rt_setting_value_text(role, 2, text, sizeof(text));
+	cr_assert_str_eq(text, "server");
+	rt_setting_value_text(gc, 12, text, sizeof(text));
+	cr_assert_str_eq(text, "12");
+}
+
+/* The lines of a file, whole, for the documentation checks. */
+static char *
+slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* README's configuration table: one row per setting, `NAME` | values | default | `TWIN` |
+ * what, exactly as the row says. */
+Test(settings, readme_table_agrees)
+{
+	char *text = slurp(RT_SOURCE_DIR "/README.md");
+	char *table = strstr(text, "| variable | values | default | NVFlare twin | what |\n");
+	cr_assert_not_null(table, "README has no configuration table");
+	char *end = strstr(table, "\n\n");
+	if (end)
+		*end = '\0';
+	unsigned rows = 0;
+	for (char *line = strtok(table, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "| `ROUNDTRIM_", 13))
+			continue;
+		char name[64];
+		cr_assert_eq(sscanf(line, "| `%63[A-Z_]`", name), 1, "%s", line);
+		const struct rt_setting *s = rt_setting_named(name);
+		cr_assert_not_null(s, "README names %s, which is no setting", name);
+		char want[1024];
+		snprintf(want, sizeof(want), "| `%s` | %s | %s | %s%s%s | %s |", s->name, s->values,
+		         s->default_text, s->twin ? "`" : "", s->twin ? s->twin : "",
+		         s->twin ? "`" : "", s->doc);
+		cr_assert_str_eq(line, want);
+		rows++;
+	}
+	cr_assert_eq(rows, RT_SETTING_COUNT, "README's table has %u rows", rows);
+}
+
+/* roundtrim(7)'s ENVIRONMENT: an entry (.TP, then .B NAME) for every setting and no other,
+ * each naming its NVFlare twin. */
+Test(settings, man_page_agrees)
+{
+	char *text = slurp(RT_SOURCE_DIR "/man/roundtrim.7");
+	char *env = strstr(text, "\n.SH ENVIRONMENT\n");
+	cr_assert_not_null(env);
+	char *end = strstr(env + 1, "\n.SH ");
+	cr_assert_not_null(end);
+	*end = '\0';
+	bool seen[RT_SETTING_COUNT] = {false};
+	for (char *at = env; (at = strstr(at, "\n.TP\n.B ROUNDTRIM_")) != NULL; at++) {
+		char name[64];
+		cr_assert_eq(sscanf(at, "\n.TP\n.B %63[A-Z_]", name), 1);
+		const struct rt_setting *s = rt_setting_named(name);
+		cr_assert_not_null(s, "roundtrim(7) describes %s, which is no setting", name);
+		seen[s - rt_settings] = true;
+		char *next = strstr(at + 1, "\n.TP\n.B ROUNDTRIM_");
+		size_t len = next ? (size_t)(next - at) : strlen(at);
+		if (s->twin)
+			cr_assert_not_null(memmem(at, len, s->twin, strlen(s->twin)),
+			                   "roundtrim(7)'s %s does not name %s", name, s->twin);
+	}
+	for (unsigned i = 0; i < RT_SETTING_COUNT; i++)
+		cr_assert(seen[i], "roundtrim(7) does not describe %s", rt_settings[i].name);
+}
