@@ -10,6 +10,7 @@
 #include "rt_report.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
+#include "rt_tally.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -78,6 +79,7 @@ rt_main_atfork_child(void)
 	/* Inside fork, before the child runs a line of its own: the parent's worker, files and
 	 * requests are not the child's. Nothing is opened or started here. */
 	rt_shim.forked = true;
+	rt_tally_forget_parent();
 	rt_worker_forget_parent();
 	rt_files_forget_parent();
 	rt_signal_forget_parent();
@@ -128,6 +130,7 @@ rt_main_init(void)
 		return;
 
 	rt_fd_init();
+	rt_tally_init();
 	rt_shim.allocator = rt_heap_detect();
 	rt_shim.action = rt_allocator_action(rt_shim.allocator, cfg->jemalloc);
 	if (rt_shim.allocator == RT_ALLOCATOR_GLIBC && cfg->arena_max)

@@ -1,11 +1,13 @@
 /* The malloc family, interposed. The hot path adds to the real call a thread-local budget that
  * counts down the bytes asked for, a thread-local count, and one predictable branch: no lock,
- * no syscall, no shared cache line written. When the budget runs out (at a thread's first
- * allocation, whose budget starts at zero, and then every `period` bytes) the cold path runs
- * the library's per-thread work: resolving the real functions, and rt_main's allocation event. */
+ * no syscall, no shared cache line written (rt_tally). When the budget runs out (at a thread's
+ * first allocation, whose budget starts at zero, and then every `period` bytes) the cold path
+ * runs the library's per-thread work: resolving the real functions, joining the registry of
+ * tallies, and rt_main's allocation event. */
 #include "roundtrim.h"
 #include "rt_real.h"
 #include "rt_shim.h"
+#include "rt_tally.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -14,20 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Written only by its thread, with relaxed atomics so that the worker may read it. */
-struct rt_thread_tally {
-	uint64_t left;         /* bytes until the next cold event; 0 at a thread's start */
-	uint64_t armed;        /* what the last cold event set left to */
-	uint64_t bytes_before; /* bytes asked for up to the last cold event */
-	uint64_t allocations;
-	uint64_t frees;
-	bool in_event;
-};
-
-static __thread struct rt_thread_tally rt_t;
-
-#define RT_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define RT_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define RT_LOAD(x) RT_TALLY_LOAD(x)
+#define RT_STORE(x, v) RT_TALLY_STORE(x, v)
 #define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RT_COLD __attribute__((noinline, cold))
 
@@ -69,6 +59,8 @@ rt_cold(size_t size)
 			return false;
 	}
 	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
+	if (!rt_t.registered)
+		rt_tally_register();
 	/* Allocations made by the event itself (starting a worker allocates) take the hot path
 	 * under a large budget and never start a second event. */
 	rt_rearm(RT_PERIOD_NONE, size);
@@ -262,8 +254,7 @@ roundtrim_thread_counts(struct roundtrim_thread_counts *out)
 {
 	out->allocations = RT_LOAD(rt_t.allocations);
 	out->frees = RT_LOAD(rt_t.frees);
-	out->bytes_requested =
-	    RT_LOAD(rt_t.bytes_before) + RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left);
+	out->bytes_requested = rt_tally_bytes(&rt_t);
 }
 
 /* Our own malloc's address, bound inside this object: references to `malloc` itself resolve to

@@ -1,0 +1,101 @@
+/* The registry of thread tallies. Threads join it at their first allocation and leave it at
+ * exit (a thread-specific key's destructor), both on the cold path, under a mutex that the
+ * worker takes to sum. The hot path never touches the registry: each thread writes only its
+ * own tally, in its own thread-local storage. */
+#include "rt_tally.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+__thread struct rt_thread_tally rt_t;
+
+static pthread_mutex_t rt_tally_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rt_thread_tally *rt_tally_head;
+static struct rt_alloc_totals rt_tally_retired; /* what exited threads counted */
+static pthread_key_t rt_tally_key;
+static atomic_bool rt_tally_ready;
+
+static void
+rt_tally_add(struct rt_alloc_totals *sum, const struct rt_thread_tally *t)
+{
+	sum->allocations += RT_TALLY_LOAD(t->allocations);
+	sum->frees += RT_TALLY_LOAD(t->frees);
+	sum->bytes += rt_tally_bytes(t);
+}
+
+static void
+rt_tally_unlink(struct rt_thread_tally *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		rt_tally_head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->next = t->prev = NULL;
+}
+
+static void
+rt_tally_retire(void *arg)
+{
+	struct rt_thread_tally *t = arg;
+	pthread_mutex_lock(&rt_tally_lock);
+	rt_tally_unlink(t);
+	rt_tally_add(&rt_tally_retired, t);
+	t->registered = false;
+	t->retired = true;
+	pthread_mutex_unlock(&rt_tally_lock);
+	/* Destructors that run after this one and allocate count nowhere: the thread is gone. */
+	RT_TALLY_STORE(t->left, UINT64_C(1) << 62);
+	RT_TALLY_STORE(t->armed, UINT64_C(1) << 62);
+}
+
+void
+rt_tally_register(void)
+{
+	struct rt_thread_tally *t = &rt_t;
+	if (t->registered || t->retired || !atomic_load(&rt_tally_ready))
+		return;
+	pthread_mutex_lock(&rt_tally_lock);
+	t->prev = NULL;
+	t->next = rt_tally_head;
+	if (rt_tally_head)
+		rt_tally_head->prev = t;
+	rt_tally_head = t;
+	t->registered = true;
+	pthread_mutex_unlock(&rt_tally_lock);
+	pthread_setspecific(rt_tally_key, t);
+}
+
+void
+rt_tally_init(void)
+{
+	if (pthread_key_create(&rt_tally_key, rt_tally_retire) != 0)
+		return;
+	atomic_store(&rt_tally_ready, true);
+	rt_tally_register();
+}
+
+void
+rt_tally_totals(struct rt_alloc_totals *out)
+{
+	pthread_mutex_lock(&rt_tally_lock);
+	*out = rt_tally_retired;
+	out->threads = 0;
+	for (const struct rt_thread_tally *t = rt_tally_head; t; t = t->next) {
+		rt_tally_add(out, t);
+		out->threads++;
+	}
+	pthread_mutex_unlock(&rt_tally_lock);
+}
+
+void
+rt_tally_forget_parent(void)
+{
+	/* The parent's other threads do not exist here; the lock may have been held at the fork. */
+	rt_tally_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	rt_tally_head = NULL;
+	rt_tally_retired = (struct rt_alloc_totals){0};
+	rt_t.registered = false;
+	rt_tally_register();
+}
