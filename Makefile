@@ -1,4 +1,6 @@
 # roundtrim: build, test, check, bench, demo, install. Nothing else builds the project.
+# `make check` also runs every libFuzzer target of test/fuzz/ briefly; `make fuzz` runs them
+# longer (see the section at the end).
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
@@ -69,7 +71,7 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
+check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
 # The quick bench alone, last: it keeps both cores busy for up to a minute, and the other
@@ -78,7 +80,7 @@ check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
 lint:
-	shellcheck -x scripts/*.sh scripts/roundtrim test/fixtures/*.sh .ci/run
+	shellcheck -x scripts/*.sh scripts/roundtrim test/fixtures/*.sh test/fuzz/*.sh .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
 bench: $(LIB) $(WORKLOADS) $(BENCHES)
@@ -107,3 +109,40 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---------------------------------------------------------------------------------------------
+# Fuzzing, with Debian 12's clang 14 (clang-14, libclang-rt-14-dev).
+
+CLANG ?= clang-14
+
+# libFuzzer targets: test/fuzz/fuzz_NAME.c, one per parser of policy/, seeds in
+# test/fuzz/corpus/NAME/, a dictionary in test/fuzz/NAME.dict where useful. The policy is built a
+# second time, instrumented, under $(BUILD)/fuzz/. `make check` runs each for FUZZ_CHECK_RUNS
+# inputs from a fixed seed; `make fuzz` for FUZZ_SECONDS each and merges what is new into the
+# seeds. A crash fails either and leaves its reproducer in $(BUILD)/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_CHECK_RUNS ?= 30000
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_POLICY_OBJ := $(POLICY_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Ipolicy \
+	-fsanitize=address,undefined -fno-sanitize-recover=all
+
+# Kept after a build, as make would delete them as mere intermediates of the targets.
+.SECONDARY: $(FUZZ_POLICY_OBJ)
+$(FUZZ_BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_POLICY_OBJ)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_POLICY_OBJ)
+
+.PHONY: fuzz fuzz-check
+fuzz-check: $(FUZZ_BIN)
+	@for name in $(FUZZ_NAMES); do \
+		test/fuzz/run.sh check $(FUZZ_BUILD) $$name $(FUZZ_CHECK_RUNS) || exit 1; done
+
+fuzz: $(FUZZ_BIN)
+	@for name in $(FUZZ_NAMES); do \
+		test/fuzz/run.sh long $(FUZZ_BUILD) $$name $(FUZZ_SECONDS) || exit 1; done

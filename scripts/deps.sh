@@ -20,6 +20,8 @@ packages=(
 	python3-torch     # the Python client (end-to-end tests and bench)
 	python3-numpy
 	libgoogle-perftools4 # tcmalloc, the bench's reference allocator
+	clang-14          # fuzz targets (make check, make fuzz)
+	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes
 )
 
 usage() {
