@@ -73,9 +73,11 @@ long)
 	"$bin" "${options[@]}" "-max_total_time=$amount" "$work" "$seeds" >"$log" 2>&1 || failed
 	done=$(summary)
 	before=$(find "$seeds" -type f | wc -l)
-	# Only inputs that reach something the seeds do not are added: review them before a
-	# commit, and keep the few that tell something (the seeds stay small).
-	"$bin" "${options[@]}" -merge=1 "$seeds" "$work" >"$log.merge" 2>&1 || failed
+	# Only inputs that reach an edge the seeds do not are added (-use_counters=0: new hit
+	# counts of known edges do not count), so the seeds stay small; review them before a
+	# commit.
+	"$bin" "${options[@]}" -merge=1 -use_counters=0 "$seeds" "$work" >"$log.merge" 2>&1 ||
+		failed
 	after=$(find "$seeds" -type f | wc -l)
 	echo "fuzz_$name: $done in $amount s; $((after - before)) new input(s) merged into $seeds"
 	;;
