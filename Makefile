@@ -1,4 +1,7 @@
 # roundtrim: build, test, check, bench, demo, install. Nothing else builds the project.
+# `make check` also runs every libFuzzer target of test/fuzz/ briefly; `make fuzz` runs them
+# longer; `make check-asan`, `check-ubsan`, `check-tsan` run the workloads under a sanitized
+# library (see the section at the end).
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
@@ -74,7 +77,7 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
+check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
 # The quick bench alone, last: it keeps both cores busy for up to a minute, and the other
@@ -83,7 +86,8 @@ check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
 lint:
-	shellcheck -x scripts/*.sh scripts/roundtrim test/fixtures/*.sh .ci/run
+	shellcheck -x scripts/*.sh scripts/roundtrim test/fixtures/*.sh test/fuzz/*.sh \
+		test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
 bench: $(LIB) $(WORKLOADS) $(BENCHES)
@@ -112,3 +116,153 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---------------------------------------------------------------------------------------------
+# Fuzzing and sanitizers, with Debian 12's clang 14 (clang-14, libclang-rt-14-dev, llvm-14).
+
+CLANG ?= clang-14
+
+# libFuzzer targets: test/fuzz/fuzz_NAME.c, one per parser of policy/, seeds in
+# test/fuzz/corpus/NAME/, a dictionary in test/fuzz/NAME.dict where useful. The policy is built a
+# second time, instrumented, under $(BUILD)/fuzz/. `make check` runs each for FUZZ_CHECK_RUNS
+# inputs from a fixed seed; `make fuzz` for FUZZ_SECONDS each and merges what is new into the
+# seeds. A crash fails either and leaves its reproducer in $(BUILD)/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_CHECK_RUNS ?= 30000
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_POLICY_OBJ := $(POLICY_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Ipolicy \
+	-fsanitize=address,undefined -fno-sanitize-recover=all
+
+# Kept after a build, as make would delete them as mere intermediates of the targets.
+.SECONDARY: $(FUZZ_POLICY_OBJ)
+$(FUZZ_BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_POLICY_OBJ)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_POLICY_OBJ) -ljson-c
+
+.PHONY: fuzz fuzz-check check-asan check-ubsan check-tsan sanitize-run
+fuzz-check: $(FUZZ_BIN)
+	@for name in $(FUZZ_NAMES); do \
+		test/fuzz/run.sh check $(FUZZ_BUILD) $$name $(FUZZ_CHECK_RUNS) || exit 1; done
+
+fuzz: $(FUZZ_BIN)
+	@for name in $(FUZZ_NAMES); do \
+		test/fuzz/run.sh long $(FUZZ_BUILD) $$name $(FUZZ_SECONDS) || exit 1; done
+
+# check-asan, check-ubsan, check-tsan: the library, the workloads and the test runner built with
+# clang in $(BUILD)/asan/ (ubsan/, tsan/), library and workloads with the sanitizer, and the
+# integration tests run, real workloads under the library, the stress test among them; the
+# runner itself is not instrumented (it never carries the library). Every report of every
+# process goes to $(BUILD)/SAN/reports/, and any report fails the target, even when the test
+# that caused it passed. Suppressions, each with its reason: test/sanitize/*.supp.
+#
+# Whose malloc wins: the library's wrappers stay in front, as in production, and the
+# sanitizer's allocator serves behind them, where glibc or jemalloc serves in production. The
+# harness appends the runtime to each LD_PRELOAD a test sets (TH_PRELOAD_AFTER), so the child
+# loads libroundtrim.so, the test's other preloads, then the runtime, then libc: rt_real's
+# dlsym(RTLD_NEXT, "malloc") finds the sanitizer's malloc, and every block the host gets
+# through the wrappers is the sanitizer's. As a mere dependency of the library the runtime
+# would load after libc, whose functions would then win over its interceptors; ASan refuses to
+# run when it is not first in the list unless told verify_asan_link_order=0. What follows:
+# - ASan's and TSan's allocators have no trim call: the library calls them "unknown" and counts
+#   rounds without acting. UBSan has no allocator: glibc serves, and the library trims and
+#   purges (the stress test runs a second time with jemalloc behind the wrappers) as usual.
+# - shim/rt_malloc.c, rt_tally.c and rt_real.c run before any runtime is initialised (ld.so and the
+#   runtimes' own start-up call malloc), when ASan's shadow memory and TSan's thread state do
+#   not exist yet: they are built without ASan's and TSan's instrumentation.
+# - Debian 12's shared TSan runtime needs libstdc++, whose constructor calls the runtime's
+#   __cxa_atexit before the runtime is initialised (a crash before main, even for a program
+#   built with -fsanitize=thread -shared-libsan): the workloads get a .preinit_array entry
+#   that initialises it (test/sanitize/tsan_preinit.c), other hosts (python3, sh) a helper
+#   preloaded just before the runtime (test/sanitize/tsan_boot.c).
+# - The sanitizers start their symbolizer with the host's LD_PRELOAD: test/sanitize/llvm-
+#   symbolizer drops it.
+#
+# Tests left out (SAN_SKIP_*), and why:
+# - bench/*: timings. command/* under ASan and TSan: `roundtrim run` puts the library in
+#   LD_PRELOAD without the runtime behind it.
+# - ASan, TSan: the tests that assert an allocator action or glibc's arenas (rounds/*,
+#   python/off_with_roundtrim_python_0, python/gil_held_*, robust/role_caps_*), or a host that
+#   looks untouched (robust/disabled_*, robust/non_matching_*: the runtime's own handlers;
+#   robust/every_bad_variable_*: the one more line saying the allocator is unknown); jemalloc
+#   between the wrappers and ASan or TSan (rounds/jemalloc_*, stress/*jemalloc*): both runtimes
+#   are called by jemalloc before their interceptors are set up, and crash.
+# - ASan: robust/fork_child_*: LLVM 14's ASan holds no lock of its allocator across fork, and
+#   the probe forks while the library's worker allocates (fdopendir) at start-up: the child's
+#   first allocation can wait forever (1 run in 6 here).
+# - TSan: triggers/exec_via_exec{ve,vp,l}_*: the reference run without the library then has
+#   TSan's background thread, which makes glibc handle signal 33, so the exec'd program loses
+#   the SIG_IGN it inherited; with the library it keeps it, as without TSan.
+SAN_SKIP_undefined := bench/*
+SAN_SKIP_runtime := bench/*|command/*|rounds/*|stress/*jemalloc*|python/@(off_with|gil_held)*
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|robust/@(disabled|non_matching|every_bad|role_caps)*
+SAN_SKIP_address := $(SAN_SKIP_runtime)|robust/fork_child_*
+SAN_SKIP_thread := $(SAN_SKIP_runtime)|triggers/exec_via_exec@(ve|vp|l)_*
+SAN_FILTER = !($(SAN_SKIP_$(SANITIZE)))
+SAN_REPORTS = $(abspath $(BUILD))/reports
+SAN_SYMBOLIZER = external_symbolizer_path=$(abspath test/sanitize/llvm-symbolizer)
+SAN_COMMON_OPTIONS = log_path=$(SAN_REPORTS)/$(SANITIZE):log_exe_name=1:$(SAN_SYMBOLIZER)
+# UBSan's crash handlers would show among the host's caught signals, which tests compare with a
+# run without the library; a crash still fails the test.
+SAN_UBSAN_NO_HANDLERS = handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0
+SAN_ENV = ASAN_OPTIONS=$(SAN_COMMON_OPTIONS):verify_asan_link_order=0:fast_unwind_on_malloc=0 \
+	LSAN_OPTIONS=suppressions=$(abspath test/sanitize/lsan.supp):print_suppressions=0 \
+	TSAN_OPTIONS=$(SAN_COMMON_OPTIONS):die_after_fork=0 \
+	UBSAN_OPTIONS=$(SAN_COMMON_OPTIONS):print_stacktrace=1:$(SAN_UBSAN_NO_HANDLERS)
+SAN_MAKE = $(MAKE) --no-print-directory CC=$(CLANG) OPT='-O1 -g -fno-omit-frame-pointer'
+
+check-asan:
+	$(SAN_MAKE) SANITIZE=address BUILD=$(BUILD)/asan sanitize-run
+check-ubsan:
+	$(SAN_MAKE) SANITIZE=undefined BUILD=$(BUILD)/ubsan sanitize-run
+check-tsan:
+	$(SAN_MAKE) SANITIZE=thread BUILD=$(BUILD)/tsan sanitize-run
+
+ifneq ($(SANITIZE),)
+CLANG_RTDIR := $(shell $(CLANG) -print-runtime-dir)
+# clang does not know GCC's copy attribute (rt_malloc.c); nothing else differs.
+SAN_CFLAGS := -fsanitize=$(SANITIZE) -Wno-unknown-attributes
+SAN_LDFLAGS := -fsanitize=$(SANITIZE) -shared-libsan -Wl,-rpath,$(CLANG_RTDIR)
+SAN_HELPERS :=
+ifneq ($(filter address thread,$(SANITIZE)),)
+$(BUILD)/shim/rt_malloc.o $(BUILD)/shim/rt_real.o $(BUILD)/shim/rt_tally.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
+endif
+ifeq ($(SANITIZE),address)
+SAN_PRELOAD := $(CLANG_RTDIR)/libclang_rt.asan-x86_64.so
+endif
+ifeq ($(SANITIZE),thread)
+SAN_HELPERS := $(BUILD)/test/sanitize/libtsan_boot.so $(BUILD)/test/sanitize/tsan_preinit.o
+SAN_PRELOAD := $(abspath $(BUILD))/test/sanitize/libtsan_boot.so:$(CLANG_RTDIR)/libclang_rt.tsan-x86_64.so
+$(WORKLOADS): $(BUILD)/test/sanitize/tsan_preinit.o
+$(WORKLOADS): private BASE_CFLAGS += $(BUILD)/test/sanitize/tsan_preinit.o
+
+$(BUILD)/test/sanitize/libtsan_boot.so: test/sanitize/tsan_boot.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $< $(CLANG_RTDIR)/libclang_rt.tsan-x86_64.so -ldl
+
+$(BUILD)/test/sanitize/tsan_preinit.o: test/sanitize/tsan_preinit.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -c -o $@ $<
+endif
+# UBSan's runtime interposes nothing: the library's own dependency on it is enough, and the
+# harness leaves LD_PRELOAD as the tests set it.
+SHIM_CFLAGS += $(SAN_CFLAGS)
+SHIM_LDFLAGS += $(SAN_LDFLAGS)
+$(WORKLOADS): private BASE_CFLAGS += $(SAN_CFLAGS) $(SAN_LDFLAGS)
+TEST_CFLAGS += -DTH_PRELOAD_AFTER='"$(SAN_PRELOAD)"'
+# The flags above live here: a change must rebuild what they went into.
+$(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS): Makefile
+endif
+
+sanitize-run: $(LIB) $(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS)
+	@test -n "$(SANITIZE)" || { echo "use make check-asan, check-ubsan or check-tsan" >&2; exit 2; }
+	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
+	$(SAN_ENV) $(INTEGRATION) --filter '$(SAN_FILTER)' || status=$$?; \
+	if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
+		cat $(SAN_REPORTS)/*; echo "$(SANITIZE): reports in $(SAN_REPORTS)" >&2; exit 1; fi; \
+	exit $${status:-0}

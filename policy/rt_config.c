@@ -26,15 +26,16 @@ struct rt_config_reader {
 	enum rt_role role; /* once read: a server ignores NVFlare's client-only twins */
 };
 
-/* Writes at most RT_CONFIG_QUOTE_MAX bytes of value, escaped so that the line stays one
- * printable line whatever the value holds; out must hold RT_CONFIG_QUOTED_SIZE bytes. */
+/* Writes at most max bytes of value, escaped so that the line stays one printable line
+ * whatever the value holds, and "..." when there is more; out must hold max * 4 + 4 bytes
+ * (RT_CONFIG_QUOTED_SIZE for RT_CONFIG_QUOTE_MAX). */
 static void
-rt_config_quote(char *out, const char *value)
+rt_config_quote(char *out, const char *value, size_t max)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t w = 0;
 	size_t i;
-	for (i = 0; value[i] && i < RT_CONFIG_QUOTE_MAX; i++) {
+	for (i = 0; value[i] && i < max; i++) {
 		unsigned char c = (unsigned char)value[i];
 		if (c == '"' || c == '\\') {
 			out[w++] = '\\';
@@ -61,7 +62,7 @@ rt_config_diag(const struct rt_config_reader *r, const char *name, const char *v
 {
 	char quoted[RT_CONFIG_QUOTED_SIZE];
 	char line[RT_CONFIG_DIAG_SIZE];
-	rt_config_quote(quoted, value);
+	rt_config_quote(quoted, value, RT_CONFIG_QUOTE_MAX);
 	snprintf(line, sizeof(line), "roundtrim: %s=\"%s\" is %s; using %s", name, quoted, problem,
 	         fallback);
 	r->diag(r->diag_ctx, line);
@@ -134,7 +135,7 @@ rt_config_scalar(const struct rt_config_reader *r, enum rt_setting_id id, uint64
 	char fallback[RT_CONFIG_QUOTED_SIZE + 64];
 	if (text && twin_text && twin_res == RT_PARSE_OK) {
 		char quoted[RT_CONFIG_QUOTED_SIZE];
-		rt_config_quote(quoted, twin_text);
+		rt_config_quote(quoted, twin_text, RT_CONFIG_QUOTE_MAX);
 		snprintf(fallback, sizeof(fallback), "%s=%s", s->twin, quoted);
 		rt_config_diag(r, s->name, text, rt_parse_result_text(res), fallback);
 		return twin_value;
@@ -251,9 +252,12 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	rt_config_signal(r, cfg);
 
 	char def_fifo[RT_CONFIG_PATH_MAX];
-	char def_fifo_text[RT_CONFIG_PATH_MAX + sizeof("the default ")];
+	/* Escaped like a value: XDG_RUNTIME_DIR may hold a newline, which would split the line. */
+	char def_fifo_quoted[RT_CONFIG_PATH_MAX * 4 + 4];
+	char def_fifo_text[sizeof(def_fifo_quoted) + sizeof("the default ")];
 	rt_config_default_fifo(r, def_fifo);
-	snprintf(def_fifo_text, sizeof(def_fifo_text), "the default %s", def_fifo);
+	rt_config_quote(def_fifo_quoted, def_fifo, RT_CONFIG_PATH_MAX);
+	snprintf(def_fifo_text, sizeof(def_fifo_text), "the default %s", def_fifo_quoted);
 	rt_config_path(r, RT_SETTING_FIFO, cfg->fifo, def_fifo, def_fifo_text);
 	rt_config_path(r, RT_SETTING_LOG, cfg->log, "", "stderr");
 	rt_config_path(r, RT_SETTING_STATS, cfg->stats, "", "no stats file");

@@ -24,6 +24,9 @@ rt_proto_parse_line(char *line, size_t len, struct rt_proto_cmd *cmd)
 	cmd->arg = 0;
 	cmd->line = line;
 	static const char gc_rounds[] = "gc-rounds ";
+	/* A NUL byte would end the line early for strcmp: such a line is no command. */
+	if (memchr(line, '\0', len))
+		return;
 	if (len == 0)
 		cmd->kind = RT_PROTO_EMPTY;
 	else if (strcmp(line, "round") == 0)

@@ -22,6 +22,9 @@ packages=(
 	python3-torch     # the Python client (end-to-end tests and bench)
 	python3-numpy
 	libgoogle-perftools4 # tcmalloc, the bench's reference allocator
+	clang-14          # fuzz targets (make check, make fuzz) and make check-asan/-ubsan/-tsan
+	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes
+	llvm-14           # llvm-symbolizer, for readable sanitizer reports
 )
 
 usage() {

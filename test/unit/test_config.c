@@ -742,6 +742,16 @@ Test(config, fifo_bad)
 	            "/tmp/roundtrim-1000/%p.fifo");
 }
 
+/* Found by test/fuzz/fuzz_config.c: a newline in XDG_RUNTIME_DIR split the line in two. */
+Test(config, fifo_default_path_is_escaped_in_the_diagnostic)
+{
+	read_env(ENV({"ROUNDTRIM_FIFO", "rt.fifo"},
+	             {"XDG_RUNTIME_DIR", "/run/user/1000\nroundtrim: forged\x7f"}));
+	expect_diag("roundtrim: ROUNDTRIM_FIFO=\"rt.fifo\" is not an absolute path; using the "
+	            "default /run/user/1000\\x0aroundtrim: forged\\x7f/roundtrim/%p.fifo");
+	cr_assert_str_eq(cfg.fifo, "/run/user/1000\nroundtrim: forged\x7f/roundtrim/%p.fifo");
+}
+
 Test(config, fifo_must_expand_for_any_pid)
 {
 	/* 508 bytes fit the buffer, but "%p" becomes up to 7 digits. */

@@ -198,3 +198,12 @@ Test(proto, kind_names)
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_UNKNOWN), "unknown");
 	cr_assert_str_eq(rt_proto_kind_name(RT_PROTO_OVERSIZED), "oversized");
 }
+
+/* strcmp would stop at the NUL byte and take "round\0junk" for "round". */
+Test(proto, a_line_holding_a_nul_byte_is_no_command)
+{
+	reset();
+	rt_proto_feed(&proto, "round\0junk\n", 11, record, &seen);
+	cr_assert_eq(seen.n, 1);
+	cr_assert_eq(seen.kind[0], RT_PROTO_UNKNOWN);
+}
