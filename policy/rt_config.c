@@ -2,6 +2,7 @@
 
 #include "rt_parse.h"
 #include "rt_path.h"
+#include "rt_report.h"
 #include "rt_settings.h"
 
 #include <fnmatch.h>
@@ -26,34 +27,12 @@ struct rt_config_reader {
 	enum rt_role role; /* once read: a server ignores NVFlare's client-only twins */
 };
 
-/* Writes at most max bytes of value, escaped so that the line stays one printable line
- * whatever the value holds, and "..." when there is more; out must hold max * 4 + 4 bytes
- * (RT_CONFIG_QUOTED_SIZE for RT_CONFIG_QUOTE_MAX). */
+/* Writes at most max bytes of value, escaped (policy/rt_report) and "..." when there is more;
+ * out must hold max * 4 + 4 bytes (RT_CONFIG_QUOTED_SIZE for RT_CONFIG_QUOTE_MAX). */
 static void
 rt_config_quote(char *out, const char *value, size_t max)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t w = 0;
-	size_t i;
-	for (i = 0; value[i] && i < max; i++) {
-		unsigned char c = (unsigned char)value[i];
-		if (c == '"' || c == '\\') {
-			out[w++] = '\\';
-			out[w++] = (char)c;
-		} else if (c < 0x20 || c >= 0x7f) {
-			out[w++] = '\\';
-			out[w++] = 'x';
-			out[w++] = hex[c >> 4];
-			out[w++] = hex[c & 0xf];
-		} else {
-			out[w++] = (char)c;
-		}
-	}
-	if (value[i]) {
-		memcpy(out + w, "...", 3);
-		w += 3;
-	}
-	out[w] = '\0';
+	rt_report_escape(out, max * 4 + 4, value, max, true);
 }
 
 static void

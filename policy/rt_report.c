@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 static uint64_t
 rt_report_drop_kib(uint64_t before, uint64_t after)
@@ -15,6 +16,32 @@ uint64_t
 rt_report_released_kib(const struct rt_round_record *rec)
 {
 	return rt_report_drop_kib(rec->rss_before_kib, rec->rss_after_kib);
+}
+
+void
+rt_report_escape(char *out, size_t size, const char *in, size_t max, bool quoted)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t w = 0, i;
+	for (i = 0; in[i] && i < max && w + 8 <= size; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (quoted && (c == '"' || c == '\\')) {
+			out[w++] = '\\';
+			out[w++] = (char)c;
+		} else if (c < 0x20 || c == 0x7f || (quoted && c > 0x7f)) {
+			out[w++] = '\\';
+			out[w++] = 'x';
+			out[w++] = hex[c >> 4];
+			out[w++] = hex[c & 0xf];
+		} else {
+			out[w++] = (char)c;
+		}
+	}
+	if (in[i]) {
+		memcpy(out + w, "...", 3);
+		w += 3;
+	}
+	out[w] = '\0';
 }
 
 static size_t

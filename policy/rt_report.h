@@ -4,6 +4,7 @@
 #ifndef RT_REPORT_H
 #define RT_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,11 @@ struct rt_status_record {
 };
 
 uint64_t rt_report_released_kib(const struct rt_round_record *rec);
+
+/* Copies at most max bytes of in so that the result stays one printable line: control bytes
+ * become \xNN; with quoted (a value between double quotes), also '"' and '\' are escaped, and
+ * every byte outside printable ASCII. "..." marks what was cut. out must hold max * 4 + 4. */
+void rt_report_escape(char *out, size_t size, const char *in, size_t max, bool quoted);
 
 /* Process-wide figures for the Prometheus file (node_exporter's textfile collector). */
 struct rt_prom_record {

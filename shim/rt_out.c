@@ -1,4 +1,5 @@
 /* Output primitives: nothing here allocates, and every write survives EINTR and short writes. */
+#include "rt_report.h"
 #include "rt_shim.h"
 
 #include <errno.h>
@@ -24,16 +25,17 @@ rt_out_write_all(int fd, const char *buf, size_t len)
 void
 rt_warn(const char *fmt, ...)
 {
-	char line[512];
+	char message[512], line[sizeof(message) * 4 + 16];
 	int saved_errno = errno;
-	int head = snprintf(line, sizeof(line), "roundtrim: ");
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(line + head, sizeof(line) - (size_t)head - 1, fmt, ap);
+	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	size_t len = (size_t)head + (n < 0 ? 0 : (size_t)n);
-	if (len > sizeof(line) - 2)
-		len = sizeof(line) - 2;
+	/* Paths and FIFO lines come from outside: a newline or an escape sequence in them must
+	 * neither split the line nor reach the host's terminal. */
+	memcpy(line, "roundtrim: ", 11);
+	rt_report_escape(line + 11, sizeof(line) - 12, message, sizeof(message), false);
+	size_t len = strlen(line);
 	line[len++] = '\n';
 	rt_out_write_all(STDERR_FILENO, line, len);
 	errno = saved_errno;

@@ -75,7 +75,8 @@ rt_real_is_bootstrap(const void *ptr)
 static inline bool
 rt_real_is_ready(void)
 {
-	return __atomic_load_n(&rt_real_ready, __ATOMIC_RELAXED);
+	/* Acquire: a thread that sees "ready" sees every pointer that resolution stored. */
+	return __atomic_load_n(&rt_real_ready, __ATOMIC_ACQUIRE);
 }
 #pragma GCC visibility pop
 

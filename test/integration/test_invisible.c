@@ -315,3 +315,17 @@ Test(invisible, stats_file_appears_with_its_first_line_only)
 	closedir(d);
 	cr_assert_eq(files, 1);
 }
+
+/* Paths come from outside: a newline or an escape sequence in one neither splits the library's
+ * line nor reaches the host's terminal. */
+Test(invisible, warnings_stay_one_printable_line)
+{
+	char out[256], err[2048];
+	const char *argv[] = {"/bin/true", NULL};
+	const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none",
+	                     "ROUNDTRIM_STATS=/nonexistent/x\nroundtrim: forged\x1b[31m", NULL};
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	cr_assert_not_null(strstr(err, "stats file off"), "%s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "more than one line: %s", err);
+	cr_assert_null(strchr(err, '\x1b'), "%s", err);
+}

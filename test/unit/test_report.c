@@ -267,3 +267,16 @@ Test(report, json_python_fields)
 	expect_contains(buf, "\"note\":\"\",\"python\":\"collected\",\"gc_collected\":1234,"
 	                     "\"cuda\":\"emptied\",\"unix_time\":1700000000.123456}\n");
 }
+
+Test(report, escape_keeps_one_printable_line)
+{
+	char out[64];
+	rt_report_escape(out, sizeof(out), "a\nb\x1b[31mc\rd", 64, false);
+	cr_assert_str_eq(out, "a\\x0ab\\x1b[31mc\\x0dd");
+	rt_report_escape(out, sizeof(out), "say \"hi\"\\", 64, false);
+	cr_assert_str_eq(out, "say \"hi\"\\");
+	rt_report_escape(out, sizeof(out), "say \"hi\"\\\xc3\xa9", 64, true);
+	cr_assert_str_eq(out, "say \\\"hi\\\"\\\\\\xc3\\xa9");
+	rt_report_escape(out, sizeof(out), "abcdef", 3, true);
+	cr_assert_str_eq(out, "abc...");
+}
