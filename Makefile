@@ -67,6 +67,14 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
+# Round detection: the recorder, a test-only preload that writes traces of allocation readings.
+RECORDER := $(BUILD)/test/tools/librecorder.so
+all: $(RECORDER)
+$(RECORDER): test/tools/recorder.c policy/rt_trace.c policy/rt_trace.h Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -fvisibility=hidden -shared -o $@ test/tools/recorder.c \
+		policy/rt_trace.c -pthread
+
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
 check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
