@@ -75,6 +75,23 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
+# Round detection: the recorder (a test-only preload that writes traces), the offline
+# evaluation of policy/rt_detect against a trace and its true boundaries, and their bench.
+RECORDER := $(BUILD)/test/tools/librecorder.so
+DETECT_EVAL := $(BUILD)/test/bench/detect_eval
+all: $(RECORDER)
+$(RECORDER): test/tools/recorder.c policy/rt_trace.c policy/rt_trace.h Makefile
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -fvisibility=hidden -shared -o $@ test/tools/recorder.c \
+		policy/rt_trace.c -pthread
+$(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h $(POLICY_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ test/bench/detect_eval.c $(POLICY_OBJ)
+$(UNIT): test/bench/detect_match.h
+.PHONY: bench-detect
+bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
+	scripts/bench-detect.sh
+
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
 check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint fuzz-check

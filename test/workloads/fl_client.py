@@ -22,6 +22,12 @@ round's trainer is still referenced by the code that called send. --self-cleanup
 the very end of the round instead, once the program has dropped every reference: the best case
 for an in-process cleanup, which a real training script rarely has a place for.
 --scale F multiplies the hidden width (F=0.25 is quick); --seed S seeds batch sizes and data.
+
+For round detection (none of these changes the default run): --batch MIN:MAX and --steps MIN:MAX
+draw each step's batch size and each round's number of steps; --pause MIN:MAX sleeps a random
+number of seconds before the first round and after each one, as a client waits for its server;
+--duration S starts no round after S seconds; --boundaries prints "start T" before the first
+pause and "boundary R T" at the end of round R (T: CLOCK_MONOTONIC microseconds).
 """
 import argparse
 import ctypes
@@ -31,6 +37,7 @@ import os
 import random
 import select
 import sys
+import time
 
 import numpy as np
 import torch
@@ -42,6 +49,34 @@ CLASSES = 10
 STEPS = 3
 MIN_BATCH = 4
 MAX_BATCH = 40
+
+
+def now_us():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+
+
+def int_range(text):
+    lo, _, hi = text.partition(":")
+    lo, hi = int(lo), int(hi or lo)
+    if lo < 1 or hi < lo:
+        raise argparse.ArgumentTypeError("want MIN:MAX with 1 <= MIN <= MAX")
+    return lo, hi
+
+
+def seconds_range(text):
+    lo, _, hi = text.partition(":")
+    lo, hi = float(lo), float(hi or lo)
+    if lo < 0 or hi < lo:
+        raise argparse.ArgumentTypeError("want MIN:MAX with 0 <= MIN <= MAX")
+    return lo, hi
+
+
+def draw(rng, bounds, uniform=False):
+    """A value in bounds; fixed bounds draw nothing, so that the default run's numbers stay."""
+    lo, hi = bounds
+    if lo == hi:
+        return lo
+    return rng.uniform(lo, hi) if uniform else rng.randint(lo, hi)
 
 
 def rss_kib():
@@ -85,7 +120,7 @@ class Client:
     a reference cycle, so its model, gradients and optimizer state go only when the cyclic
     garbage collector runs."""
 
-    def __init__(self, payload, hidden, rng, history, on_send):
+    def __init__(self, payload, hidden, rng, history, on_send, steps, batch):
         self.model = make_model(hidden)
         self.model.load_state_dict(torch.load(io.BytesIO(payload)))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
@@ -93,6 +128,8 @@ class Client:
         self.history = history
         self.seen = 0
         self.on_send = on_send
+        self.steps = steps
+        self.batch = batch
         self.model.register_forward_hook(self.on_forward)
 
     def on_forward(self, module, inputs, output):
@@ -100,8 +137,8 @@ class Client:
 
     def train(self):
         loss_fn = torch.nn.CrossEntropyLoss()
-        for _ in range(STEPS):
-            batch = self.rng.randint(MIN_BATCH, MAX_BATCH)
+        for _ in range(draw(self.rng, self.steps)):
+            batch = draw(self.rng, self.batch)
             x = torch.from_numpy(
                 np.random.standard_normal((batch, IN_FEATURES)).astype(np.float32))
             y = torch.from_numpy(np.random.randint(0, CLASSES, size=batch))
@@ -129,6 +166,11 @@ def main():
     ap.add_argument("--self-cleanup", nargs="?", const="send", choices=("send", "end"))
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch", type=int_range, default=(MIN_BATCH, MAX_BATCH))
+    ap.add_argument("--steps", type=int_range, default=(STEPS, STEPS))
+    ap.add_argument("--pause", type=seconds_range, default=(0.0, 0.0))
+    ap.add_argument("--duration", type=float, default=0.0)
+    ap.add_argument("--boundaries", action="store_true")
     args = ap.parse_args()
     if args.rounds < 1 or args.scale <= 0:
         ap.error("--rounds must be >= 1 and --scale > 0")
@@ -147,18 +189,30 @@ def main():
 
     server_state = {k: v.detach().clone() for k, v in make_model(hidden).state_dict().items()}
     history = []
+    started = now_us()
+    if args.boundaries:
+        sys.stdout.write("start %d\n" % started)
+        sys.stdout.flush()
+    time.sleep(draw(rng, args.pause, uniform=True))
     for r in range(1, args.rounds + 1):
+        if args.duration > 0 and now_us() - started >= args.duration * 1e6:
+            break
         payload = to_bytes(server_state)
-        update = torch.load(io.BytesIO(Client(payload, hidden, rng, history, on_send).train()))
+        client = Client(payload, hidden, rng, history, on_send, args.steps, args.batch)
+        update = torch.load(io.BytesIO(client.train()))
+        del client
         # The server averages the update in and keeps only the new state.
         server_state = {k: (server_state[k] + update[k]) / 2 for k in server_state}
         del payload, update
         if args.self_cleanup == "end":
             cleanup()
+        if args.boundaries:
+            sys.stdout.write("boundary %d %d\n" % (r, now_us()))
         sys.stdout.write("round %d rss_kib=%d\n" % (r, rss_kib()))
         sys.stdout.flush()
         if args.wait and not next_task():
             break
+        time.sleep(draw(rng, args.pause, uniform=True))
     return 0
 
 

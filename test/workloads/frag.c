@@ -4,7 +4,15 @@
  * freed during the next round, after its allocations. After each round the program prints
  *   round R live_kib=L rss_kib=S
  * and, with --wait, reads one line from stdin before the next round (EOF ends the program).
- * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does. */
+ * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does.
+ *
+ * For round detection (none of these changes the default run): --pause MIN:MAX sleeps a random
+ * number of seconds before the first round and after each one, as a client waits for its server;
+ * --mib-range MIN:MAX draws each round's churn; --seed S reseeds every random choice;
+ * --duration S starts no round after S seconds; --boundaries prints "start T" before the first
+ * pause and "boundary R T" once round R's frees are done (T: CLOCK_MONOTONIC microseconds). */
+#include "workload.h"
+
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -23,6 +31,12 @@ struct frag_opts {
 	size_t max_size;
 	int wait;
 	int self_trim;
+	int seeded;
+	uint64_t seed;
+	struct wl_range pause;
+	struct wl_range mib_range;
+	double duration;
+	int boundaries;
 };
 
 struct frag_thread {
@@ -36,7 +50,9 @@ struct frag_thread {
 	size_t live;
 };
 
-static struct frag_opts opts = {2, 256, 5, 10, 4096, 120 * 1024, 0, 0};
+static struct frag_opts opts = {2, 256, 5, 10, 4096, 120 * 1024, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0};
+/* This round's churn in MiB, set by the main thread before the start barrier. */
+static long round_mib;
 static pthread_barrier_t start_barrier, done_barrier;
 static struct frag_thread *pool;
 
@@ -62,7 +78,7 @@ frag_size(uint64_t *rng)
 static void
 frag_round(struct frag_thread *t)
 {
-	size_t budget = (size_t)opts.mib * 1024 * 1024 / (size_t)opts.threads;
+	size_t budget = (size_t)round_mib * 1024 * 1024 / (size_t)opts.threads;
 	size_t old_count = t->nsurvivors;
 	void **old = t->survivors;
 	size_t *old_sizes = t->survivor_sizes;
@@ -130,7 +146,8 @@ static int
 frag_usage(void)
 {
 	fprintf(stderr, "usage: frag [--threads T] [--mib M] [--rounds R] [--keep-one-in K] "
-	                "[--min BYTES] [--max BYTES] [--wait] [--self-trim]\n");
+	                "[--min BYTES] [--max BYTES] [--wait] [--self-trim] [--seed S] "
+	                "[--pause MIN:MAX] [--mib-range MIN:MAX] [--duration S] [--boundaries]\n");
 	return 2;
 }
 
@@ -144,6 +161,8 @@ main(int argc, char **argv)
 			opts.wait = 1;
 		else if (!strcmp(a, "--self-trim"))
 			opts.self_trim = 1;
+		else if (!strcmp(a, "--boundaries"))
+			opts.boundaries = 1;
 		else if (!v)
 			return frag_usage();
 		else if (!strcmp(a, "--threads"))
@@ -158,11 +177,20 @@ main(int argc, char **argv)
 			opts.min_size = (size_t)atol(v), i++;
 		else if (!strcmp(a, "--max"))
 			opts.max_size = (size_t)atol(v), i++;
+		else if (!strcmp(a, "--seed"))
+			opts.seeded = 1, opts.seed = strtoull(v, NULL, 10), i++;
+		else if (!strcmp(a, "--duration"))
+			opts.duration = atof(v), i++;
+		else if (!strcmp(a, "--pause") && wl_parse_range(v, &opts.pause))
+			i++;
+		else if (!strcmp(a, "--mib-range") && wl_parse_range(v, &opts.mib_range))
+			i++;
 		else
 			return frag_usage();
 	}
 	if (opts.threads < 1 || opts.mib < 1 || opts.keep_one_in < 1 || opts.min_size < 1 ||
-	    opts.max_size < opts.min_size)
+	    opts.max_size < opts.min_size || opts.duration < 0 ||
+	    (opts.mib_range.max > 0 && opts.mib_range.min < 1))
 		return frag_usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pool = calloc((size_t)opts.threads, sizeof(*pool));
@@ -171,20 +199,34 @@ main(int argc, char **argv)
 	for (int i = 0; i < opts.threads; i++) {
 		pool[i].index = i;
 		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		if (opts.seeded)
+			pool[i].rng = wl_seed(opts.seed * 1000 + (uint64_t)i + 1);
 		pthread_create(&pool[i].thread, NULL, frag_worker, &pool[i]);
 	}
 	char line[64];
+	uint64_t rng = wl_seed(opts.seed);
+	uint64_t started = wl_now_us();
+	if (opts.boundaries)
+		wl_print_start();
+	wl_sleep_s(wl_uniform(&rng, opts.pause));
 	for (int r = 1; opts.rounds == 0 || r <= opts.rounds; r++) {
+		if (opts.duration > 0 && wl_now_us() - started >= (uint64_t)(opts.duration * 1e6))
+			break;
+		round_mib =
+		    opts.mib_range.max > 0 ? (long)wl_uniform(&rng, opts.mib_range) : opts.mib;
 		pthread_barrier_wait(&start_barrier);
 		pthread_barrier_wait(&done_barrier);
 		if (opts.self_trim)
 			malloc_trim(0);
+		if (opts.boundaries)
+			wl_print_boundary(r, wl_now_us());
 		size_t live = 0;
 		for (int i = 0; i < opts.threads; i++)
 			live += pool[i].live;
 		printf("round %d live_kib=%zu rss_kib=%ld\n", r, live / 1024, frag_rss_kib());
 		if (opts.wait && !fgets(line, sizeof(line), stdin))
 			break;
+		wl_sleep_s(wl_uniform(&rng, opts.pause));
 	}
 	/* The pool threads block in the barrier; exit ends them. */
 	return 0;

@@ -1,0 +1,105 @@
+/* rt_detect: round boundaries found in the process's own allocation rhythm, from readings.
+ * Owns what counts as a burst, a quiet period and a round's release, and their parameters. */
+#ifndef RT_DETECT_H
+#define RT_DETECT_H
+
+#include "rt_trace.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The detector's whole state lives in struct rt_detect, owned by the caller; it allocates
+ * nothing and makes no call. A boundary is where a burst of allocation that gave back what it
+ * took goes quiet:
+ *  - an interval between two readings is active when its event rate (allocations + frees per
+ *    second) or its rate of bytes requested exceeds quiet_permille of its recent peak (a peak
+ *    that halves every peak_half_life_us, so that start-up or an unusual burst is forgotten),
+ *    or, when the readings carry the CPU time, when the process used more than
+ *    quiet_cpu_permille of its recent CPU peak and more than idle_cpu_permille of one CPU
+ *    (computing between allocations is not a pause; a share of the peak rather than of a CPU,
+ *    because a process starved on a busy machine computes at a fraction of one);
+ *  - a burst is the activity since the last quiet period; a quiet period is confirmed once no
+ *    interval has been active for quiet_us;
+ *  - at a confirmed quiet period, a burst of at least min_burst_events and min_burst_bytes is a
+ *    round's end when, since some base, the heap kept at most max_kept_permille of what was
+ *    requested. Bases are the last boundary (or the first reading) and the start of each
+ *    earlier quiet period that did not qualify (up to RT_DETECT_CHECKPOINTS of them), so that a
+ *    server's arrivals, each kept, still add up to the round that frees them all.
+ * What was kept is measured with the best input the readings carry: the live heap (its change
+ * since the base; only a value read during the quiet period counts), else the bytes freed,
+ * else the counts (allocations not matched by a free, per allocation). */
+struct rt_detect_params {
+	uint64_t min_interval_us;    /* 10000: a reading sooner after the last one is skipped */
+	uint64_t quiet_us;           /* 400000: longer than a pause inside a round's work */
+	uint32_t quiet_permille;     /* 20: activity below 2 % of the peak is quiet */
+	uint64_t peak_half_life_us;  /* 5000000 */
+	uint32_t quiet_cpu_permille; /* 250: a quarter of the peak; 0 = CPU time not used */
+	uint32_t idle_cpu_permille;  /* 50: 5 % of one CPU is idle whatever the peak */
+	uint64_t min_burst_events;   /* 64 */
+	uint64_t min_burst_bytes;    /* 1 MiB */
+	uint32_t max_kept_permille;  /* 250: bytes kept (live heap or bytes freed) per requested */
+	uint32_t max_kept_count_permille; /* 250: allocations kept per allocation (counts only) */
+	/* With the counts only: RSS growth since the base, per byte requested, above which the
+	 * heap is taken to have kept the burst; 0 = RSS not used. */
+	uint32_t max_rss_growth_permille; /* 0 */
+	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
+	 * when a quiet period after a significant burst is about to be confirmed. */
+	bool want_live; /* false */
+};
+
+#define RT_DETECT_CHECKPOINTS 7
+
+enum rt_detect_result {
+	RT_DETECT_NOTHING,
+	/* Put the live heap in the next reading, if it can be had: at the start, and once per
+	 * quiet period after a significant burst, one reading before the quiet period is
+	 * confirmed, so that the decision has a value read after the burst at no added delay.
+	 * A reading without it makes the decision fall back on the bytes freed or the counts. */
+	RT_DETECT_WANT_LIVE,
+	RT_DETECT_BOUNDARY, /* a round ended; rt_detect.boundary_us says when its quiet began */
+};
+
+/* What decided a boundary. */
+enum rt_detect_basis {
+	RT_DETECT_BY_NONE,
+	RT_DETECT_BY_LIVE,
+	RT_DETECT_BY_FREED,
+	RT_DETECT_BY_COUNTS,
+};
+
+struct rt_detect {
+	struct rt_detect_params params;
+	bool started;
+	struct rt_reading last;
+	uint64_t peak_events_per_s;
+	uint64_t peak_bytes_per_s;
+	uint64_t peak_cpu_permille;
+	bool in_quiet;             /* no active interval since quiet_since_us */
+	uint64_t quiet_since_us;   /* the end of the last active interval */
+	bool quiet_handled;        /* this quiet period already fired, asked or made a checkpoint */
+	bool live_asked;           /* this quiet period already asked for the live heap */
+	uint64_t quiet_live_bytes; /* the live heap read during this quiet period, or UNKNOWN */
+	uint64_t burst_events;     /* the current or last burst's volume */
+	uint64_t burst_bytes;
+	struct rt_reading base; /* the last boundary, or the first reading */
+	bool base_wants_live;   /* the first base lacks the live heap it asked for */
+	struct rt_reading checkpoints[RT_DETECT_CHECKPOINTS];
+	unsigned ncheckpoints; /* ring: the oldest is overwritten */
+	unsigned next_checkpoint;
+	/* Outputs */
+	uint64_t boundaries;        /* boundaries found so far */
+	uint64_t boundary_us;       /* the last boundary: when its quiet period began */
+	enum rt_detect_basis basis; /* what decided the last boundary */
+};
+
+void rt_detect_default_params(struct rt_detect_params *params);
+
+void rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *params);
+
+/* Feeds the next reading (cumulative counters). One that comes less than min_interval_us after
+ * the last is skipped; one whose counters or time went back restarts the detector's history. */
+enum rt_detect_result rt_detect_feed(struct rt_detect *detect, const struct rt_reading *reading);
+
+const char *rt_detect_basis_name(enum rt_detect_basis basis);
+
+#endif

@@ -1,0 +1,110 @@
+#include "rt_trace.h"
+
+#include <stdbool.h>
+
+#define RT_TRACE_FIELDS 8
+#define RT_TRACE_FIRST_OPTIONAL 4
+
+static uint64_t *
+rt_trace_field(struct rt_reading *r, int index)
+{
+	uint64_t *fields[RT_TRACE_FIELDS] = {&r->t_us,    &r->allocations, &r->bytes_requested,
+	                                     &r->frees,   &r->bytes_freed, &r->live_bytes,
+	                                     &r->rss_kib, &r->cpu_us};
+	return fields[index];
+}
+
+/* Appends text at *len; false once it would not fit with its NUL. */
+static bool
+rt_trace_put(char *buf, size_t size, size_t *len, const char *text, size_t n)
+{
+	if (*len + n + 1 > size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		buf[(*len)++] = text[i];
+	buf[*len] = '\0';
+	return true;
+}
+
+static bool
+rt_trace_put_u64(char *buf, size_t size, size_t *len, uint64_t value, bool optional)
+{
+	if (optional && value == RT_TRACE_UNKNOWN)
+		return rt_trace_put(buf, size, len, "-", 1);
+	char digits[20];
+	size_t n = sizeof(digits);
+	do {
+		digits[--n] = (char)('0' + value % 10);
+		value /= 10;
+	} while (value);
+	return rt_trace_put(buf, size, len, digits + n, sizeof(digits) - n);
+}
+
+size_t
+rt_trace_format(char *buf, size_t size, const struct rt_reading *reading)
+{
+	struct rt_reading copy = *reading;
+	size_t len = 0;
+	if (size == 0)
+		return 0;
+	buf[0] = '\0';
+	for (int i = 0; i < RT_TRACE_FIELDS; i++) {
+		if ((i > 0 && !rt_trace_put(buf, size, &len, " ", 1)) ||
+		    !rt_trace_put_u64(buf, size, &len, *rt_trace_field(&copy, i),
+		                      i >= RT_TRACE_FIRST_OPTIONAL) ||
+		    (i == RT_TRACE_FIELDS - 1 && !rt_trace_put(buf, size, &len, "\n", 1))) {
+			buf[0] = '\0';
+			return 0;
+		}
+	}
+	return len;
+}
+
+/* One field at *p: digits (at most UINT64_MAX - 1, which stays free for "unknown") or, when
+ * optional, "-". Moves *p past it. */
+static bool
+rt_trace_parse_field(const char **p, bool optional, uint64_t *out)
+{
+	const char *s = *p;
+	if (*s == '-') {
+		if (!optional)
+			return false;
+		*out = RT_TRACE_UNKNOWN;
+		*p = s + 1;
+		return true;
+	}
+	if (*s < '0' || *s > '9')
+		return false;
+	uint64_t value = 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		uint64_t digit = (uint64_t)(*s - '0');
+		if (value > (UINT64_MAX - 1 - digit) / 10)
+			return false;
+		value = value * 10 + digit;
+	}
+	*out = value;
+	*p = s;
+	return true;
+}
+
+enum rt_trace_line
+rt_trace_parse(const char *line, struct rt_reading *reading)
+{
+	const char *p = line;
+	if (*p == '#' || *p == '\0' || (*p == '\n' && p[1] == '\0'))
+		return RT_TRACE_SKIP;
+	struct rt_reading parsed;
+	for (int i = 0; i < RT_TRACE_FIELDS; i++) {
+		if (i > 0 && *p++ != ' ')
+			return RT_TRACE_BAD;
+		if (!rt_trace_parse_field(&p, i >= RT_TRACE_FIRST_OPTIONAL,
+		                          rt_trace_field(&parsed, i)))
+			return RT_TRACE_BAD;
+	}
+	if (*p == '\n')
+		p++;
+	if (*p != '\0')
+		return RT_TRACE_BAD;
+	*reading = parsed;
+	return RT_TRACE_READING;
+}

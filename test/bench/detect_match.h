@@ -1,0 +1,277 @@
+/* detect_match: replaying a trace through policy/rt_detect and scoring it against the truth,
+ * for the detector's unit tests and the offline evaluation (detect_eval). Owns the truth file
+ * ("start T" and "boundary R T" lines, other lines ignored), which inputs a replay may see, and
+ * the matching rule: a detection matches true boundary B when it comes at or after B, within
+ * the tolerance (3 s), and before the next true boundary; one detection per boundary, every other
+ * detection is a false one, except those before "start" or within the tolerance after it
+ * (the end of the workload's set-up), which are counted apart as warm-up. */
+#ifndef DETECT_MATCH_H
+#define DETECT_MATCH_H
+
+#include "rt_detect.h"
+#include "rt_trace.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DM_TOLERANCE_US 3000000
+/* A true boundary that the trace outlives by less than this (and that no detection matched) is
+ * not scored: the recording stopped before any detector could have seen its quiet period. */
+#define DM_MIN_OBSERVE_US 1000000
+
+struct dm_trace {
+	struct rt_reading *readings;
+	size_t n;
+};
+
+struct dm_truth {
+	uint64_t start_us; /* 0 when the file has no start line */
+	uint64_t *boundaries;
+	size_t n;
+};
+
+/* Which optional inputs the detector is shown, besides the counts and the RSS: the others are
+ * replaced by RT_TRACE_UNKNOWN. Written as words joined by '+': "counts" (none of them),
+ * "freed", "live-asked" (the live heap only in the reading after WANT_LIVE), "live-always",
+ * "cpu"; "all" is freed+live-always+cpu. */
+enum dm_inputs {
+	DM_FREED = 1,
+	DM_LIVE_ASKED = 2,
+	DM_LIVE_ALWAYS = 4,
+	DM_CPU = 8,
+	DM_ALL = DM_FREED | DM_LIVE_ALWAYS | DM_CPU,
+};
+
+struct dm_detection {
+	uint64_t t_us;        /* the reading that fired */
+	uint64_t boundary_us; /* the detector's estimate */
+	enum rt_detect_basis basis;
+};
+
+struct dm_result {
+	size_t truths;   /* true boundaries scored (those the trace could show) */
+	size_t detected; /* detections scored: all but the warm-up ones */
+	size_t matched;
+	size_t warmup;    /* detections before start or during the tolerance after it */
+	size_t live_asks; /* WANT_LIVE answers */
+	double precision; /* 1 when nothing was detected */
+	double recall;    /* 1 when there was no boundary to find */
+	double median_delay_s, max_delay_s;
+	double minutes; /* from start to the last reading */
+	struct dm_detection *detections;
+	size_t ndetections;
+	bool *truth_matched; /* per true boundary */
+	bool *truth_scored;
+};
+
+static const struct {
+	const char *word;
+	unsigned inputs;
+} dm_input_words[] = {{"counts", 0},
+                      {"freed", DM_FREED},
+                      {"live-asked", DM_LIVE_ASKED},
+                      {"live-always", DM_LIVE_ALWAYS},
+                      {"cpu", DM_CPU},
+                      {"all", DM_ALL}};
+
+static inline bool
+dm_inputs_parse(const char *text, unsigned *out)
+{
+	const size_t nwords = sizeof(dm_input_words) / sizeof(dm_input_words[0]);
+	unsigned inputs = 0;
+	while (*text) {
+		size_t len = strcspn(text, "+"), i;
+		for (i = 0; i < nwords; i++) {
+			if (strlen(dm_input_words[i].word) == len &&
+			    !strncmp(text, dm_input_words[i].word, len))
+				break;
+		}
+		if (i == nwords)
+			return false;
+		inputs |= dm_input_words[i].inputs;
+		text += len + (text[len] == '+');
+	}
+	*out = inputs;
+	return true;
+}
+
+/* Reads a trace file; false (with a message on stderr) on a bad line or an unreadable file. */
+static inline bool
+dm_trace_load(const char *path, struct dm_trace *trace)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	size_t cap = 1024, lineno = 0;
+	trace->n = 0;
+	trace->readings = malloc(cap * sizeof(*trace->readings));
+	if (!f || !trace->readings) {
+		fprintf(stderr, "%s: cannot read\n", path);
+		if (f)
+			fclose(f);
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (trace->n == cap)
+			trace->readings =
+			    realloc(trace->readings, (cap *= 2) * sizeof(*trace->readings));
+		switch (rt_trace_parse(line, &trace->readings[trace->n])) {
+		case RT_TRACE_READING:
+			trace->n++;
+			break;
+		case RT_TRACE_SKIP:
+			break;
+		case RT_TRACE_BAD:
+			fprintf(stderr, "%s:%zu: not a reading: %s", path, lineno, line);
+			fclose(f);
+			return false;
+		}
+	}
+	fclose(f);
+	return true;
+}
+
+static inline bool
+dm_truth_load(const char *path, struct dm_truth *truth)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	size_t cap = 256;
+	unsigned long long t;
+	int round;
+	truth->start_us = 0;
+	truth->n = 0;
+	truth->boundaries = malloc(cap * sizeof(*truth->boundaries));
+	if (!f || !truth->boundaries) {
+		fprintf(stderr, "%s: cannot read\n", path);
+		if (f)
+			fclose(f);
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "start %llu", &t) == 1) {
+			truth->start_us = t;
+		} else if (sscanf(line, "boundary %d %llu", &round, &t) == 2) {
+			if (truth->n == cap)
+				truth->boundaries = realloc(
+				    truth->boundaries, (cap *= 2) * sizeof(*truth->boundaries));
+			truth->boundaries[truth->n++] = t;
+		}
+	}
+	fclose(f);
+	return true;
+}
+
+static inline void
+dm_trace_free(struct dm_trace *trace)
+{
+	free(trace->readings);
+}
+
+static inline void
+dm_truth_free(struct dm_truth *truth)
+{
+	free(truth->boundaries);
+}
+
+static inline void
+dm_result_free(struct dm_result *result)
+{
+	free(result->detections);
+	free(result->truth_matched);
+	free(result->truth_scored);
+}
+
+static inline int
+dm_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Replays the trace (every reading, or one every every_us when every_us > 0, as a slower
+ * reader would see it) with the given inputs, and scores the detections. */
+static inline void
+dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
+          const struct rt_detect_params *params, unsigned inputs, uint64_t every_us,
+          struct dm_result *res)
+{
+	struct rt_detect_params p = *params;
+	struct rt_detect d;
+	p.want_live = (inputs & DM_LIVE_ASKED) && !(inputs & DM_LIVE_ALWAYS);
+	rt_detect_init(&d, &p);
+	memset(res, 0, sizeof(*res));
+	res->detections = calloc(trace->n + 1, sizeof(*res->detections));
+	res->truth_matched = calloc(truth->n + 1, sizeof(bool));
+	res->truth_scored = calloc(truth->n + 1, sizeof(bool));
+	bool asked = false;
+	uint64_t last_fed = 0;
+	for (size_t i = 0; i < trace->n; i++) {
+		struct rt_reading r = trace->readings[i];
+		if (every_us && last_fed && r.t_us - last_fed < every_us && i + 1 < trace->n)
+			continue;
+		last_fed = r.t_us;
+		if (!(inputs & DM_FREED))
+			r.bytes_freed = RT_TRACE_UNKNOWN;
+		if (!(inputs & DM_LIVE_ALWAYS) && !((inputs & DM_LIVE_ASKED) && asked))
+			r.live_bytes = RT_TRACE_UNKNOWN;
+		if (!(inputs & DM_CPU))
+			r.cpu_us = RT_TRACE_UNKNOWN;
+		enum rt_detect_result got = rt_detect_feed(&d, &r);
+		asked = got == RT_DETECT_WANT_LIVE;
+		res->live_asks += asked;
+		if (got == RT_DETECT_BOUNDARY) {
+			struct dm_detection *det = &res->detections[res->ndetections++];
+			det->t_us = r.t_us;
+			det->boundary_us = d.boundary_us;
+			det->basis = d.basis;
+		}
+	}
+	uint64_t end = trace->n ? trace->readings[trace->n - 1].t_us : 0;
+	res->minutes = end > truth->start_us ? (double)(end - truth->start_us) / 60e6 : 0;
+	double *delays = calloc(truth->n + 1, sizeof(double));
+	size_t next = 0; /* the first detection not yet looked at */
+	for (size_t b = 0; b < truth->n; b++) {
+		uint64_t from = truth->boundaries[b];
+		uint64_t to = from + DM_TOLERANCE_US;
+		if (b + 1 < truth->n && truth->boundaries[b + 1] < to)
+			to = truth->boundaries[b + 1];
+		while (next < res->ndetections && res->detections[next].t_us < from)
+			next++;
+		if (next < res->ndetections && res->detections[next].t_us < to) {
+			delays[res->matched++] = (double)(res->detections[next].t_us - from) / 1e6;
+			res->truth_matched[b] = true;
+			next++;
+		}
+		res->truth_scored[b] = res->truth_matched[b] || b + 1 < truth->n ||
+		                       (end > from && end - from >= DM_MIN_OBSERVE_US);
+		res->truths += res->truth_scored[b];
+	}
+	/* "start" comes once the workload is set up: the end of its set-up is neither a round
+	 * nor a false alarm, so a detection within the tolerance after it is not scored. */
+	uint64_t warmup_end = truth->start_us + DM_TOLERANCE_US;
+	if (truth->n && truth->boundaries[0] < warmup_end)
+		warmup_end = truth->boundaries[0];
+	for (size_t i = 0; i < res->ndetections; i++) {
+		if (res->detections[i].t_us < warmup_end)
+			res->warmup++;
+		else
+			res->detected++;
+	}
+	res->precision = res->detected ? (double)res->matched / (double)res->detected : 1;
+	res->recall = res->truths ? (double)res->matched / (double)res->truths : 1;
+	if (res->matched) {
+		qsort(delays, res->matched, sizeof(double), dm_cmp_double);
+		res->median_delay_s =
+		    res->matched % 2
+		        ? delays[res->matched / 2]
+		        : (delays[res->matched / 2 - 1] + delays[res->matched / 2]) / 2;
+		res->max_delay_s = delays[res->matched - 1];
+	}
+	free(delays);
+}
+
+#endif

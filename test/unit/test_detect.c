@@ -1,0 +1,545 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "../bench/detect_match.h"
+#include "rt_detect.h"
+
+/* Synthetic readings: each step advances the clock and the cumulative counters. */
+struct gen {
+	struct rt_detect d;
+	struct rt_reading r;
+	size_t boundaries;
+	size_t asks;
+};
+
+struct step {
+	uint64_t allocs, frees, bytes;
+	uint64_t freed;      /* bytes freed, when the reading carries them */
+	int64_t live_change; /* when the reading carries the live heap */
+	uint64_t cpu_us;     /* when the reading carries the CPU time */
+};
+
+#define MIB ((uint64_t)1024 * 1024)
+#define STEP_US 50000
+
+static void
+gen_init(struct gen *g, const struct rt_detect_params *p, bool freed, bool live, bool cpu)
+{
+	rt_detect_init(&g->d, p);
+	struct rt_reading r = {1000000,
+	                       0,
+	                       0,
+	                       0,
+	                       freed ? 0 : RT_TRACE_UNKNOWN,
+	                       live ? 10 * MIB : RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       cpu ? 0 : RT_TRACE_UNKNOWN};
+	g->r = r;
+	g->boundaries = 0;
+	g->asks = 0;
+	rt_detect_feed(&g->d, &g->r);
+}
+
+static enum rt_detect_result
+gen_step(struct gen *g, const struct step *s)
+{
+	g->r.t_us += STEP_US;
+	g->r.allocations += s->allocs;
+	g->r.frees += s->frees;
+	g->r.bytes_requested += s->bytes;
+	if (g->r.bytes_freed != RT_TRACE_UNKNOWN)
+		g->r.bytes_freed += s->freed;
+	if (g->r.live_bytes != RT_TRACE_UNKNOWN)
+		g->r.live_bytes += (uint64_t)s->live_change;
+	if (g->r.cpu_us != RT_TRACE_UNKNOWN)
+		g->r.cpu_us += s->cpu_us;
+	enum rt_detect_result got = rt_detect_feed(&g->d, &g->r);
+	g->boundaries += got == RT_DETECT_BOUNDARY;
+	g->asks += got == RT_DETECT_WANT_LIVE;
+	return got;
+}
+
+/* n steps of the same activity; returns the index of the first boundary, or -1. */
+static int
+gen_run(struct gen *g, int n, const struct step *s)
+{
+	int first = -1;
+	for (int i = 0; i < n; i++) {
+		if (gen_step(g, s) == RT_DETECT_BOUNDARY && first < 0)
+			first = i;
+	}
+	return first;
+}
+
+/* A round's work: 2000 allocations and 40 MiB a step; frees in the same number, all but
+ * `kept_permille` of the bytes given back. */
+static struct step
+work(uint32_t kept_permille)
+{
+	struct step s = {2000, 2000 - 2000 * kept_permille / 1000, 40 * MIB, 0, 0, 0};
+	s.freed = s.bytes - s.bytes * kept_permille / 1000;
+	s.live_change = (int64_t)(s.bytes * kept_permille / 1000);
+	s.cpu_us = STEP_US; /* one CPU busy */
+	return s;
+}
+
+static const struct step quiet = {0, 0, 0, 0, 0, 0};
+
+static struct rt_detect_params
+defaults(void)
+{
+	struct rt_detect_params p;
+	rt_detect_default_params(&p);
+	return p;
+}
+
+Test(detect, documented_defaults)
+{
+	struct rt_detect_params p = defaults();
+	cr_assert_eq(p.min_interval_us, 10000);
+	cr_assert_eq(p.quiet_us, 400000);
+	cr_assert_eq(p.quiet_permille, 20);
+	cr_assert_eq(p.peak_half_life_us, 5000000);
+	cr_assert_eq(p.quiet_cpu_permille, 250);
+	cr_assert_eq(p.idle_cpu_permille, 50);
+	cr_assert_eq(p.min_burst_events, 64);
+	cr_assert_eq(p.min_burst_bytes, 1 << 20);
+	cr_assert_eq(p.max_kept_permille, 250);
+	cr_assert_eq(p.max_kept_count_permille, 250);
+	cr_assert_eq(p.max_rss_growth_permille, 0);
+	cr_assert_not(p.want_live);
+}
+
+Test(detect, a_released_burst_then_quiet_is_one_boundary_after_quiet_us)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	cr_assert_eq(gen_run(&g, 10, &w), -1);
+	uint64_t quiet_from = g.r.t_us;
+	/* 400 ms of quiet is 8 steps: the 8th confirms it. */
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+	cr_assert_eq(g.boundaries, 1);
+	cr_assert_eq(g.d.boundaries, 1);
+	cr_assert_eq(g.d.boundary_us, quiet_from);
+	cr_assert_eq(g.d.basis, RT_DETECT_BY_COUNTS);
+	/* The next round is found as well. */
+	cr_assert_eq(gen_run(&g, 10, &w), -1);
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+	cr_assert_eq(g.boundaries, 2);
+}
+
+Test(detect, a_pause_shorter_than_quiet_us_is_inside_the_burst)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(gen_run(&g, 5, &w), -1);
+		cr_assert_eq(gen_run(&g, 7, &quiet), -1, "pause %d", i);
+	}
+	cr_assert_eq(g.boundaries, 0);
+}
+
+Test(detect, never_inside_continuous_activity)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, true, false, true);
+	/* Ten minutes of a steady loop whose rate wanders between 1x and 3x. */
+	for (int i = 0; i < 12000; i++) {
+		struct step s = work(0);
+		s.allocs = s.frees = 500 + (uint64_t)(i % 3) * 500;
+		s.bytes = s.freed = (uint64_t)(1 + i % 3) * MIB;
+		gen_step(&g, &s);
+	}
+	cr_assert_eq(g.boundaries, 0);
+}
+
+Test(detect, a_trickle_under_two_percent_of_the_peak_is_quiet)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0), trickle = {30, 30, 600 * 1024, 0, 0, 0};
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 20, &trickle), 7);
+	/* Above the share, the same trickle keeps the burst going. */
+	p.quiet_permille = 10;
+	gen_init(&g, &p, false, false, false);
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 20, &trickle), -1);
+}
+
+Test(detect, a_burst_that_keeps_what_it_allocated_is_not_a_round)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step keep = work(600);
+	gen_run(&g, 10, &keep);
+	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
+	/* Just under the limit (25 % kept) is a round. */
+	struct step w = work(240);
+	gen_run(&g, 10, &w);
+	cr_assert_eq(g.boundaries, 0);
+	gen_init(&g, &p, false, false, false);
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+}
+
+Test(detect, arrivals_kept_then_freed_together_are_one_round)
+{
+	/* A server: five arrivals, each kept, then the aggregation frees them all. */
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, true, false, false);
+	struct step arrival = {100, 60, 48 * MIB, 24 * MIB, 0, 0};
+	for (int i = 0; i < 5; i++) {
+		gen_run(&g, 2, &arrival);
+		cr_assert_eq(gen_run(&g, 20, &quiet), -1, "arrival %d", i);
+	}
+	struct step aggregate = {50, 300, 24 * MIB, 5 * 48 * MIB, 0, 0};
+	gen_run(&g, 2, &aggregate);
+	cr_assert_eq(gen_run(&g, 20, &quiet), 7);
+	cr_assert_eq(g.d.basis, RT_DETECT_BY_FREED);
+}
+
+Test(detect, what_start_up_kept_does_not_hide_the_first_round)
+{
+	/* Start-up keeps 200 MiB for good; its quiet period makes a checkpoint, from which the
+	 * first round is judged on its own. */
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, true, false, false);
+	struct step startup = {2000, 0, 40 * MIB, 0, 0, 0}, w = work(0);
+	gen_run(&g, 5, &startup);
+	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 20, &quiet), 7);
+	/* Without that quiet period, start-up and the round are one burst that kept a third. */
+	gen_init(&g, &p, true, false, false);
+	gen_run(&g, 5, &startup);
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
+}
+
+Test(detect, counts_alone_are_fooled_by_big_kept_blocks_among_small_freed_ones)
+{
+	/* The same arrival, judged by counts: 60 of 100 blocks freed looks like a release. With
+	 * the live heap it is not. */
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	struct step arrival = {100, 90, 48 * MIB, 0, 40 * MIB, 0};
+	gen_init(&g, &p, false, false, false);
+	gen_run(&g, 2, &arrival);
+	cr_assert_eq(gen_run(&g, 20, &quiet), 7);
+	cr_assert_eq(g.d.basis, RT_DETECT_BY_COUNTS);
+	gen_init(&g, &p, false, true, false);
+	gen_run(&g, 2, &arrival);
+	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
+}
+
+Test(detect, the_live_heap_is_asked_for_once_a_quiet_period_one_reading_ahead)
+{
+	struct rt_detect_params p = defaults();
+	p.want_live = true;
+	struct rt_detect d;
+	rt_detect_init(&d, &p);
+	struct rt_reading r = {
+	    1000000,         0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
+	    RT_TRACE_UNKNOWN};
+	/* The first base needs the live heap too. */
+	cr_assert_eq(rt_detect_feed(&d, &r), RT_DETECT_WANT_LIVE);
+	uint64_t live = 100 * MIB;
+	r.live_bytes = live;
+	int asks = 0, boundaries = 0;
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 60; i++) {
+			bool busy = i < 10;
+			r.t_us += STEP_US;
+			r.allocations += busy ? 2000 : 0;
+			r.frees += busy ? 2000 : 0;
+			r.bytes_requested += busy ? 40 * MIB : 0;
+			/* The live heap climbs 10 MiB during the work and falls back at its end. */
+			live += i < 9 ? 10 * MIB : 0;
+			live -= i == 9 ? 90 * MIB : 0;
+			enum rt_detect_result got = rt_detect_feed(&d, &r);
+			r.live_bytes = got == RT_DETECT_WANT_LIVE ? live : RT_TRACE_UNKNOWN;
+			if (got == RT_DETECT_WANT_LIVE) {
+				asks++;
+				/* Asked at the 7th quiet reading, for the 8th that confirms. */
+				cr_assert_eq(i, 9 + 7, "round %d", round);
+			}
+			if (got == RT_DETECT_BOUNDARY) {
+				boundaries++;
+				cr_assert_eq(i, 9 + 8, "round %d", round);
+				cr_assert_eq(d.basis, RT_DETECT_BY_LIVE);
+			}
+		}
+	}
+	cr_assert_eq(asks, 3);
+	cr_assert_eq(boundaries, 3);
+}
+
+Test(detect, a_reader_that_never_answers_falls_back_to_the_counts)
+{
+	struct rt_detect_params p = defaults();
+	p.want_live = true;
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+	cr_assert_eq(g.asks, 1);
+	cr_assert_eq(g.d.basis, RT_DETECT_BY_COUNTS);
+}
+
+Test(detect, the_live_heap_wins_over_bytes_freed_which_win_over_counts)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	/* Counts say kept (half the blocks stay), bytes freed say released, live says kept. */
+	struct step s = {2000, 1000, 40 * MIB, 40 * MIB, 30 * MIB, 0};
+	gen_init(&g, &p, true, true, false);
+	gen_run(&g, 10, &s);
+	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
+	gen_init(&g, &p, true, false, false);
+	gen_run(&g, 10, &s);
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+	cr_assert_eq(g.d.basis, RT_DETECT_BY_FREED);
+	gen_init(&g, &p, false, false, false);
+	gen_run(&g, 10, &s);
+	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
+}
+
+Test(detect, computing_without_allocating_is_not_a_pause)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	struct step w = work(0), compute = {0, 0, 0, 0, 0, 2 * STEP_US}; /* two CPUs busy */
+	struct step idle = {0, 0, 0, 0, 0, STEP_US / 10};                /* 10 % of one CPU */
+	gen_init(&g, &p, false, false, true);
+	for (int i = 0; i < 5; i++) {
+		gen_run(&g, 4, &w);
+		cr_assert_eq(gen_run(&g, 20, &compute), -1, "step %d", i);
+	}
+	cr_assert_eq(gen_run(&g, 20, &idle), 7);
+	cr_assert_eq(g.boundaries, 1);
+	/* Without the CPU time (or with the rule off) each compute gap looks like a round's end. */
+	p.quiet_cpu_permille = 0;
+	gen_init(&g, &p, false, false, true);
+	for (int i = 0; i < 5; i++) {
+		gen_run(&g, 4, &w);
+		cr_assert_eq(gen_run(&g, 20, &compute), 7, "step %d", i);
+	}
+}
+
+Test(detect, a_small_burst_is_no_round_and_blips_do_not_add_up)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	gen_run(&g, 10, &w);
+	gen_run(&g, 20, &quiet);
+	cr_assert_eq(g.boundaries, 1);
+	/* A heartbeat every second: 100 allocations and 200 KiB, all freed. */
+	struct step beat = {100, 100, 200 * 1024, 0, 0, 0};
+	for (int i = 0; i < 600; i++) {
+		gen_step(&g, &beat);
+		gen_run(&g, 19, &quiet);
+	}
+	cr_assert_eq(g.boundaries, 1);
+	/* Fewer than 64 events is no burst either, whatever its size. */
+	struct step big = {10, 10, 512 * MIB, 0, 0, 0};
+	gen_step(&g, &big);
+	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
+}
+
+Test(detect, a_start_up_burst_is_forgotten_within_half_lives)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	/* Start-up: 100 times a round's rate, kept. */
+	struct step startup = {200000, 0, 4000 * MIB, 0, 0, 0};
+	gen_run(&g, 20, &startup);
+	/* Rounds at 1/100 of it: under 2 % of the peak, they look quiet until the peak has
+	 * halved six times or so; from then on each is found. */
+	struct step w = {2000, 2000, 40 * MIB, 0, 0, 0};
+	int first_found = -1;
+	for (int round = 0; round < 30; round++) {
+		gen_run(&g, 10, &w);
+		if (gen_run(&g, 20, &quiet) >= 0 && first_found < 0)
+			first_found = round;
+	}
+	cr_assert_geq(first_found, 0);
+	cr_assert_leq(first_found, 25); /* 25 rounds of 1.5 s: 37 s, about seven half-lives */
+	cr_assert_eq(g.boundaries, (size_t)(30 - first_found));
+}
+
+Test(detect, rss_growth_vetoes_a_counts_decision_when_asked_to)
+{
+	struct rt_detect_params p = defaults();
+	p.max_rss_growth_permille = 250;
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	g.r.rss_kib = 100000;
+	rt_detect_init(&g.d, &p);
+	rt_detect_feed(&g.d, &g.r);
+	struct step w = work(0);
+	gen_run(&g, 10, &w); /* 400 MiB requested */
+	g.r.rss_kib += 200 * 1024;
+	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
+	gen_run(&g, 10, &w); /* 800 MiB since the base, 200 MiB grown: 25 % */
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+}
+
+Test(detect, counters_or_time_going_back_restart_the_history)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	gen_run(&g, 10, &w);
+	/* The counters restart (a reader that lost exited threads' counts): no boundary. */
+	g.r.allocations = 5;
+	g.r.frees = 0;
+	g.r.bytes_requested = 0;
+	cr_assert_eq(rt_detect_feed(&g.d, &g.r), RT_DETECT_NOTHING);
+	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
+	gen_run(&g, 10, &w);
+	struct rt_reading back = g.r;
+	back.t_us -= 1;
+	cr_assert_eq(rt_detect_feed(&g.d, &back), RT_DETECT_NOTHING);
+	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
+	/* And it goes on finding rounds afterwards. */
+	gen_run(&g, 10, &w);
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+}
+
+Test(detect, a_reading_right_after_another_is_folded_into_the_next_interval)
+{
+	/* A reader that fell behind takes two readings 5 us apart: the CPU used in between would
+	 * read as 80 % busy, and the same time twice as no time at all. Neither breaks the quiet.
+	 */
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, true);
+	struct step w = work(0), idle = {0, 0, 0, 0, 0, 100};
+	gen_run(&g, 10, &w);
+	gen_run(&g, 4, &idle);
+	struct rt_reading r = g.r;
+	r.t_us += 5;
+	r.cpu_us += 4;
+	cr_assert_eq(rt_detect_feed(&g.d, &r), RT_DETECT_NOTHING);
+	cr_assert_eq(rt_detect_feed(&g.d, &r), RT_DETECT_NOTHING);
+	g.r = r;
+	/* 200 ms of quiet so far: the 4th reading from here confirms 400 ms. */
+	cr_assert_eq(gen_run(&g, 10, &idle), 3);
+}
+
+Test(detect, a_slow_reader_still_finds_the_boundary)
+{
+	struct rt_detect_params p = defaults();
+	struct rt_detect d;
+	rt_detect_init(&d, &p);
+	struct rt_reading r = {
+	    1000000,         0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
+	    RT_TRACE_UNKNOWN};
+	rt_detect_feed(&d, &r);
+	r.t_us += 1000000;
+	r.allocations = r.frees = 50000;
+	r.bytes_requested = 800 * MIB;
+	cr_assert_eq(rt_detect_feed(&d, &r), RT_DETECT_NOTHING);
+	r.t_us += 1000000;
+	cr_assert_eq(rt_detect_feed(&d, &r), RT_DETECT_BOUNDARY);
+	cr_assert_eq(d.boundary_us, r.t_us - 1000000);
+}
+
+/* The recorded traces in test/traces: NAME.trace (a reading every 100 ms) and NAME.truth. */
+static void
+replay(const char *name, const char *inputs_text, struct dm_result *res)
+{
+	char trace_path[4096], truth_path[4096];
+	snprintf(trace_path, sizeof(trace_path), "%s/test/traces/%s.trace", RT_SOURCE_DIR, name);
+	snprintf(truth_path, sizeof(truth_path), "%s/test/traces/%s.truth", RT_SOURCE_DIR, name);
+	struct dm_trace trace;
+	struct dm_truth truth;
+	unsigned inputs;
+	cr_assert(dm_inputs_parse(inputs_text, &inputs));
+	cr_assert(dm_trace_load(trace_path, &trace), "%s", trace_path);
+	cr_assert(dm_truth_load(truth_path, &truth), "%s", truth_path);
+	cr_assert_gt(trace.n, 100, "%s", trace_path);
+	struct rt_detect_params p = defaults();
+	dm_replay(&trace, &truth, &p, inputs, 0, res);
+	dm_trace_free(&trace);
+	dm_truth_free(&truth);
+}
+
+static void
+expect_rounds_found(const char *name, const char *inputs)
+{
+	struct dm_result res;
+	replay(name, inputs, &res);
+	cr_assert_geq(res.truths, 15, "%s: %zu true boundaries", name, res.truths);
+	cr_expect_geq(res.precision, 0.95, "%s with %s: precision %.3f (%zu of %zu)", name, inputs,
+	              res.precision, res.matched, res.detected);
+	cr_expect_geq(res.recall, 0.95, "%s with %s: recall %.3f (%zu of %zu)", name, inputs,
+	              res.recall, res.matched, res.truths);
+	/* Soon enough to act on: within 1.5 s (the matching rule allows 3 s). */
+	cr_expect_leq(res.max_delay_s, 1.5, "%s with %s: max delay %.2f s", name, inputs,
+	              res.max_delay_s);
+	dm_result_free(&res);
+}
+
+static void
+expect_at_most_one_a_minute(const char *name, const char *inputs)
+{
+	struct dm_result res;
+	replay(name, inputs, &res);
+	cr_assert_geq(res.minutes, 1.0, "%s: %.2f minutes", name, res.minutes);
+	cr_expect_leq((double)res.detected, res.minutes, "%s with %s: %zu detections in %.2f min",
+	              name, inputs, res.detected, res.minutes);
+	dm_result_free(&res);
+}
+
+Test(detect_traces, frag)
+{
+	expect_rounds_found("frag", "counts");
+	expect_rounds_found("frag", "counts+cpu");
+	expect_rounds_found("frag", "live-asked+cpu");
+	expect_rounds_found("frag", "freed+cpu");
+}
+
+Test(detect_traces, fl_client)
+{
+	expect_rounds_found("fl_client", "counts+cpu");
+	expect_rounds_found("fl_client", "live-asked+cpu");
+	expect_rounds_found("fl_client", "freed+cpu");
+}
+
+Test(detect_traces, fl_server)
+{
+	expect_rounds_found("fl_server", "live-asked+cpu");
+	expect_rounds_found("fl_server", "freed+cpu");
+}
+
+Test(detect_traces, phases)
+{
+	expect_rounds_found("phases", "counts");
+	expect_rounds_found("phases", "counts+cpu");
+	expect_rounds_found("phases", "live-asked+cpu");
+	expect_rounds_found("phases", "freed+cpu");
+}
+
+Test(detect_traces, steady)
+{
+	expect_at_most_one_a_minute("steady", "counts");
+	expect_at_most_one_a_minute("steady", "counts+cpu");
+	expect_at_most_one_a_minute("steady", "live-asked+cpu");
+	expect_at_most_one_a_minute("steady", "freed+cpu");
+}
