@@ -84,9 +84,9 @@ $(RECORDER): test/tools/recorder.c policy/rt_trace.c policy/rt_trace.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -fvisibility=hidden -shared -o $@ test/tools/recorder.c \
 		policy/rt_trace.c -pthread
-$(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h $(POLICY_OBJ)
+$(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h $(POLICY_LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -o $@ test/bench/detect_eval.c $(POLICY_OBJ)
+	$(CC) $(BASE_CFLAGS) -o $@ test/bench/detect_eval.c $(POLICY_LIB_OBJ)
 $(UNIT): test/bench/detect_match.h
 .PHONY: bench-detect
 bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
