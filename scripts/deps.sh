@@ -10,6 +10,8 @@ set -euo pipefail
 packages=(
 	build-essential   # cc, make
 	pkg-config
+	dpkg-dev          # make deb: dpkg-architecture (LIBDIR), dpkg-shlibdeps (Depends)
+	mount             # make check-deb: the overlay it installs the package into
 	libcriterion-dev  # unit and integration tests
 	libjemalloc-dev   # tests and bench under jemalloc (libjemalloc2 comes with it)
 	libunwind-dev
