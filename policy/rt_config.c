@@ -246,6 +246,11 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	    r, RT_SETTING_JEMALLOC, RT_JEMALLOC_PURGE, RT_JEMALLOC_PURGE, NULL);
 	cfg->trim_pad = rt_config_scalar(r, RT_SETTING_TRIM_PAD, 0, 0, NULL);
 	cfg->python = rt_config_scalar(r, RT_SETTING_PYTHON, 1, 1, NULL) != 0;
+	cfg->auto_rounds = rt_config_scalar(r, RT_SETTING_AUTO, 1, 1, NULL) != 0;
+	cfg->interval_ms = rt_config_scalar(r, RT_SETTING_INTERVAL, 0, 0, NULL);
+	cfg->pressure_percent = (uint32_t)rt_config_scalar(r, RT_SETTING_PRESSURE, 0, 0, NULL);
+	cfg->rss_limit_bytes = rt_config_scalar(r, RT_SETTING_RSS_LIMIT, 0, 0, NULL);
+	rt_config_path(r, RT_SETTING_TRACE, cfg->trace, "", "no trace file");
 }
 
 bool

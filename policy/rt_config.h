@@ -39,6 +39,11 @@ struct rt_config {
 	char match[RT_CONFIG_MATCH_MAX];
 	enum rt_jemalloc_action jemalloc;
 	uint64_t trim_pad;
+	bool auto_rounds;               /* ROUNDTRIM_AUTO: detect rounds until one is announced */
+	uint64_t interval_ms;           /* 0 = off */
+	uint32_t pressure_percent;      /* 0 = off */
+	uint64_t rss_limit_bytes;       /* 0 = off */
+	char trace[RT_CONFIG_PATH_MAX]; /* "" = no trace file */
 };
 
 /* Returns the value of an environment variable, or NULL when unset. */

@@ -12,14 +12,27 @@ rt_ledger_init(struct rt_ledger *l, uint32_t every)
 	l->last.note = l->last_note;
 }
 
+static void
+rt_batch_add(struct rt_batch *b, uint64_t n, const char *trigger)
+{
+	b->rounds += n;
+	b->pending += n;
+	b->trigger = trigger;
+}
+
 void
 rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger)
 {
 	if (!n)
 		return;
-	b->rounds += n;
-	b->pending += n;
-	b->trigger = trigger;
+	rt_batch_add(b, n, trigger);
+	b->announced = true;
+}
+
+void
+rt_batch_detected(struct rt_batch *b)
+{
+	rt_batch_add(b, 1, "auto");
 }
 
 void
@@ -146,6 +159,8 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	*st = (struct rt_status_record){
 	    .pid = f->pid,
 	    .seq = ++l->status_seq,
+	    .mode = f->mode,
+	    .last_trigger = l->last.trigger ? l->last.trigger : "none",
 	    .program = f->program,
 	    .allocator = f->allocator,
 	    .rounds = l->rounds.counted,

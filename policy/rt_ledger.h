@@ -35,6 +35,7 @@ struct rt_batch {
 	bool due;         /* some round among them is a multiple of N */
 	bool trim;
 	bool stats;
+	bool announced;      /* some of its rounds came through the FIFO, the signal or the API */
 	const char *trigger; /* the last source that added to it */
 };
 
@@ -56,7 +57,10 @@ struct rt_ledger_plan {
 
 void rt_ledger_init(struct rt_ledger *l, uint32_t every);
 
+/* n rounds announced through trigger ("fifo", "signal", "api"). */
 void rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger);
+/* One round whose end the library found itself ("auto"). */
+void rt_batch_detected(struct rt_batch *b);
 void rt_batch_trim(struct rt_batch *b, const char *trigger);
 /* One FIFO line: rounds before a "gc-rounds N" count under the old N. */
 enum rt_ledger_say rt_ledger_line(struct rt_ledger *l, struct rt_batch *b,
@@ -80,6 +84,7 @@ void rt_ledger_finish(struct rt_ledger *l, const struct rt_batch *b, const struc
 /* What the process is, for the status and Prometheus records. */
 struct rt_ledger_facts {
 	int pid;
+	const char *mode; /* where rounds come from: policy/rt_triggers' word */
 	const char *program;
 	const char *allocator;
 	const char *action;

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 static bool
 rt_parse_is_digit(char c)
@@ -58,6 +59,76 @@ rt_parse_u64(const char *text, uint64_t max, uint64_t *out)
 	}
 	if (value > max)
 		return RT_PARSE_OVERFLOW;
+	*out = value;
+	return RT_PARSE_OK;
+}
+
+/* Digits then a unit among units[i] (each worth scale[i]); value * scale must stay <= max. */
+static enum rt_parse_result
+rt_parse_with_unit(const char *text, const char *const *units, const uint64_t *scale,
+                   bool unit_needed, uint64_t max, uint64_t *out)
+{
+	if (text[0] == '\0')
+		return RT_PARSE_EMPTY;
+	if (text[0] == '-')
+		return RT_PARSE_NEGATIVE;
+	const char *s = text;
+	uint64_t value = 0;
+	bool overflow = false;
+	for (; rt_parse_is_digit(*s); s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+		if (value > (UINT64_MAX - d) / 10)
+			overflow = true;
+		else
+			value = value * 10 + d;
+	}
+	if (s == text)
+		return RT_PARSE_GARBAGE;
+	uint64_t unit = 1;
+	if (*s || unit_needed) {
+		size_t i = 0;
+		for (; units[i]; i++)
+			if (rt_parse_word(s, units[i]))
+				break;
+		if (!units[i])
+			return RT_PARSE_GARBAGE;
+		unit = scale[i];
+	}
+	if (overflow || value > max / unit)
+		return RT_PARSE_OVERFLOW;
+	*out = value * unit;
+	return RT_PARSE_OK;
+}
+
+enum rt_parse_result
+rt_parse_duration_ms(const char *text, uint64_t max_ms, uint64_t *out)
+{
+	static const char *const units[] = {"ms", "s", "m", "h", NULL};
+	static const uint64_t scale[] = {1, 1000, 60000, 3600000};
+	return rt_parse_with_unit(text, units, scale, true, max_ms, out);
+}
+
+enum rt_parse_result
+rt_parse_size(const char *text, uint64_t max, uint64_t *out)
+{
+	static const char *const units[] = {"K", "KiB", "M", "MiB", "G", "GiB", "T", "TiB", NULL};
+	static const uint64_t scale[] = {UINT64_C(1) << 10, UINT64_C(1) << 10, UINT64_C(1) << 20,
+	                                 UINT64_C(1) << 20, UINT64_C(1) << 30, UINT64_C(1) << 30,
+	                                 UINT64_C(1) << 40, UINT64_C(1) << 40};
+	return rt_parse_with_unit(text, units, scale, false, max, out);
+}
+
+enum rt_parse_result
+rt_parse_percent(const char *text, uint64_t *out)
+{
+	static const char *const units[] = {"%", NULL};
+	static const uint64_t scale[] = {1};
+	uint64_t value;
+	enum rt_parse_result r = rt_parse_with_unit(text, units, scale, false, 100, &value);
+	if (r != RT_PARSE_OK)
+		return r;
+	if (value == 0)
+		return RT_PARSE_GARBAGE;
 	*out = value;
 	return RT_PARSE_OK;
 }

@@ -27,6 +27,14 @@ enum rt_parse_result rt_parse_u64(const char *text, uint64_t max, uint64_t *out)
  * saturate. */
 enum rt_parse_result rt_parse_python_int(const char *text, int64_t *out);
 
+/* A duration with its unit: "250ms", "90s", "5m", "2h" (one number, one unit, no blank).
+ * Values above max_ms are OVERFLOW. */
+enum rt_parse_result rt_parse_duration_ms(const char *text, uint64_t max_ms, uint64_t *out);
+/* A size: bytes, or a number with K, M, G or T (binary multiples; "KiB", "MiB", ... too). */
+enum rt_parse_result rt_parse_size(const char *text, uint64_t max, uint64_t *out);
+/* A percentage from 1 to 100, with or without a trailing '%'. */
+enum rt_parse_result rt_parse_percent(const char *text, uint64_t *out);
+
 /* Case-insensitive match of text against a NULL-terminated list of words. */
 bool rt_parse_word_in(const char *text, const char *const *words);
 

@@ -149,18 +149,19 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	rt_report_json_string(stats, sizeof(stats), st->stats);
 	int n = snprintf(
 	    buf, size,
-	    "{\"pid\":%d,\"seq\":%" PRIu64
+	    "{\"pid\":%d,\"seq\":%" PRIu64 ",\"mode\":\"%s\""
 	    ",\"program\":\"%s\",\"allocator\":\"%s\",\"rounds\":%" PRIu64 ",\"gc_rounds\":%" PRIu32
 	    ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
-	    ",\"last_action\":\"%s\",\"last_action_unix_time\":%" PRId64 ".%06" PRId64
-	    ",\"last_rss_before_kib\":%" PRIu64 ",\"last_rss_after_kib\":%" PRIu64
+	    ",\"last_action\":\"%s\",\"last_trigger\":\"%s\",\"last_action_unix_time\":%" PRId64
+	    ".%06" PRId64 ",\"last_rss_before_kib\":%" PRIu64 ",\"last_rss_after_kib\":%" PRIu64
 	    ",\"last_released_kib\":%" PRIu64 ",\"last_duration_us\":%" PRIu64
 	    ",\"last_note\":\"%s\",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64
 	    ",\"released_total_kib\":%" PRIu64
 	    ",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_lines\":%" PRIu64
 	    ",\"oversized_lines\":%" PRIu64 ",\"seq_end\":%" PRIu64 "}\n",
-	    st->pid, st->seq, program, st->allocator, st->rounds, st->gc_rounds, st->actions,
-	    st->last_action_round, st->last_action, st->last_action_unix_us / 1000000,
+	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator, st->rounds,
+	    st->gc_rounds, st->actions, st->last_action_round, st->last_action,
+	    st->last_trigger ? st->last_trigger : "none", st->last_action_unix_us / 1000000,
 	    st->last_action_unix_us % 1000000, st->last_rss_before_kib, st->last_rss_after_kib,
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
 	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, fifo,

@@ -35,6 +35,7 @@ struct rt_status_record {
 	/* Written first and last ("seq", "seq_end"): the file is rewritten in place, and a reader
 	 * that catches a write half done sees them differ and reads again. */
 	uint64_t seq;
+	const char *mode; /* "auto", "announced", "manual" */
 	const char *program;
 	const char *allocator;
 	uint64_t rounds;
@@ -42,6 +43,7 @@ struct rt_status_record {
 	uint64_t actions;
 	uint64_t last_action_round;
 	const char *last_action;
+	const char *last_trigger;    /* what called for it, "none" before the first */
 	int64_t last_action_unix_us; /* 0 when no action yet */
 	/* The last action's own figures, so that a caller who asked for it can report it. */
 	uint64_t last_rss_before_kib;
@@ -112,6 +114,7 @@ struct rt_status_read {
 	struct rt_status_record st;
 	char program[RT_REPORT_TEXT_MAX], allocator[RT_REPORT_WORD_MAX];
 	char last_action[RT_REPORT_WORD_MAX], last_note[RT_REPORT_TEXT_MAX];
+	char mode[RT_REPORT_WORD_MAX], last_trigger[RT_REPORT_WORD_MAX];
 	char fifo[RT_REPORT_TEXT_MAX], stats[RT_REPORT_TEXT_MAX];
 	uint64_t last_released_kib;
 };

@@ -204,6 +204,8 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	st->allocator = out->allocator;
 	st->last_action = out->last_action;
 	st->last_note = out->last_note;
+	st->mode = out->mode;
+	st->last_trigger = out->last_trigger;
 	st->fifo = out->fifo;
 	st->stats = out->stats;
 	json_object *obj = rt_read_object(text);
@@ -212,6 +214,8 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	int64_t pid = 0, signal = 0;
 	uint64_t gc_rounds = 0, seq_end = 0;
 	bool ok = rt_read_i64(obj, "pid", &pid) && rt_read_u64(obj, "seq", &st->seq) &&
+	          rt_read_str(obj, "mode", out->mode, sizeof(out->mode)) &&
+	          rt_read_str(obj, "last_trigger", out->last_trigger, sizeof(out->last_trigger)) &&
 	          rt_read_u64(obj, "seq_end", &seq_end) &&
 	          rt_read_str(obj, "program", out->program, sizeof(out->program)) &&
 	          rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&

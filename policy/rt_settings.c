@@ -203,6 +203,66 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .option_arg = "BYTES",
             .patch = true,
         },
+    [RT_SETTING_AUTO] =
+        {
+            .name = "ROUNDTRIM_AUTO",
+            RT_WORDS(rt_switch_words),
+            .values = "on/off: detect rounds from the allocation rhythm",
+            .default_text = "on, until a round is announced",
+            .doc = "round ends found by the library itself",
+            .option = "--auto",
+            .option_arg = "on|off",
+            .patch = true,
+        },
+    [RT_SETTING_INTERVAL] =
+        {
+            .name = "ROUNDTRIM_INTERVAL",
+            .kind = RT_KIND_DURATION,
+            .max = UINT64_C(30) * 24 * 3600 * 1000,
+            .off_word = "off",
+            .values = "a duration (`500ms`, `90s`, `5m`, `2h`), `off`",
+            .default_text = "off",
+            .doc = "act every interval, if the process allocated since the last action",
+            .option = "--interval",
+            .option_arg = "DURATION",
+            .patch = true,
+        },
+    [RT_SETTING_PRESSURE] =
+        {
+            .name = "ROUNDTRIM_PRESSURE",
+            .kind = RT_KIND_PERCENT,
+            .off_word = "off",
+            .values = "1–100 (`%` allowed), `off`",
+            .default_text = "off",
+            .doc = "act when memory in use crosses this share of its limit",
+            .option = "--pressure",
+            .option_arg = "PERCENT",
+            .patch = true,
+        },
+    [RT_SETTING_RSS_LIMIT] =
+        {
+            .name = "ROUNDTRIM_RSS_LIMIT",
+            .kind = RT_KIND_SIZE,
+            .max = UINT64_C(1) << 50,
+            .off_word = "off",
+            .values = "a size (bytes, `K`, `M`, `G`, `T`), `off`",
+            .default_text = "off",
+            .doc = "act when the process's RSS crosses it",
+            .option = "--rss-limit",
+            .option_arg = "SIZE",
+            .patch = true,
+        },
+    [RT_SETTING_TRACE] =
+        {
+            .name = "ROUNDTRIM_TRACE",
+            .kind = RT_KIND_PATH,
+            .off_word = "none",
+            .values = "path template, `none`",
+            .default_text = "none",
+            .doc = "the detector's readings, one line each; %p is the pid",
+            .option = "--trace",
+            .option_arg = "FILE",
+        },
 };
 
 const struct rt_setting *
@@ -283,6 +343,18 @@ rt_setting_parse(const struct rt_setting *s, const char *text, const struct rt_s
 	}
 	case RT_KIND_GLOBS:
 		return rt_setting_globs(text);
+	case RT_KIND_DURATION:
+	case RT_KIND_SIZE:
+	case RT_KIND_PERCENT: {
+		const char *const off[] = {s->off_word, NULL};
+		if (rt_parse_word_in(text, off))
+			return RT_PARSE_OK;
+		if (s->kind == RT_KIND_DURATION)
+			return rt_parse_duration_ms(text, s->max, value);
+		if (s->kind == RT_KIND_SIZE)
+			return rt_parse_size(text, s->max, value);
+		return rt_parse_percent(text, value);
+	}
 	}
 	return RT_PARSE_GARBAGE;
 }
@@ -328,6 +400,8 @@ rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, siz
 {
 	if (s->kind == RT_KIND_WORDS && value < s->nwords && s->words[value][0])
 		snprintf(out, size, "%s", s->words[value][0]);
+	else if (value == 0 && s->off_word && s->kind != RT_KIND_PATH)
+		snprintf(out, size, "%s", s->off_word);
 	else
 		snprintf(out, size, "%" PRIu64, value);
 }

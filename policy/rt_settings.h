@@ -24,6 +24,11 @@ enum rt_setting_id {
 	RT_SETTING_PROM,
 	RT_SETTING_JEMALLOC,
 	RT_SETTING_TRIM_PAD,
+	RT_SETTING_AUTO,
+	RT_SETTING_INTERVAL,
+	RT_SETTING_PRESSURE,
+	RT_SETTING_RSS_LIMIT,
+	RT_SETTING_TRACE,
 	RT_SETTING_COUNT,
 };
 
@@ -33,6 +38,10 @@ enum rt_setting_kind {
 	RT_KIND_SIGNAL, /* a signal name or number, or "none" */
 	RT_KIND_PATH,   /* an absolute path template (%p, %%), or off_word for none */
 	RT_KIND_GLOBS,  /* comma-separated fnmatch(3) patterns */
+	/* With off_word meaning 0 (off): */
+	RT_KIND_DURATION, /* a number and its unit (ms, s, m, h), in ms, up to max */
+	RT_KIND_SIZE,     /* bytes, or with K, M, G, T, up to max */
+	RT_KIND_PERCENT,  /* 1 to 100 */
 };
 
 /* How NVFlare itself reads the twin (roundtrim(7), ENVIRONMENT). */
@@ -51,8 +60,8 @@ struct rt_setting {
 	enum rt_setting_kind kind;
 	const char *const *const *words; /* WORDS */
 	unsigned nwords;
-	uint64_t max;         /* NUMBER */
-	const char *off_word; /* PATH: the word that means none */
+	uint64_t max;         /* NUMBER, DURATION (ms), SIZE (bytes) */
+	const char *off_word; /* PATH: the word that means none; DURATION, SIZE, PERCENT: 0 */
 	const char *values;   /* what is accepted, for people */
 	const char *default_text;
 	const char *doc;        /* one line */

@@ -12,7 +12,7 @@ extern "C" {
 /* Allocation activity of the calling thread, as counted by the malloc-family wrappers. */
 struct roundtrim_thread_counts {
 	uint64_t allocations;     /* malloc, calloc, realloc, aligned and page-sized variants */
-	uint64_t frees;           /* free, and realloc to size 0 */
+	uint64_t frees;           /* free, and realloc of a block (to any size) */
 	uint64_t bytes_requested; /* sum of the sizes asked for */
 };
 

@@ -9,6 +9,7 @@
 #include "rt_fd.h"
 #include "rt_file_rules.h"
 #include "rt_path.h"
+#include "rt_pressure.h"
 #include "rt_report.h"
 #include "rt_shim.h"
 
@@ -39,7 +40,9 @@ struct rt_output {
 
 static struct {
 	struct rt_fd fifo, status, statm;
-	struct rt_output stats, log, prom;
+	struct rt_fd mem_used, mem_limit, meminfo; /* ROUNDTRIM_PRESSURE's readings */
+	enum rt_pressure_source mem_source;
+	struct rt_output stats, log, prom, trace;
 	char fifo_path[RT_CONFIG_PATH_MAX];
 	char status_path[RT_FILES_STATUS_PATH_MAX];
 	size_t status_len; /* the longest content written, which shorter ones pad over */
@@ -51,6 +54,10 @@ static struct {
     .stats = {.fd = RT_FD_NONE("stats file")},
     .log = {.fd = RT_FD_NONE("log file")},
     .prom = {.fd = RT_FD_NONE("Prometheus file")},
+    .trace = {.fd = RT_FD_NONE("trace file")},
+    .mem_used = RT_FD_NONE("pressure trigger"),
+    .mem_limit = RT_FD_NONE("pressure trigger"),
+    .meminfo = RT_FD_NONE("pressure trigger"),
 };
 
 static struct rt_file_facts
@@ -339,6 +346,52 @@ label_return:
 		close(dirfd);
 }
 
+/* Reads a small file whole at start-up (the descriptor is this thread's for an instant). */
+static bool
+rt_files_slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	size_t len = 0;
+	ssize_t n;
+	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	return len > 0;
+}
+
+static bool
+rt_files_adopt_path(struct rt_fd *f, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && rt_fd_adopt(f, fd);
+}
+
+/* ROUNDTRIM_PRESSURE: the memory cgroup's two files when it has a limit, and /proc/meminfo
+ * for the machine when it has none (policy/rt_pressure finds them). */
+static void
+rt_files_open_pressure(void)
+{
+	static char cgroup[4096], mountinfo[65536];
+	char dir[RT_CONFIG_PATH_MAX], path[RT_CONFIG_PATH_MAX + 64];
+	enum rt_pressure_source source = RT_PRESSURE_NONE;
+	if (rt_files_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) &&
+	    rt_files_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)))
+		source = rt_pressure_cgroup_dir(cgroup, mountinfo, dir, sizeof(dir));
+	if (source != RT_PRESSURE_NONE) {
+		snprintf(path, sizeof(path), "%s/%s", dir, rt_pressure_used_file(source));
+		bool used = rt_files_adopt_path(&rt_f.mem_used, path);
+		snprintf(path, sizeof(path), "%s/%s", dir, rt_pressure_limit_file(source));
+		if (used && rt_files_adopt_path(&rt_f.mem_limit, path))
+			rt_f.mem_source = source;
+	}
+	if (!rt_files_adopt_path(&rt_f.meminfo, "/proc/meminfo") && !rt_f.mem_source)
+		rt_warn(
+		    "pressure trigger off: neither a memory cgroup nor /proc/meminfo can be read");
+}
+
 void
 rt_files_open(void)
 {
@@ -351,6 +404,9 @@ rt_files_open(void)
 	rt_files_open_output(&rt_f.log, cfg->log);
 	rt_files_open_output(&rt_f.stats, cfg->stats);
 	rt_files_open_output(&rt_f.prom, cfg->prom);
+	rt_files_open_output(&rt_f.trace, cfg->trace);
+	if (cfg->pressure_percent)
+		rt_files_open_pressure();
 	rt_files_open_fifo(forked);
 }
 
@@ -370,9 +426,14 @@ rt_files_forget_parent(void)
 	rt_fd_close(&rt_f.fifo);
 	rt_fd_close(&rt_f.status);
 	rt_fd_close(&rt_f.statm);
+	rt_fd_close(&rt_f.mem_used);
+	rt_fd_close(&rt_f.mem_limit);
+	rt_fd_close(&rt_f.meminfo);
+	rt_f.mem_source = RT_PRESSURE_NONE;
 	rt_files_forget_output(&rt_f.stats);
 	rt_files_forget_output(&rt_f.log);
 	rt_files_forget_output(&rt_f.prom);
+	rt_files_forget_output(&rt_f.trace);
 	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
 	rt_f.status_len = 0;
 	atomic_store(&rt_f.owner, 0);
@@ -536,20 +597,60 @@ rt_files_stats_path(void)
 	return rt_fd_valid(&rt_f.stats.fd) ? rt_f.stats.path : "";
 }
 
+/* The whole of a /proc or cgroup file through its descriptor: false when unreadable. */
+static bool
+rt_files_pread(struct rt_fd *f, char *buf, size_t size)
+{
+	int fd = rt_fd_get(f);
+	if (fd < 0)
+		return false;
+	ssize_t n;
+	do
+		n = pread(fd, buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+bool
+rt_files_memory(uint64_t *used, uint64_t *limit)
+{
+	char buf[4096];
+	bool limited = false;
+	uint64_t lim, use;
+	if (rt_f.mem_source && rt_files_pread(&rt_f.mem_limit, buf, sizeof(buf)) &&
+	    rt_pressure_read_value(buf, &lim, &limited) && limited &&
+	    rt_files_pread(&rt_f.mem_used, buf, sizeof(buf)) &&
+	    rt_pressure_read_value(buf, &use, &limited)) {
+		*used = use;
+		*limit = lim;
+		return true;
+	}
+	/* No limit on the cgroup: the machine's memory is the limit. */
+	return rt_files_pread(&rt_f.meminfo, buf, sizeof(buf)) &&
+	       rt_pressure_read_meminfo(buf, used, limit);
+}
+
+void
+rt_files_trace_line(const char *line, size_t len)
+{
+	rt_files_output_line(&rt_f.trace, line, len);
+}
+
+bool
+rt_files_have_trace(void)
+{
+	return rt_fd_valid(&rt_f.trace.fd);
+}
+
 uint64_t
 rt_files_rss_kib(void)
 {
 	char buf[128];
-	int fd = rt_fd_get(&rt_f.statm);
-	if (fd < 0)
+	if (!rt_files_pread(&rt_f.statm, buf, sizeof(buf)))
 		return 0;
-	ssize_t n;
-	do
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	unsigned long long size, resident;
 	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
 		return 0;

@@ -40,6 +40,12 @@ const char *rt_files_stats_path(void); /* "" when none */
 
 /* RSS from /proc/self/statm, in KiB; 0 when unreadable. */
 uint64_t rt_files_rss_kib(void);
+/* Memory in use and its limit, in bytes: the memory cgroup's when it has a limit, else the
+ * machine's (ROUNDTRIM_PRESSURE); false when neither can be read. */
+bool rt_files_memory(uint64_t *used, uint64_t *limit);
+/* One line of the detector's readings (ROUNDTRIM_TRACE). */
+void rt_files_trace_line(const char *line, size_t len);
+bool rt_files_have_trace(void);
 
 /* Around an exec of this process: the FIFO and status file are moved aside (the next program
  * would not know them) and moved back if the exec returns. Renames only: no descriptor. */

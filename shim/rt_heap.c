@@ -127,8 +127,14 @@ rt_heap_act(enum rt_action action, uint64_t trim_pad)
 	return 0;
 }
 
+bool
+rt_heap_has_live(void)
+{
+	return rt_mallctl || rt_mallinfo2;
+}
+
 uint64_t
-rt_heap_live_kib(void)
+rt_heap_live_bytes(void)
 {
 	if (rt_mallctl) {
 		/* Statistics are cached until the epoch advances. */
@@ -136,12 +142,12 @@ rt_heap_live_kib(void)
 		size_t allocated = 0, len = sizeof(allocated);
 		if (rt_mallctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) != 0 ||
 		    rt_mallctl("stats.allocated", &allocated, &len, NULL, 0) != 0)
-			return 0;
-		return allocated / 1024;
+			return UINT64_MAX;
+		return allocated;
 	}
 	if (rt_mallinfo2) {
 		struct mallinfo2 mi = rt_mallinfo2();
-		return (mi.uordblks + mi.hblkhd) / 1024;
+		return mi.uordblks + mi.hblkhd;
 	}
-	return 0;
+	return UINT64_MAX;
 }

@@ -3,6 +3,7 @@
 #ifndef RT_HEAP_H
 #define RT_HEAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rt_allocator.h"
@@ -13,7 +14,8 @@ enum rt_allocator_kind rt_heap_detect(void);
 void rt_heap_set_arena_max(unsigned arena_max);
 /* Runs the action; returns 0, or -1 when the allocator refused it. */
 int rt_heap_act(enum rt_action action, uint64_t trim_pad);
-/* Live heap bytes by the allocator's own statistics, in KiB; 0 when it keeps none. */
-uint64_t rt_heap_live_kib(void);
+/* Live heap bytes by the allocator's own statistics; UINT64_MAX when it keeps none. */
+uint64_t rt_heap_live_bytes(void);
+bool rt_heap_has_live(void);
 
 #endif

@@ -141,10 +141,12 @@ realloc(void *ptr, size_t size)
 {
 	if (RT_UNLIKELY(rt_real_is_bootstrap(ptr)))
 		return rt_realloc_cold(ptr, size);
-	if (size == 0 && ptr) {
+	/* realloc(p, n) frees p's block and gives another (roundtrim.h): one free, and one
+	 * allocation unless n is 0. */
+	if (ptr)
 		rt_count_free();
+	if (size == 0 && ptr)
 		return rt_real.realloc(ptr, size);
-	}
 	if (RT_UNLIKELY(!rt_take(size)))
 		return rt_realloc_cold(ptr, size);
 	return rt_real.realloc(ptr, size);

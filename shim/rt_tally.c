@@ -68,6 +68,12 @@ rt_tally_register(void)
 }
 
 void
+rt_tally_exclude_self(void)
+{
+	rt_t.retired = true;
+}
+
+void
 rt_tally_init(void)
 {
 	if (pthread_key_create(&rt_tally_key, rt_tally_retire) != 0)

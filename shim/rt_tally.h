@@ -45,6 +45,8 @@ struct rt_alloc_totals {
 void rt_tally_init(void);
 /* From the cold path, once per thread. */
 void rt_tally_register(void);
+/* The library's own thread counts nowhere: what it allocates is not the program's rhythm. */
+void rt_tally_exclude_self(void);
 /* The worker's reading. */
 void rt_tally_totals(struct rt_alloc_totals *out);
 /* In a fork child, inside fork: only the forking thread exists. */

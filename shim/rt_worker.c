@@ -4,6 +4,7 @@
  * library starts; it blocks every signal but the trigger inside its wait, opens nothing (rt_files
  * opened everything before it started), and is never joined (a thread that exit-time code waited
  * for could hang the host at exit). */
+#include "rt_detect.h"
 #include "rt_files.h"
 #include "rt_heap.h"
 #include "rt_ledger.h"
@@ -12,6 +13,9 @@
 #include "rt_report.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
+#include "rt_tally.h"
+#include "rt_trace.h"
+#include "rt_triggers.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,9 +33,21 @@
 
 /* How long the worker waits on the FIFO before it looks at its descriptors again (a program may
  * have closed or replaced one without the FIFO ever becoming readable). */
-#define RT_WORKER_TICK_S 1
+#define RT_WORKER_FIFO_TICK_US 1000000
+/* The detector's readings slow to this while the process neither allocates nor frees: an idle
+ * process costs the worker five wake-ups a second. */
+#define RT_WORKER_IDLE_TICK_US 200000
+#define RT_WORKER_IDLE_AFTER_US 2000000
 
 static struct rt_ledger rt_w;
+/* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
+static struct rt_triggers rt_w_triggers;
+static struct rt_detect rt_w_detect;
+static bool rt_w_want_live;
+static uint64_t rt_w_events;    /* allocations + frees at the last reading */
+static uint64_t rt_w_events_us; /* when they last changed */
+static struct rt_trigger_reading rt_w_reading;
+static enum rt_trigger rt_w_due;
 static atomic_bool rt_w_running;
 /* Bumped by every wake-up; the worker waits on it when it has no FIFO. */
 static atomic_uint rt_w_wake_word;
@@ -51,6 +67,7 @@ rt_worker_facts(void)
 {
 	return (struct rt_ledger_facts){
 	    .pid = getpid(),
+	    .mode = rt_mode_word(rt_w_triggers.mode),
 	    .program = rt_shim.program,
 	    .allocator = rt_allocator_name(rt_shim.allocator),
 	    .action = rt_action_name(rt_shim.action),
@@ -110,7 +127,64 @@ rt_worker_collect(struct rt_batch *b)
 	ssize_t got;
 	while ((got = rt_files_fifo_read(buf, sizeof(buf))) > 0)
 		rt_proto_feed(&rt_w_proto, buf, (size_t)got, rt_worker_on_line, b);
-	rt_ledger_close(&rt_w, b);
+}
+
+static uint64_t
+rt_worker_now_us(clockid_t clock)
+{
+	return (uint64_t)rt_worker_clock_us(clock);
+}
+
+/* One reading of the process: what the detector, the trace file and the triggers look at. */
+static void
+rt_worker_read(struct rt_batch *b)
+{
+	const struct rt_config *cfg = &rt_shim.cfg;
+	struct rt_alloc_totals totals;
+	rt_tally_totals(&totals);
+	struct rt_trigger_reading *tr = &rt_w_reading;
+	*tr = (struct rt_trigger_reading){
+	    .now_us = rt_worker_now_us(CLOCK_MONOTONIC),
+	    .bytes_requested = totals.bytes,
+	};
+	if (rt_triggers_watch_rss(&rt_w_triggers))
+		tr->rss_kib = rt_files_rss_kib();
+	if (rt_triggers_watch_pressure(&rt_w_triggers))
+		rt_files_memory(&tr->mem_used, &tr->mem_limit);
+	if (totals.allocations + totals.frees != rt_w_events) {
+		rt_w_events = totals.allocations + totals.frees;
+		rt_w_events_us = tr->now_us;
+	}
+	bool detecting = rt_triggers_detecting(&rt_w_triggers) && cfg->auto_rounds;
+	if (detecting || rt_files_have_trace()) {
+		struct rt_reading rd = {
+		    .t_us = tr->now_us,
+		    .allocations = totals.allocations,
+		    .bytes_requested = totals.bytes,
+		    .frees = totals.frees,
+		    .bytes_freed = RT_TRACE_UNKNOWN,
+		    .live_bytes = RT_TRACE_UNKNOWN,
+		    .rss_kib = tr->rss_kib ? tr->rss_kib : RT_TRACE_UNKNOWN,
+		    .cpu_us = rt_worker_now_us(CLOCK_PROCESS_CPUTIME_ID),
+		};
+		/* The live heap costs a walk on glibc: only when the detector asks (about once a
+		 * round, while the process is quiet). */
+		if (rt_w_want_live)
+			rd.live_bytes = rt_heap_live_bytes();
+		if (rt_files_have_trace()) {
+			char line[RT_TRACE_LINE_MAX];
+			rt_files_trace_line(line, rt_trace_format(line, sizeof(line), &rd));
+		}
+		if (detecting) {
+			enum rt_detect_result r = rt_detect_feed(&rt_w_detect, &rd);
+			rt_w_want_live = r == RT_DETECT_WANT_LIVE;
+			if (r == RT_DETECT_BOUNDARY)
+				rt_batch_detected(b);
+		}
+	}
+	rt_w_due = rt_triggers_due(&rt_w_triggers, tr);
+	if (rt_w_due != RT_TRIGGER_NONE)
+		rt_batch_trim(b, rt_trigger_word(rt_w_due));
 }
 
 static void
@@ -134,9 +208,11 @@ rt_worker_handle(const struct rt_batch *b)
 		rec.rss_after_kib = rt_files_rss_kib();
 		if (rt_ledger_acted(&rt_w, &rec, note, rc != 0))
 			rt_warn("%s failed; rounds are still counted", rec.action);
+		rt_triggers_acted(&rt_w_triggers, rt_w_due, &rt_w_reading);
 	}
 	/* mallinfo2 walks every free chunk under the arena locks: only when someone reads it. */
-	uint64_t live_kib = plan.read_live ? rt_heap_live_kib() : 0;
+	uint64_t live = plan.read_live ? rt_heap_live_bytes() : UINT64_MAX;
+	uint64_t live_kib = live == UINT64_MAX ? 0 : live / 1024;
 	rt_ledger_finish(&rt_w, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec, note);
 
 	char line[RT_REPORT_LINE_MAX];
@@ -147,8 +223,25 @@ rt_worker_handle(const struct rt_batch *b)
 	rt_worker_publish();
 }
 
-/* Sleeps until a wake-up: the FIFO readable, the trigger signal taken (its handler runs here,
- * inside ppoll or the futex wait), or rt_w_wake_word moved past `seen`. */
+/* How long to wait for the next tick: the triggers' need, the detector slowed while the process
+ * is idle, and the FIFO's look at its descriptor. UINT64_MAX: until woken. */
+static uint64_t
+rt_worker_wait_us(int fifo_fd)
+{
+	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
+	uint64_t wait = rt_triggers_wait_us(&rt_w_triggers, now);
+	if (!rt_shim.cfg.auto_rounds && rt_triggers_detecting(&rt_w_triggers))
+		wait = UINT64_MAX;
+	if (rt_triggers_detecting(&rt_w_triggers) &&
+	    now - rt_w_events_us >= RT_WORKER_IDLE_AFTER_US && wait < RT_WORKER_IDLE_TICK_US)
+		wait = RT_WORKER_IDLE_TICK_US;
+	if (fifo_fd >= 0 && wait > RT_WORKER_FIFO_TICK_US)
+		wait = RT_WORKER_FIFO_TICK_US;
+	return wait;
+}
+
+/* Sleeps until a wake-up or the next tick: the FIFO readable, the trigger signal taken (its
+ * handler runs here, inside ppoll or the futex wait), or rt_w_wake_word moved past `seen`. */
 static void
 rt_worker_wait(unsigned seen)
 {
@@ -156,17 +249,19 @@ rt_worker_wait(unsigned seen)
 	sigfillset(&all);
 	rt_signal_begin_wait(&mask);
 	int fd = rt_files_fifo_fd();
+	uint64_t wait_us = rt_worker_wait_us(fd);
+	struct timespec tick = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
+	struct timespec *timeout = wait_us == UINT64_MAX ? NULL : &tick;
 	if (atomic_load(&rt_w_wake_word) != seen) {
 		/* woken while collecting */
 	} else if (fd >= 0) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		struct timespec tick = {RT_WORKER_TICK_S, 0};
-		ppoll(&pfd, 1, &tick, &mask);
+		ppoll(&pfd, 1, timeout, &mask);
 	} else {
 		/* A signal that arrives between the unblock and the wait runs its handler, which
 		 * moves the word: the wait then returns at once. */
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
-		syscall(SYS_futex, &rt_w_wake_word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		syscall(SYS_futex, &rt_w_wake_word, FUTEX_WAIT_PRIVATE, seen, timeout, NULL, 0);
 		pthread_sigmask(SIG_SETMASK, &all, NULL);
 	}
 	rt_signal_end_wait();
@@ -176,12 +271,18 @@ static void *
 rt_worker_main(void *arg)
 {
 	(void)arg;
+	rt_tally_exclude_self();
 	rt_w.last_rss_kib = rt_files_rss_kib();
 	rt_worker_publish();
 	for (;;) {
 		unsigned seen = atomic_load(&rt_w_wake_word);
 		struct rt_batch batch = {0};
 		rt_worker_collect(&batch);
+		/* The first announced round hands the process over from detection, for good. */
+		if (batch.announced)
+			rt_triggers_announced(&rt_w_triggers);
+		rt_worker_read(&batch);
+		rt_ledger_close(&rt_w, &batch);
 		rt_worker_handle(&batch);
 		rt_worker_wait(seen);
 	}
@@ -191,8 +292,24 @@ rt_worker_main(void *arg)
 bool
 rt_worker_start(void)
 {
-	rt_ledger_init(&rt_w, rt_shim.cfg.gc_rounds);
+	const struct rt_config *cfg = &rt_shim.cfg;
+	rt_ledger_init(&rt_w, cfg->gc_rounds);
 	rt_proto_init(&rt_w_proto);
+	struct rt_triggers_params tp;
+	rt_triggers_default_params(&tp);
+	tp.interval_us = cfg->interval_ms * 1000;
+	tp.pressure_permille = cfg->pressure_percent * 10;
+	tp.rss_limit_kib = (cfg->rss_limit_bytes + 1023) / 1024;
+	struct rt_alloc_totals totals;
+	rt_tally_totals(&totals);
+	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
+	rt_triggers_init(&rt_w_triggers, &tp, cfg->auto_rounds, now, totals.bytes);
+	struct rt_detect_params dp;
+	rt_detect_default_params(&dp);
+	dp.want_live = rt_heap_has_live();
+	rt_detect_init(&rt_w_detect, &dp);
+	rt_w_want_live = false;
+	rt_w_events_us = now;
 
 	/* The thread starts with every signal blocked, so that it never takes the host's SIGTERM,
 	 * SIGCHLD or SIGALRM (heaptrack bug 378494: its timer thread stole SIGTERM). */

@@ -335,6 +335,16 @@ th_wait_line(const char *path, const char *needle, char *line, size_t size, int 
 }
 
 bool
+th_wait_change(const char *path, int timeout_ms)
+{
+	int ifd = th_watch_dir_of(path);
+	struct pollfd pfd = {.fd = ifd, .events = POLLIN};
+	bool changed = poll(&pfd, 1, timeout_ms) > 0;
+	close(ifd);
+	return changed;
+}
+
+bool
 th_wait_path(const char *path, bool gone, int timeout_ms)
 {
 	int64_t deadline = th_now_ms() + timeout_ms;

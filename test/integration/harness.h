@@ -57,6 +57,8 @@ void th_kill(struct th_proc *p);
 
 /* Waits until the file at path holds a line containing needle; copies that line into line. */
 bool th_wait_line(const char *path, const char *needle, char *line, size_t size, int timeout_ms);
+/* Waits for the next change in the directory of path (a write, a new file): true when one came. */
+bool th_wait_change(const char *path, int timeout_ms);
 /* Whether a path exists; waits for it to appear (or with gone=true, disappear). */
 bool th_wait_path(const char *path, bool gone, int timeout_ms);
 /* The unsigned number after "key": in a JSON line, or after key= in a text line; -1 if absent. */

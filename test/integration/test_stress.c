@@ -36,8 +36,9 @@ run_stress(const char *preload)
 	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
 	snprintf(env_stats, sizeof(env_stats), "ROUNDTRIM_STATS=%s/%%p.jsonl", dir);
 	snprintf(api_rounds, sizeof(api_rounds), "%d", STRESS_API_ROUNDS);
-	const char *env[] = {env_preload, env_fifo, env_stats, "ROUNDTRIM_GC_ROUNDS=1",
-	                     "ROUNDTRIM_SIGNAL=RTMIN+8", NULL};
+	const char *env[] = {
+	    env_preload, env_fifo, env_stats, "ROUNDTRIM_GC_ROUNDS=1", "ROUNDTRIM_SIGNAL=RTMIN+8",
+	    NULL};
 	const char *argv[] = {th_workload("stress"), STRESS_THREADS, api_rounds, NULL};
 
 	struct th_probe run;

@@ -103,6 +103,8 @@ status(void)
 {
 	return (struct rt_status_record){.pid = 77,
 	                                 .seq = 9,
+	                                 .mode = "announced",
+	                                 .last_trigger = "pressure",
 	                                 .program = "py\"thon3",
 	                                 .allocator = "jemalloc",
 	                                 .rounds = 10,
@@ -155,6 +157,8 @@ Test(report_read, status_round_trip)
 	cr_assert_str_eq(got.st.program, st.program);
 	cr_assert_str_eq(got.st.allocator, st.allocator);
 	cr_assert_str_eq(got.st.last_action, st.last_action);
+	cr_assert_str_eq(got.st.mode, st.mode);
+	cr_assert_str_eq(got.st.last_trigger, st.last_trigger);
 	cr_assert_str_eq(got.st.last_note, st.last_note);
 	cr_assert_str_eq(got.st.fifo, st.fifo);
 	cr_assert_str_eq(got.st.stats, st.stats);

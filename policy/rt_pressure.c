@@ -1,0 +1,177 @@
+#include "rt_pressure.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RT_PRESSURE_V1_UNLIMITED (UINT64_C(1) << 62)
+
+/* The cgroup path of a /proc/self/cgroup line "ID:CONTROLLERS:PATH" whose controllers are
+ * exactly want (v2: "" with ID 0), into out. */
+static bool
+rt_pressure_cgroup_path(const char *proc_cgroup, const char *want, char *out, size_t size)
+{
+	for (const char *line = proc_cgroup; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		const char *c1 = memchr(line, ':', len);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+		if (c2) {
+			size_t clen = (size_t)(c2 - c1 - 1);
+			bool match = false;
+			/* v1 may list several controllers: "4:memory:" or "4:cpu,memory:". */
+			if (!*want)
+				match = clen == 0 && c1 - line == 1 && line[0] == '0';
+			else
+				for (const char *c = c1 + 1; c < c2;) {
+					size_t n = strcspn(c, ",:");
+					match |= n == strlen(want) && !strncmp(c, want, n);
+					c += n + 1;
+				}
+			size_t plen = len - (size_t)(c2 + 1 - line);
+			if (match && plen < size) {
+				memcpy(out, c2 + 1, plen);
+				out[plen] = '\0';
+				return true;
+			}
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* From mountinfo: the mount point and root of a cgroup mount (fstype "cgroup2", or "cgroup"
+ * whose super options name the controller). Fields: ID PARENT DEV ROOT POINT OPTS... - TYPE
+ * SOURCE SUPER. */
+static bool
+rt_pressure_mount(const char *mountinfo, const char *fstype, const char *controller, char *root,
+                  char *point, size_t size)
+{
+	char line[1024];
+	for (const char *at = mountinfo; at && *at;) {
+		const char *start = at, *end = strchr(at, '\n');
+		size_t len = end ? (size_t)(end - start) : strlen(start);
+		at = end ? end + 1 : NULL;
+		if (len >= sizeof(line))
+			continue;
+		memcpy(line, start, len);
+		line[len] = '\0';
+		char r[512], p[512], type[64], super[512];
+		const char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %511s %511s", r, p) != 2 ||
+		    sscanf(dash + 3, "%63s %*s %511s", type, super) != 2 || strcmp(type, fstype))
+			continue;
+		if (controller) {
+			bool has = false;
+			for (const char *o = super; *o;) {
+				size_t n = strcspn(o, ",");
+				has |= n == strlen(controller) && !strncmp(o, controller, n);
+				o += n + (o[n] == ',');
+			}
+			if (!has)
+				continue;
+		}
+		if (strlen(r) >= size || strlen(p) >= size)
+			continue;
+		strcpy(root, r);
+		strcpy(point, p);
+		return true;
+	}
+	return false;
+}
+
+/* point + (path less root): the cgroup's directory as this mount shows it. */
+static bool
+rt_pressure_join(const char *root, const char *point, const char *path, char *out, size_t size)
+{
+	size_t rlen = strcmp(root, "/") ? strlen(root) : 0;
+	if (strncmp(path, root, rlen) || (path[rlen] && path[rlen] != '/'))
+		return false;
+	int n = snprintf(out, size, "%s%s", point, path + rlen);
+	/* The root cgroup: "/sys/fs/cgroup/memory/" reads as well without its slash. */
+	if (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	return n > 0 && (size_t)n < size;
+}
+
+enum rt_pressure_source
+rt_pressure_cgroup_dir(const char *proc_cgroup, const char *mountinfo, char *dir, size_t size)
+{
+	char path[512], root[512], point[512];
+	if (rt_pressure_cgroup_path(proc_cgroup, "memory", path, sizeof(path)) &&
+	    rt_pressure_mount(mountinfo, "cgroup", "memory", root, point, sizeof(root)) &&
+	    rt_pressure_join(root, point, path, dir, size))
+		return RT_PRESSURE_CGROUP_V1;
+	if (rt_pressure_cgroup_path(proc_cgroup, "", path, sizeof(path)) &&
+	    rt_pressure_mount(mountinfo, "cgroup2", NULL, root, point, sizeof(root)) &&
+	    rt_pressure_join(root, point, path, dir, size))
+		return RT_PRESSURE_CGROUP_V2;
+	return RT_PRESSURE_NONE;
+}
+
+const char *
+rt_pressure_used_file(enum rt_pressure_source source)
+{
+	switch (source) {
+	case RT_PRESSURE_CGROUP_V2:
+		return "memory.current";
+	case RT_PRESSURE_CGROUP_V1:
+		return "memory.usage_in_bytes";
+	case RT_PRESSURE_MEMINFO:
+		return "/proc/meminfo";
+	case RT_PRESSURE_NONE:
+		break;
+	}
+	return NULL;
+}
+
+const char *
+rt_pressure_limit_file(enum rt_pressure_source source)
+{
+	switch (source) {
+	case RT_PRESSURE_CGROUP_V2:
+		return "memory.max";
+	case RT_PRESSURE_CGROUP_V1:
+		return "memory.limit_in_bytes";
+	case RT_PRESSURE_MEMINFO:
+	case RT_PRESSURE_NONE:
+		break;
+	}
+	return NULL;
+}
+
+bool
+rt_pressure_read_value(const char *text, uint64_t *bytes, bool *limited)
+{
+	uint64_t value;
+	int used = 0;
+	if (!strncmp(text, "max", 3) && strspn(text + 3, "\n") == strlen(text + 3)) {
+		*bytes = UINT64_MAX;
+		*limited = false;
+		return true;
+	}
+	if (sscanf(text, "%" SCNu64 "%n", &value, &used) != 1 || text[0] < '0' || text[0] > '9' ||
+	    strspn(text + used, "\n") != strlen(text + used))
+		return false;
+	*bytes = value;
+	*limited = value < RT_PRESSURE_V1_UNLIMITED;
+	return true;
+}
+
+bool
+rt_pressure_read_meminfo(const char *text, uint64_t *used, uint64_t *total)
+{
+	uint64_t t = 0, avail = 0;
+	bool have_t = false, have_a = false;
+	for (const char *line = text; line && *line;) {
+		have_t |= sscanf(line, "MemTotal: %" SCNu64 " kB", &t) == 1;
+		have_a |= sscanf(line, "MemAvailable: %" SCNu64 " kB", &avail) == 1;
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	if (!have_t || !have_a || avail > t)
+		return false;
+	*total = t * 1024;
+	*used = (t - avail) * 1024;
+	return true;
+}
