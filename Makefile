@@ -27,10 +27,10 @@ TEST_CFLAGS := $(BASE_CFLAGS) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BU
 	-DRT_SOURCE_DIR='"$(abspath .)"'
 
 POLICY_SRC := $(wildcard policy/*.c)
-# The readers of the library's formats use json-c: the command and the tests link them, the
-# library (which only writes) does not.
-POLICY_READ_SRC := $(wildcard policy/*_read.c)
-POLICY_LIB_SRC := $(filter-out $(POLICY_READ_SRC),$(POLICY_SRC))
+# The command's own rules stay out of the library: the readers of its formats, which use json-c
+# (the library only writes), and rt_patch (24 KiB the library would map into every process).
+POLICY_COMMAND_SRC := $(wildcard policy/*_read.c) $(wildcard policy/rt_patch*.c)
+POLICY_LIB_SRC := $(filter-out $(POLICY_COMMAND_SRC),$(POLICY_SRC))
 SHIM_SRC := $(wildcard shim/*.c)
 UNIT_SRC := $(wildcard test/unit/*.c)
 INTEGRATION_SRC := $(wildcard test/integration/*.c)
