@@ -139,3 +139,69 @@ Test(settings, man_page_agrees)
 	for (unsigned i = 0; i < RT_SETTING_COUNT; i++)
 		cr_assert(seen[i], "roundtrim(7) does not describe %s", rt_settings[i].name);
 }
+
+static enum rt_parse_result
+option_value(enum rt_setting_id id, const char *arg, const char *cwd, char *out, size_t size)
+{
+	return rt_setting_option_value(&rt_settings[id], arg, cwd, &platform, out, size);
+}
+
+/* What the command's run sets for an option: the rows' own words and rules, checked. */
+Test(settings, option_values)
+{
+	char out[600];
+	cr_assert_eq(option_value(RT_SETTING_PYTHON, "yes", NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_str_eq(out, "yes");
+	cr_assert_eq(option_value(RT_SETTING_PYTHON, "1", NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_eq(option_value(RT_SETTING_ROLE, "CLIENT", NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_eq(option_value(RT_SETTING_GC_ROUNDS, "2000000000", NULL, out, sizeof(out)),
+	             RT_PARSE_OVERFLOW);
+	cr_assert_eq(option_value(RT_SETTING_GC_ROUNDS, "99999999999", NULL, out, sizeof(out)),
+	             RT_PARSE_OVERFLOW);
+	cr_assert_eq(option_value(RT_SETTING_SIGNAL, "FOO", NULL, out, sizeof(out)),
+	             RT_PARSE_GARBAGE);
+	cr_assert_eq(option_value(RT_SETTING_MATCH, "", NULL, out, sizeof(out)), RT_PARSE_EMPTY);
+	/* A flag: its own value. */
+	cr_assert_eq(option_value(RT_SETTING_PROFILE, NULL, NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_str_eq(out, "1");
+	cr_assert_eq(option_value(RT_SETTING_CUDA_EMPTY_CACHE, NULL, NULL, out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "true");
+}
+
+Test(settings, option_paths_are_made_absolute_but_not_the_off_word)
+{
+	char out[600];
+	cr_assert_eq(option_value(RT_SETTING_FIFO, "NONE", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "NONE");
+	cr_assert_eq(option_value(RT_SETTING_LOG, "StdErr", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "StdErr");
+	/* stderr is the log's word, not the stats file's. */
+	cr_assert_eq(option_value(RT_SETTING_STATS, "stderr", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "/home/a/stderr");
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s-%p.jsonl", "/tmp/9%", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "/tmp/9%%/s-%p.jsonl");
+	cr_assert_eq(option_value(RT_SETTING_FIFO, "/abs/%p.fifo", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "/abs/%p.fifo");
+	/* Without a directory a relative path stays relative, and is refused. */
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s.jsonl", NULL, out, sizeof(out)),
+	             RT_PARSE_RELATIVE);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s-%d", "/a", out, sizeof(out)),
+	             RT_PARSE_TEMPLATE);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "", "/a", out, sizeof(out)), RT_PARSE_EMPTY);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s.jsonl", "/a", out, 4), RT_PARSE_TOO_LONG);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "/s.jsonl", NULL, out, 4), RT_PARSE_TOO_LONG);
+}
+
+Test(settings, is_off)
+{
+	cr_assert(rt_setting_is_off(&rt_settings[RT_SETTING_FIFO], "None"));
+	cr_assert_not(rt_setting_is_off(&rt_settings[RT_SETTING_FIFO], "stderr"));
+	cr_assert(rt_setting_is_off(&rt_settings[RT_SETTING_LOG], "stderr"));
+	cr_assert_not(rt_setting_is_off(&rt_settings[RT_SETTING_GC_ROUNDS], "none"));
+}
