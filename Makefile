@@ -1,5 +1,6 @@
 # roundtrim: build, test, check, bench, demo, install. Nothing else builds the project.
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
 DESTDIR ?=
 CC ?= cc
 BUILD ?= build
@@ -14,10 +15,15 @@ SHIM_CFLAGS := $(BASE_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 SHIM_LDFLAGS := -shared -pthread -Wl,--version-script=shim/exports.map -Wl,-z,nodelete \
 	-Wl,-z,now -Wl,--no-undefined -Wl,-z,defs
+# The command: the installed library's path, and the build directory whose library a command
+# run from it preloads instead (scripts/command/rt_cmd_lib.c).
+CMD_CFLAGS := $(BASE_CFLAGS) -Iscripts/command -DRT_CMD_LIB_PATH='"$(LIBDIR)/libroundtrim.so"' \
+	-DRT_CMD_BUILD_DIR='"$(abspath $(BUILD))"'
 TEST_CFLAGS := $(BASE_CFLAGS) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BUILD))"' \
 	-DRT_SOURCE_DIR='"$(abspath .)"'
 
 POLICY_SRC := $(wildcard policy/*.c)
+CMD_SRC := $(wildcard scripts/command/*.c)
 # The readers of the library's formats use json-c: the command and the tests link them, the
 # library (which only writes) does not.
 POLICY_READ_SRC := $(wildcard policy/*_read.c)
@@ -31,14 +37,16 @@ BENCH_SRC := $(wildcard test/bench/*.c)
 POLICY_OBJ := $(POLICY_SRC:%.c=$(BUILD)/%.o)
 POLICY_LIB_OBJ := $(POLICY_LIB_SRC:%.c=$(BUILD)/%.o)
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/%.o)
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libroundtrim.so
+CMD := $(BUILD)/roundtrim
 UNIT := $(BUILD)/test/unit-tests
 INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 
 .PHONY: all test check lint bench demo install uninstall clean format deps
-all: $(LIB) $(WORKLOADS) $(BENCHES)
+all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
 
 $(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
 	@mkdir -p $(@D)
@@ -47,6 +55,15 @@ $(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h policy/*.h) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(BUILD)/scripts/command/%.o: scripts/command/%.c $(wildcard scripts/command/*.h policy/*.h) \
+		Makefile
+	@mkdir -p $(@D)
+	$(CC) $(CMD_CFLAGS) -c -o $@ $<
+
+# The command links policy's objects, its readers of the library's formats among them.
+$(CMD): $(CMD_OBJ) $(POLICY_OBJ)
+	$(CC) -o $@ $(CMD_OBJ) $(POLICY_OBJ) -ljson-c
 
 $(LIB): $(SHIM_OBJ) $(POLICY_LIB_OBJ) shim/exports.map
 	$(CC) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJ) $(POLICY_LIB_OBJ)
@@ -74,41 +91,41 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
+check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) lint
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
 # The quick bench alone, last: it keeps both cores busy for up to a minute, and the other
 # tests' bounded waits should not compete with it for them.
 	$(INTEGRATION) --filter 'bench/*'
 
-# Shell scripts pass shellcheck; the man page renders without a warning.
+# Shell scripts pass shellcheck; the man pages render without a warning.
 lint:
-	shellcheck -x scripts/*.sh scripts/roundtrim test/fixtures/*.sh .ci/run
+	shellcheck -x scripts/*.sh test/fixtures/*.sh .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
-bench: $(LIB) $(WORKLOADS) $(BENCHES)
+bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
 	scripts/bench.sh
 
-demo: $(LIB) $(WORKLOADS)
+demo: $(LIB) $(CMD) $(WORKLOADS)
 	scripts/demo.sh
 
 deps:
 	scripts/deps.sh
 
-install: $(LIB)
-	install -D -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libroundtrim.so
+install: $(LIB) $(CMD)
+	install -D -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libroundtrim.so
 	install -D -m 0644 shim/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
 	install -D -m 0644 man/roundtrim.7 $(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7
-	install -D -m 0755 scripts/roundtrim $(DESTDIR)$(PREFIX)/bin/roundtrim
+	install -D -m 0755 $(CMD) $(DESTDIR)$(PREFIX)/bin/roundtrim
 	install -D -m 0644 man/roundtrim.1 $(DESTDIR)$(PREFIX)/share/man/man1/roundtrim.1
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libroundtrim.so $(DESTDIR)$(PREFIX)/include/roundtrim.h \
+	rm -f $(DESTDIR)$(LIBDIR)/libroundtrim.so $(DESTDIR)$(PREFIX)/include/roundtrim.h \
 		$(DESTDIR)$(PREFIX)/share/man/man7/roundtrim.7 $(DESTDIR)$(PREFIX)/bin/roundtrim \
 		$(DESTDIR)$(PREFIX)/share/man/man1/roundtrim.1
 
 format:
-	clang-format -i policy/*.[ch] shim/*.[ch] test/*/*.[ch]
+	clang-format -i policy/*.[ch] shim/*.[ch] scripts/command/*.[ch] test/*/*.[ch]
 
 clean:
 	rm -rf $(BUILD)

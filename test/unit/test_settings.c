@@ -205,3 +205,37 @@ Test(settings, is_off)
 	cr_assert(rt_setting_is_off(&rt_settings[RT_SETTING_LOG], "stderr"));
 	cr_assert_not(rt_setting_is_off(&rt_settings[RT_SETTING_GC_ROUNDS], "none"));
 }
+
+/* roundtrim(1)'s run: an entry (.TP, then the option in bold) for every row with an option,
+ * naming its variable, and no option that is not a row's. */
+Test(settings, command_page_lists_run_options)
+{
+	char *text = slurp(RT_SOURCE_DIR "/man/roundtrim.1");
+	char *run = strstr(text, "\n.SS run\n");
+	cr_assert_not_null(run);
+	char *end = strstr(run + 1, "\n.SS ");
+	cr_assert_not_null(end);
+	*end = '\0';
+	bool seen[RT_SETTING_COUNT] = {false};
+	for (char *at = run; (at = strstr(at, "\n.TP\n.B")) != NULL; at++) {
+		char macro[4], option[64], man_option[64];
+		cr_assert_eq(sscanf(at, "\n.TP\n.%3s %63s", macro, man_option), 2);
+		/* The page writes each '-' as "\-". */
+		size_t w = 0;
+		for (const char *c = man_option; *c && w + 1 < sizeof(option); c++)
+			if (*c != '\\')
+				option[w++] = *c;
+		option[w] = '\0';
+		const struct rt_setting *s = rt_setting_with_option(option);
+		cr_assert_not_null(s, "roundtrim(1)'s run describes %s, which is no setting",
+		                   option);
+		seen[s - rt_settings] = true;
+		char *next = strstr(at + 1, "\n.TP\n");
+		size_t len = next ? (size_t)(next - at) : strlen(at);
+		cr_assert_not_null(memmem(at, len, s->name, strlen(s->name)), "%s does not name %s",
+		                   option, s->name);
+	}
+	for (unsigned i = 0; i < RT_SETTING_COUNT; i++)
+		if (rt_settings[i].option)
+			cr_assert(seen[i], "roundtrim(1)'s run lacks %s", rt_settings[i].option);
+}
