@@ -45,7 +45,7 @@ INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 
-.PHONY: all test check lint bench demo install uninstall clean format deps
+.PHONY: all test check lint bench demo install uninstall clean format deps FORCE
 all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
 
 $(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
@@ -60,6 +60,14 @@ $(BUILD)/scripts/command/%.o: scripts/command/%.c $(wildcard scripts/command/*.h
 		Makefile
 	@mkdir -p $(@D)
 	$(CC) $(CMD_CFLAGS) -c -o $@ $<
+
+# The installed library's path is compiled into the command: its object is rebuilt when LIBDIR
+# (or PREFIX) changes, as in `make && make install PREFIX=/opt/rt`.
+LIBDIR_STAMP := $(BUILD)/libdir.stamp
+$(LIBDIR_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(LIBDIR)' | cmp -s - $@ || echo '$(LIBDIR)' >$@
+$(BUILD)/scripts/command/rt_cmd_lib.o: $(LIBDIR_STAMP)
 
 # The command links policy's objects, its readers of the library's formats among them.
 $(CMD): $(CMD_OBJ) $(POLICY_OBJ)
