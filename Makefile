@@ -8,7 +8,7 @@ CC ?= cc
 BUILD ?= build
 OPT ?= -O2 -g
 # The release, from the one place the library reports it (roundtrim_version()).
-VERSION := $(shell sed -n 's/^\#define RT_VERSION "\(.*\)"$$/\1/p' shim/rt_shim.h)
+VERSION := $(shell sed -n 's/^\#define RT_VERSION "\(.*\)"$$/\1/p' policy/rt_version.h)
 # The ABI: bump on an incompatible change to roundtrim.h or shim/exports.map, which renames the
 # SONAME link that LD_PRELOAD lines and patched launchers name.
 SOVERSION := 0
@@ -23,13 +23,20 @@ SHIM_CFLAGS := $(BASE_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 SHIM_LDFLAGS := -shared -pthread -Wl,-soname,$(SONAME) -Wl,--version-script=shim/exports.map \
 	-Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined -Wl,-z,defs
+# The command (scripts/command/): the installed library's path comes from $(BUILD)/gen/rt_install.h;
+# the build directory is the one whose library a command run from it preloads instead.
+CMD_CFLAGS := $(BASE_CFLAGS) -Iscripts/command -I$(BUILD)/gen \
+	-DRT_CMD_BUILD_DIR='"$(abspath $(BUILD))"'
 TEST_CFLAGS := $(BASE_CFLAGS) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BUILD))"' \
 	-DRT_SOURCE_DIR='"$(abspath .)"'
 
 POLICY_SRC := $(wildcard policy/*.c)
+CMD_SRC := $(wildcard scripts/command/*.c)
 # The command's own rules stay out of the library: the readers of its formats, which use json-c
-# (the library only writes), and rt_patch (24 KiB the library would map into every process).
-POLICY_COMMAND_SRC := $(wildcard policy/*_read.c) $(wildcard policy/rt_patch*.c)
+# (the library only writes), rt_patch (24 KiB the library would map into every process), and
+# the command's target selection and report summary.
+POLICY_COMMAND_SRC := $(wildcard policy/*_read.c) $(wildcard policy/rt_patch*.c) \
+	policy/rt_target.c policy/rt_summary.c
 POLICY_LIB_SRC := $(filter-out $(POLICY_COMMAND_SRC),$(POLICY_SRC))
 SHIM_SRC := $(wildcard shim/*.c)
 UNIT_SRC := $(wildcard test/unit/*.c)
@@ -45,13 +52,14 @@ UNIT := $(BUILD)/test/unit-tests
 INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
-# The command as `make install` writes it (below), and a copy baked with a library path in the
-# build tree, which test/integration/test_install.c runs.
-COMMAND := $(BUILD)/gen/roundtrim
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
+CMD := $(BUILD)/roundtrim
+# A copy of the command with a library path in the build tree compiled in, as `make install`
+# compiles in LIBDIR's: test/integration/test_install.c runs it.
 BAKED_COMMAND := $(BUILD)/test/baked/roundtrim
 
 .PHONY: all test check lint bench demo install uninstall deb check-deb clean format deps FORCE
-all: $(LIB) $(WORKLOADS) $(BENCHES)
+all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
 
 $(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
 	@mkdir -p $(@D)
@@ -60,6 +68,16 @@ $(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h policy/*.h) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(BUILD)/scripts/command/%.o: scripts/command/%.c $(wildcard scripts/command/*.h policy/*.h) \
+		Makefile
+	@mkdir -p $(@D)
+	$(CC) $(CMD_CFLAGS) -c -o $@ $<
+$(BUILD)/scripts/command/rt_cmd_lib.o: $(BUILD)/gen/rt_install.h
+
+# The command links policy's objects, its readers of the library's formats among them.
+$(CMD): $(CMD_OBJ) $(POLICY_OBJ)
+	$(CC) -o $@ $(CMD_OBJ) $(POLICY_OBJ) -ljson-c
 
 $(LIB): $(SHIM_OBJ) $(POLICY_LIB_OBJ) shim/exports.map
 	$(CC) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJ) $(POLICY_LIB_OBJ)
@@ -104,7 +122,7 @@ bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BAKED_COMMAND) lint fuzz-check
+check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BAKED_COMMAND) lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
 # The package, installed and purged in a throwaway copy of this machine: CI runs as root.
@@ -119,14 +137,14 @@ endif
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
 lint:
-	shellcheck -x scripts/*.sh scripts/deb/*.sh scripts/roundtrim test/fixtures/*.sh \
+	shellcheck -x scripts/*.sh scripts/deb/*.sh test/fixtures/*.sh \
 		test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
-bench: $(LIB) $(WORKLOADS) $(BENCHES)
+bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
 	scripts/bench.sh
 
-demo: $(LIB) $(WORKLOADS)
+demo: $(LIB) $(CMD) $(WORKLOADS)
 	scripts/demo.sh
 
 deps:
@@ -165,7 +183,8 @@ $(BUILD)/gen/rt_install.h: FORCE
 		exit 1; }
 	@printf '%s\n' '/* rt_install.h: written by the Makefile: the library path that the installed' \
 		' * command preloads unless ROUNDTRIM_LIB is set (the SONAME link in LIBDIR). */' \
-		'#define RT_INSTALL_PRELOAD_LIB "$(PRELOAD_LIB)"' >$@.tmp
+		'#ifndef RT_INSTALL_PRELOAD_LIB' '#define RT_INSTALL_PRELOAD_LIB "$(PRELOAD_LIB)"' \
+		'#endif' >$@.tmp
 	@$(call write_if_changed,$@)
 
 $(BUILD)/gen/roundtrim.pc: scripts/deb/roundtrim.pc.in FORCE
@@ -175,29 +194,21 @@ $(BUILD)/gen/roundtrim.pc: scripts/deb/roundtrim.pc.in FORCE
 		-e 's|@SONAME@|$(SONAME)|' -e 's|@VERSION@|$(VERSION)|' $< >$@.tmp
 	@$(call write_if_changed,$@)
 
-# The bash command with the library path on its INSTALLED_LIB= line. $(call bake,LIBRARY)
-define bake
+$(BAKED_COMMAND): $(CMD_OBJ) $(POLICY_OBJ) scripts/command/rt_cmd_lib.c $(LIB)
 	@mkdir -p $(@D)
-	sed 's|^INSTALLED_LIB=$$|INSTALLED_LIB=$(1)|' $< >$@.tmp
-	@grep -qx 'INSTALLED_LIB=$(1)' $@.tmp || { echo "$<: no INSTALLED_LIB= line" >&2; exit 1; }
-	chmod 0755 $@.tmp && mv -f $@.tmp $@
-endef
-
-$(COMMAND): scripts/roundtrim $(BUILD)/gen/rt_install.h
-	$(call bake,$(PRELOAD_LIB))
-
-$(BAKED_COMMAND): scripts/roundtrim $(LIB)
-	$(call bake,$(abspath $(@D))/$(SONAME))
+	$(CC) $(CMD_CFLAGS) -DRT_INSTALL_PRELOAD_LIB='"$(abspath $(@D))/$(SONAME)"' -c \
+		-o $(@D)/rt_cmd_lib.o scripts/command/rt_cmd_lib.c
+	$(CC) -o $@ $(filter-out %/rt_cmd_lib.o,$(CMD_OBJ)) $(@D)/rt_cmd_lib.o $(POLICY_OBJ) -ljson-c
 	ln -sfn ../../libroundtrim.so $(@D)/$(SONAME)
 
-install: $(LIB) $(COMMAND) $(BUILD)/gen/roundtrim.pc
+install: $(LIB) $(CMD) $(BUILD)/gen/roundtrim.pc
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/$(REALNAME)
 	ln -sfn $(REALNAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sfn $(SONAME) $(DESTDIR)$(LIBDIR)/libroundtrim.so
 	install -D -m 0644 shim/roundtrim.h $(DESTDIR)$(INCLUDEDIR)/roundtrim.h
 	install -D -m 0644 $(BUILD)/gen/roundtrim.pc $(DESTDIR)$(PKGCONFIGDIR)/roundtrim.pc
-	install -D -m 0755 $(COMMAND) $(DESTDIR)$(BINDIR)/roundtrim
+	install -D -m 0755 $(CMD) $(DESTDIR)$(BINDIR)/roundtrim
 	install -D -m 0644 man/roundtrim.1 $(DESTDIR)$(MANDIR)/man1/roundtrim.1
 	install -D -m 0644 man/roundtrim.7 $(DESTDIR)$(MANDIR)/man7/roundtrim.7
 ifeq ($(DESTDIR)$(shell id -u),0)

@@ -138,13 +138,12 @@ rt_config_path(const struct rt_config_reader *r, enum rt_setting_id id, char *ou
 {
 	const struct rt_setting *s = &rt_settings[id];
 	const struct rt_setting_platform platform = rt_config_setting_platform(r);
-	const char *const off_words[] = {s->off_word, NULL};
 	const char *text = rt_config_get(r, s->name);
 	uint64_t unused;
 	enum rt_parse_result res;
 	if (!text) {
 		text = def;
-	} else if (rt_parse_word_in(text, off_words)) {
+	} else if (rt_setting_is_off(s, text)) {
 		text = "";
 	} else if ((res = rt_setting_parse(s, text, &platform, &unused)) != RT_PARSE_OK) {
 		rt_config_diag(r, s->name, text, rt_parse_result_text(res), def_text);

@@ -1,8 +1,10 @@
 #include "rt_parse.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 static bool
 rt_parse_is_digit(char c)
@@ -255,6 +257,72 @@ rt_parse_signal(const char *text, int sigrtmin, int sigrtmax, int *out)
 	if (rt_parse_word_in(name, rt_parse_reserved_signals))
 		return RT_PARSE_RESERVED;
 	return RT_PARSE_GARBAGE;
+}
+
+void
+rt_parse_signal_name(int sig, int sigrtmin, int sigrtmax, char *out, size_t size)
+{
+	int half = (sigrtmax - sigrtmin) / 2;
+	if (sig == SIGUSR1)
+		snprintf(out, size, "USR1");
+	else if (sig == SIGUSR2)
+		snprintf(out, size, "USR2");
+	else if (sig == sigrtmin)
+		snprintf(out, size, "RTMIN");
+	else if (sig > sigrtmin && sig - sigrtmin <= half)
+		snprintf(out, size, "RTMIN+%d", sig - sigrtmin);
+	else if (sig == sigrtmax)
+		snprintf(out, size, "RTMAX");
+	else if (sig > sigrtmin && sig < sigrtmax)
+		snprintf(out, size, "RTMAX-%d", sigrtmax - sig);
+	else
+		snprintf(out, size, "%d", sig);
+}
+
+enum rt_parse_result
+rt_parse_pid(const char *text, int *out)
+{
+	uint64_t value;
+	enum rt_parse_result r = rt_parse_u64(text, INT_MAX, &value);
+	if (r != RT_PARSE_OK)
+		return r;
+	if (text[0] == '0')
+		return RT_PARSE_GARBAGE;
+	*out = (int)value;
+	return RT_PARSE_OK;
+}
+
+enum rt_parse_result
+rt_parse_seconds(const char *text, uint64_t max_us, uint64_t *out)
+{
+	if (text[0] == '\0')
+		return RT_PARSE_EMPTY;
+	if (text[0] == '-')
+		return RT_PARSE_NEGATIVE;
+	uint64_t us = 0;
+	const char *s = text;
+	for (; rt_parse_is_digit(*s); s++) {
+		us = us * 10 + (uint64_t)(*s - '0');
+		if (us > max_us / 1000000)
+			return RT_PARSE_OVERFLOW;
+	}
+	if (s == text)
+		return RT_PARSE_GARBAGE;
+	us *= 1000000;
+	if (*s == '.') {
+		const char *decimals = ++s;
+		uint64_t scale = 100000;
+		for (; rt_parse_is_digit(*s); s++, scale /= 10)
+			us += (uint64_t)(*s - '0') * scale;
+		if (s == decimals)
+			return RT_PARSE_GARBAGE;
+	}
+	if (*s)
+		return RT_PARSE_GARBAGE;
+	if (us > max_us)
+		return RT_PARSE_OVERFLOW;
+	*out = us;
+	return RT_PARSE_OK;
 }
 
 const char *

@@ -4,6 +4,7 @@
 #define RT_PARSE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum rt_parse_result {
@@ -42,6 +43,18 @@ bool rt_parse_word_in(const char *text, const char *const *words);
  * "none" (returns 0). Signals the host needs for itself (KILL, STOP, SEGV, TERM, CHLD, ...) and
  * glibc's reserved real-time signals are refused with RESERVED. */
 enum rt_parse_result rt_parse_signal(const char *text, int sigrtmin, int sigrtmax, int *out);
+
+/* The name of a trigger signal as rt_parse_signal reads it and kill -l writes it: "USR1",
+ * "USR2", "RTMIN+n" in the lower half of the real-time range, "RTMAX-n" in the upper half; the
+ * number for any other signal. */
+void rt_parse_signal_name(int sig, int sigrtmin, int sigrtmax, char *out, size_t size);
+
+/* A process id as the command takes it: decimal digits without a leading zero, 1 to INT_MAX. */
+enum rt_parse_result rt_parse_pid(const char *text, int *out);
+
+/* Seconds with an optional decimal part ("30", "0.25"), into microseconds; decimals past the
+ * sixth are dropped. Values above max_us are OVERFLOW. */
+enum rt_parse_result rt_parse_seconds(const char *text, uint64_t max_us, uint64_t *out);
 
 const char *rt_parse_result_text(enum rt_parse_result result);
 

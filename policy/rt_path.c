@@ -60,6 +60,29 @@ rt_path_expand(char *out, size_t size, const char *tmpl, int pid)
 }
 
 bool
+rt_path_absolute(char *out, size_t size, const char *cwd, const char *path)
+{
+	if (path[0] == '/' || path[0] == '\0') {
+		int n = snprintf(out, size, "%s", path);
+		return n >= 0 && (size_t)n < size;
+	}
+	if (!cwd || cwd[0] != '/')
+		return false;
+	size_t w = 0;
+	for (const char *s = cwd; *s; s++) {
+		size_t len = *s == '%' ? 2 : 1;
+		if (w + len >= size)
+			return false;
+		out[w++] = *s;
+		if (*s == '%')
+			out[w++] = '%';
+	}
+	/* The root directory already ends in its slash. */
+	int n = snprintf(out + w, size - w, "%s%s", w > 1 ? "/" : "", path);
+	return n >= 0 && (size_t)n < size - w;
+}
+
+bool
 rt_path_split(const char *path, char *dir, size_t dir_size, char *base, size_t base_size)
 {
 	const char *slash = strrchr(path, '/');

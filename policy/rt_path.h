@@ -12,6 +12,10 @@ bool rt_path_template_valid(const char *tmpl);
 bool rt_path_template_per_pid(const char *tmpl);
 /* Expands tmpl for pid into out. Returns false when the template is invalid or out is too small. */
 bool rt_path_expand(char *out, size_t size, const char *tmpl, int pid);
+/* A path as the command hands it to the library: an absolute or empty one unchanged, a relative
+ * one after cwd (absolute), each '%' of cwd doubled so that the template expands to cwd itself
+ * (roundtrim(1), run). False when cwd is not absolute or out is too small. */
+bool rt_path_absolute(char *out, size_t size, const char *cwd, const char *path);
 /* Splits an absolute path into its directory and final component, both into caller buffers. */
 bool rt_path_split(const char *path, char *dir, size_t dir_size, char *base, size_t base_size);
 /* The default FIFO template: $XDG_RUNTIME_DIR/roundtrim/%p.fifo when xdg_runtime_dir is an

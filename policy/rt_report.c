@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,10 +53,42 @@ rt_report_clamp(int n, size_t size)
 	return (size_t)n < size ? (size_t)n : size - 1;
 }
 
-static double
-rt_report_mb(uint64_t kib)
+size_t
+rt_report_mib(char *buf, size_t size, uint64_t kib)
 {
-	return (double)kib / 1024.0;
+	return rt_report_clamp(snprintf(buf, size, "%.1f", (double)kib / 1024.0), size);
+}
+
+size_t
+rt_report_ms(char *buf, size_t size, uint64_t us)
+{
+	return rt_report_clamp(snprintf(buf, size, "%" PRIu64 ".%03" PRIu64, us / 1000, us % 1000),
+	                       size);
+}
+
+size_t
+rt_report_ago(char *buf, size_t size, int64_t now_us, int64_t then_us)
+{
+	static const struct {
+		int64_t below; /* seconds */
+		int64_t unit;
+		const char *suffix;
+	} steps[] = {
+	    {120, 1, "s"},
+	    {7200, 60, "m"},
+	    {172800, 3600, "h"},
+	    {INT64_MAX, 86400, "d"},
+	};
+	if (then_us == 0)
+		return rt_report_clamp(snprintf(buf, size, "never"), size);
+	int64_t d = now_us / 1000000 - then_us / 1000000;
+	if (d < 0)
+		d = 0;
+	size_t i = 0;
+	while (d >= steps[i].below)
+		i++;
+	return rt_report_clamp(
+	    snprintf(buf, size, "%" PRId64 "%s ago", d / steps[i].unit, steps[i].suffix), size);
 }
 
 /* The Python fields, in the shape of the line (key=value) or of the JSON object. */
@@ -78,18 +111,21 @@ rt_report_python(char *buf, size_t size, const struct rt_round_record *rec, bool
 size_t
 rt_report_rss_line(char *buf, size_t size, const struct rt_round_record *rec)
 {
-	char python[160];
+	char python[160], after[32], before[32], released[32], live[32], took[32];
 	rt_report_python(python, sizeof(python), rec, false);
+	rt_report_mib(after, sizeof(after), rec->rss_after_kib);
+	rt_report_mib(before, sizeof(before), rec->rss_before_kib);
+	rt_report_mib(released, sizeof(released), rt_report_released_kib(rec));
+	rt_report_mib(live, sizeof(live), rec->live_kib);
+	rt_report_ms(took, sizeof(took), rec->duration_us);
 	/* "[RSS] <tag>: <value> MB" is the shape NVFlare's users already grep; the details follow
 	 * the value so that the same regular expression still finds the number. */
 	int n =
 	    snprintf(buf, size,
-	             "[RSS] roundtrim pid=%d r=%" PRIu64 " %s: %.1f MB (before=%.1f MB "
-	             "released=%.1f MB live=%.1f MB action=%s took=%.3f ms allocator=%s%s%s%s)\n",
-	             rec->pid, rec->round, rec->trigger, rt_report_mb(rec->rss_after_kib),
-	             rt_report_mb(rec->rss_before_kib), rt_report_mb(rt_report_released_kib(rec)),
-	             rt_report_mb(rec->live_kib), rec->action, (double)rec->duration_us / 1000.0,
-	             rec->allocator, python, rec->note[0] ? " note=" : "", rec->note);
+	             "[RSS] roundtrim pid=%d r=%" PRIu64 " %s: %s MB (before=%s MB "
+	             "released=%s MB live=%s MB action=%s took=%s ms allocator=%s%s%s%s)\n",
+	             rec->pid, rec->round, rec->trigger, after, before, released, live, rec->action,
+	             took, rec->allocator, python, rec->note[0] ? " note=" : "", rec->note);
 	return rt_report_clamp(n, size);
 }
 
@@ -167,6 +203,15 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, fifo,
 	    st->signal, stats, st->unknown_lines, st->oversized_lines, st->seq);
 	return rt_report_clamp(n, size);
+}
+
+size_t
+rt_report_inactive_json(char *buf, size_t size, int pid, const char *program)
+{
+	char name[256];
+	rt_report_json_string(name, sizeof(name), program);
+	return rt_report_clamp(
+	    snprintf(buf, size, "{\"pid\":%d,\"program\":\"%s\",\"fifo\":\"\"}", pid, name), size);
 }
 
 /* A label value: backslash, quote and newline escaped (the text format's rule). */

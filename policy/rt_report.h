@@ -83,7 +83,19 @@ struct rt_prom_record {
 	int64_t last_action_unix_us; /* 0 when no action yet */
 };
 
-/* Each returns the length written (without the NUL), truncated to size - 1; lines end in '\n'. */
+/* Each returns the length written (without the NUL), truncated to size - 1. */
+/* KiB as MiB with one decimal, rounded: how every MiB and MB figure of the project is written. */
+size_t rt_report_mib(char *buf, size_t size, uint64_t kib);
+/* Microseconds as milliseconds with three decimals. */
+size_t rt_report_ms(char *buf, size_t size, uint64_t us);
+/* How long before now_us then_us was: "42s ago" under two minutes, then minutes, hours under
+ * two days, days; "never" when then_us is 0. */
+size_t rt_report_ago(char *buf, size_t size, int64_t now_us, int64_t then_us);
+/* The status array's object for a process that carries the library without a FIFO:
+ * {"pid":N,"program":"NAME","fifo":""} (roundtrim(1), status). */
+size_t rt_report_inactive_json(char *buf, size_t size, int pid, const char *program);
+
+/* Lines end in '\n'. */
 size_t rt_report_rss_line(char *buf, size_t size, const struct rt_round_record *rec);
 size_t rt_report_json(char *buf, size_t size, const struct rt_round_record *rec);
 size_t rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st);

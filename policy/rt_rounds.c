@@ -27,3 +27,11 @@ rt_rounds_set_every(struct rt_rounds *rounds, uint32_t every)
 {
 	rounds->every = every;
 }
+
+uint64_t
+rt_rounds_next_action(uint64_t counted, uint32_t every)
+{
+	if (every == 0)
+		return 0;
+	return (counted / every + 1) * every;
+}

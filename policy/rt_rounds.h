@@ -22,4 +22,7 @@ bool rt_rounds_add(struct rt_rounds *rounds, uint64_t n);
 /* Changes N from the next round on; rounds already counted keep their numbers. */
 void rt_rounds_set_every(struct rt_rounds *rounds, uint32_t every);
 
+/* The number of the first round after `counted` that acts when N is `every`; 0 when N is 0. */
+uint64_t rt_rounds_next_action(uint64_t counted, uint32_t every);
+
 #endif

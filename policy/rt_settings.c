@@ -359,6 +359,32 @@ rt_setting_parse(const struct rt_setting *s, const char *text, const struct rt_s
 	return RT_PARSE_GARBAGE;
 }
 
+bool
+rt_setting_is_off(const struct rt_setting *s, const char *text)
+{
+	const char *const off[] = {s->off_word, NULL};
+	return s->kind == RT_KIND_PATH && rt_parse_word_in(text, off);
+}
+
+enum rt_parse_result
+rt_setting_option_value(const struct rt_setting *s, const char *arg, const char *cwd,
+                        const struct rt_setting_platform *p, char *out, size_t size)
+{
+	uint64_t unused;
+	const char *text = arg ? arg : s->flag_value;
+	if (!text || size == 0)
+		return RT_PARSE_EMPTY;
+	if (s->kind == RT_KIND_PATH && !rt_setting_is_off(s, text) && text[0] != '/' && cwd) {
+		if (!rt_path_absolute(out, size, cwd, text))
+			return RT_PARSE_TOO_LONG;
+	} else {
+		int n = snprintf(out, size, "%s", text);
+		if (n < 0 || (size_t)n >= size)
+			return RT_PARSE_TOO_LONG;
+	}
+	return rt_setting_parse(s, out, p, &unused);
+}
+
 /* NVFlare compares the lower-cased value against its words; "lower()" is ASCII here. */
 static bool
 rt_setting_nvflare_word(const char *text, const char *const *words)

@@ -87,6 +87,14 @@ struct rt_setting_platform {
  * problem, which rt_parse_result_text words. *value gets the number, word index or signal. */
 enum rt_parse_result rt_setting_parse(const struct rt_setting *s, const char *text,
                                       const struct rt_setting_platform *p, uint64_t *value);
+/* Whether text is a PATH setting's word for none ("none", "stderr"), in any case. */
+bool rt_setting_is_off(const struct rt_setting *s, const char *text);
+/* The value that the command's option sets, into out: the flag's value when arg is NULL, a
+ * path template made absolute against cwd (rt_path_absolute; with cwd NULL a relative one is
+ * refused), else arg itself; RT_PARSE_OK when rt_setting_parse accepts it, else the problem. */
+enum rt_parse_result rt_setting_option_value(const struct rt_setting *s, const char *arg,
+                                             const char *cwd, const struct rt_setting_platform *p,
+                                             char *out, size_t size);
 /* The twin's text read as NVFlare reads it, as a value of the setting. */
 enum rt_parse_result rt_setting_parse_twin(const struct rt_setting *s, const char *text,
                                            uint64_t *value);

@@ -1,5 +1,6 @@
 # common.sh: what every script of the project starts with; sourced, never run.
-# Sets ROOT (the repository, also the working directory), BUILD_DIR, LIB; defines die and note.
+# Sets ROOT (the repository, also the working directory), BUILD_DIR, LIB, ROUNDTRIM (the command);
+# defines die and note.
 # shellcheck shell=bash
 set -euo pipefail
 # Without it, a failure inside $(...) would not stop the script.
@@ -15,6 +16,8 @@ if [[ $BUILD_DIR != /* ]]; then
 fi
 # shellcheck disable=SC2034 # used by the scripts that source this file
 LIB=$BUILD_DIR/libroundtrim.so
+# shellcheck disable=SC2034 # the roundtrim command, built beside the library
+ROUNDTRIM=$BUILD_DIR/roundtrim
 SCRIPT_NAME=$(basename "$0")
 
 die() {

@@ -25,7 +25,7 @@ source "$ROOT/scripts/rounds.sh"
 for value in "$THREADS" "$MIB" "$ROUNDS"; do
 	[[ $value =~ ^[1-9][0-9]*$ ]] || die "DEMO_THREADS, DEMO_MIB and DEMO_ROUNDS must be positive integers"
 done
-[[ -f $LIB && -x $FRAG ]] || die "$LIB or $FRAG is missing: run make demo"
+[[ -f $LIB && -x $ROUNDTRIM && -x $FRAG ]] || die "$LIB, $ROUNDTRIM or $FRAG is missing: run make demo"
 FRAG_ARGS=(--threads "$THREADS" --mib "$MIB" --rounds "$ROUNDS" --wait)
 
 declare -a PLAIN_RSS WITH_RSS LIVE RELEASED
@@ -47,7 +47,7 @@ rounds_start with LD_PRELOAD="$LIB" "${RT_ENV[@]}" -- "$FRAG" "${FRAG_ARGS[@]}"
 for ((r = 1; r <= ROUNDS; r++)); do
 	rounds_read with "$r"
 	rounds_trigger with "$r"
-	RELEASED[r]=$RELEASED_KIB
+	RELEASED[r]=$RELEASED_MIB
 	WITH_RSS[r]=$(vmrss_kib "$ROUNDS_PID")
 	rounds_next
 done
@@ -57,7 +57,7 @@ rounds_stop with
 # The stats of the run with roundtrim, and the picture `roundtrim report` makes of them.
 mkdir -p "$BUILD_DIR/demo"
 cp "$STATS" "$BUILD_DIR/demo/stats.jsonl"
-ROUNDTRIM_LIB=$LIB scripts/roundtrim report -o "$BUILD_DIR/demo/report.png" \
+"$ROUNDTRIM" report -o "$BUILD_DIR/demo/report.png" \
 	"$BUILD_DIR/demo/stats.jsonl" >"$BUILD_DIR/demo/report.txt"
 
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -70,13 +70,13 @@ done | awk -v action="$ACTION" '
 			"RSS with roundtrim (MiB)", "live heap (MiB)", "released (MiB)"
 	}
 	{
-		printf "%5d  %17.1f  %24.1f  %15.1f  %14.1f\n", $1, mib($2), mib($3), mib($4), mib($5)
+		printf "%5d  %17.1f  %24.1f  %15.1f  %14.1f\n", $1, mib($2), mib($3), mib($4), $5
 		last = $1; without = $2; with = $3; live = $4; released += $5
 	}
 	END {
 		printf "\nAfter round %d: %.1f MiB resident without roundtrim, %.1f MiB with it " \
 			"(live heap %.1f MiB); %s gave back %.1f MiB a round on average.\n",
-			last, mib(without), mib(with), mib(live), action, mib(released) / last
+			last, mib(without), mib(with), mib(live), action, released / last
 	}'
 echo >&2
 echo "roundtrim report of the run with roundtrim ($BUILD_DIR/demo/report.png):" >&2

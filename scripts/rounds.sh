@@ -8,8 +8,8 @@
 #       given variables, stdin and stdout on named pipes; sets ROUNDS_PID
 #   rounds_read NAME R        reads round R's line; sets ROUND_LIVE_KIB ("" when the workload
 #                             does not report it)
-#   rounds_trigger NAME R     one round through `roundtrim round --wait`, then reads the round's
-#                             stats line; sets RELEASED_KIB and ACTION
+#   rounds_trigger NAME R     one round through `roundtrim round --wait`; sets ACTION and
+#                             RELEASED_MIB from the line it prints (roundtrim(1), --wait)
 #   rounds_next               lets the workload begin its next round
 #   rounds_stop NAME          end of input; waits for the workload to exit
 #   rounds_roundtrim_env      prints the variables that put roundtrim's FIFO and stats in ROUNDS_DIR
@@ -24,7 +24,7 @@ ROUNDS_PID=""     # the workload now running, if any
 ROUNDS_TO_FD=""   # its stdin
 ROUNDS_FROM_FD="" # its stdout
 ACTION=none
-RELEASED_KIB=0
+RELEASED_MIB=0.0
 ROUND_LIVE_KIB=""
 
 rounds_cleanup() {
@@ -115,18 +115,19 @@ wait_until() {
 
 rounds_trigger() {
 	local name=$1 round=$2 line
-	local status=$ROUNDS_DIR/fifo/$ROUNDS_PID.status stats=$ROUNDS_DIR/stats.$ROUNDS_PID.jsonl
-	# The worker writes the status file once its FIFO is open: from then on the command finds it.
-	wait_until 10 test -f "$status" ||
-		die "roundtrim made no status file at $status: $(tail -5 "$ROUNDS_DIR/$name.err")"
-	# The command's own FIFO write and wait: its answer means the round was handled, and the
-	# library writes the round's stats line before its status file.
-	"$ROOT/scripts/roundtrim" round --wait --timeout "$ROUNDS_STEP_TIMEOUT" "$ROUNDS_PID" \
-		>/dev/null || die "round $round of $name: roundtrim round failed: $(tail -5 "$ROUNDS_DIR/$name.err")"
-	line=$(grep -m1 "\"round\":$round," "$stats") || die "no stats line for round $round in $stats"
-	[[ $line =~ \"released_kib\":([0-9]+) ]] || die "unexpected stats line: $line"
-	RELEASED_KIB=${BASH_REMATCH[1]}
-	if [[ $line =~ \"action\":\"([a-z_]+)\" ]]; then
+	# The command finds the process once its worker has opened the FIFO and written the status
+	# file beside it; until then it refuses the pid.
+	wait_until 10 "$ROUNDTRIM" status "$ROUNDS_PID" >/dev/null 2>&1 ||
+		die "roundtrim does not see pid $ROUNDS_PID: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	# The command's own FIFO write and wait: its answer means the round was handled.
+	line=$("$ROUNDTRIM" round --wait --timeout "$ROUNDS_STEP_TIMEOUT" "$ROUNDS_PID") ||
+		die "round $round of $name: roundtrim round failed: $(tail -5 "$ROUNDS_DIR/$name.err")"
+	if [[ $line =~ ^[0-9]+\ .*:\ round\ $round:\ ([a-z_]+),\ RSS\ .*,\ released\ ([0-9.]+)\ MiB ]]; then
 		ACTION=${BASH_REMATCH[1]}
+		RELEASED_MIB=${BASH_REMATCH[2]}
+	elif [[ $line =~ ^[0-9]+\ .*:\ round\ $round:\ no\ action ]]; then
+		RELEASED_MIB=0.0
+	else
+		die "round $round of $name: unexpected answer: $line"
 	fi
 }

@@ -9,9 +9,9 @@
 
 #include "rt_allocator.h"
 #include "rt_config.h"
+#include "rt_version.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
-#define RT_VERSION "0.1.0"
 
 struct rt_shim {
 	struct rt_config cfg;

@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -247,4 +248,85 @@ Test(parse_python_int, what_int_takes)
 	int64_t v;
 	cr_assert_eq(rt_parse_python_int("  ", &v), RT_PARSE_EMPTY);
 	cr_assert_eq(rt_parse_python_int("", &v), RT_PARSE_EMPTY);
+}
+
+static void
+expect_signal_name(int sig, const char *want)
+{
+	char name[32];
+	rt_parse_signal_name(sig, RTMIN, RTMAX, name, sizeof(name));
+	cr_assert_str_eq(name, want, "signal %d", sig);
+}
+
+Test(parse_signal_name, as_kill_l_names_them)
+{
+	expect_signal_name(SIGUSR1, "USR1");
+	expect_signal_name(SIGUSR2, "USR2");
+	expect_signal_name(34, "RTMIN");
+	expect_signal_name(42, "RTMIN+8");
+	expect_signal_name(49, "RTMIN+15");
+	expect_signal_name(50, "RTMAX-14");
+	expect_signal_name(64, "RTMAX");
+	expect_signal_name(0, "0");
+	expect_signal_name(15, "15");
+}
+
+/* Every name reads back as its signal. */
+Test(parse_signal_name, reads_back)
+{
+	for (int sig = RTMIN; sig <= RTMAX; sig++) {
+		char name[32];
+		int back = -1;
+		rt_parse_signal_name(sig, RTMIN, RTMAX, name, sizeof(name));
+		cr_assert_eq(rt_parse_signal(name, RTMIN, RTMAX, &back), RT_PARSE_OK, "%s", name);
+		cr_assert_eq(back, sig, "%s", name);
+	}
+}
+
+static void
+expect_pid(const char *text, enum rt_parse_result want, int want_pid)
+{
+	int pid = -1;
+	cr_assert_eq(rt_parse_pid(text, &pid), want, "\"%s\"", text);
+	cr_assert_eq(pid, want == RT_PARSE_OK ? want_pid : -1, "\"%s\"", text);
+}
+
+Test(parse_pid, digits_without_leading_zero)
+{
+	expect_pid("1", RT_PARSE_OK, 1);
+	expect_pid("4194304", RT_PARSE_OK, 4194304);
+	expect_pid("2147483647", RT_PARSE_OK, 2147483647);
+	expect_pid("2147483648", RT_PARSE_OVERFLOW, 0);
+	expect_pid("0", RT_PARSE_GARBAGE, 0);
+	expect_pid("012", RT_PARSE_GARBAGE, 0);
+	expect_pid("12x", RT_PARSE_GARBAGE, 0);
+	expect_pid("-3", RT_PARSE_NEGATIVE, 0);
+	expect_pid("", RT_PARSE_EMPTY, 0);
+	expect_pid(" 1", RT_PARSE_GARBAGE, 0);
+}
+
+static void
+expect_seconds(const char *text, enum rt_parse_result want, uint64_t want_us)
+{
+	uint64_t us = SENTINEL;
+	cr_assert_eq(rt_parse_seconds(text, 3600000000u, &us), want, "\"%s\"", text);
+	cr_assert_eq(us, want == RT_PARSE_OK ? want_us : SENTINEL, "\"%s\"", text);
+}
+
+Test(parse_seconds, whole_and_decimal)
+{
+	expect_seconds("30", RT_PARSE_OK, 30000000);
+	expect_seconds("0.3", RT_PARSE_OK, 300000);
+	expect_seconds("0", RT_PARSE_OK, 0);
+	expect_seconds("1.000001", RT_PARSE_OK, 1000001);
+	expect_seconds("1.0000019", RT_PARSE_OK, 1000001);
+	expect_seconds("3600", RT_PARSE_OK, 3600000000u);
+	expect_seconds("3600.000001", RT_PARSE_OVERFLOW, 0);
+	expect_seconds("99999999999999999999999", RT_PARSE_OVERFLOW, 0);
+	expect_seconds("soon", RT_PARSE_GARBAGE, 0);
+	expect_seconds(".5", RT_PARSE_GARBAGE, 0);
+	expect_seconds("5.", RT_PARSE_GARBAGE, 0);
+	expect_seconds("1e3", RT_PARSE_GARBAGE, 0);
+	expect_seconds("-1", RT_PARSE_NEGATIVE, 0);
+	expect_seconds("", RT_PARSE_EMPTY, 0);
 }

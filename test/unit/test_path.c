@@ -162,3 +162,39 @@ Test(path, exec_aside_adds_a_suffix)
 	cr_assert_str_eq(out, "/tmp/r/12.fifo.exec");
 	cr_assert_not(rt_path_exec_aside(out, strlen("/tmp/r/12.fifo.exec"), "/tmp/r/12.fifo"));
 }
+
+static void
+expect_absolute(const char *cwd, const char *path, const char *want)
+{
+	char out[64];
+	cr_assert(rt_path_absolute(out, sizeof(out), cwd, path), "%s in %s", path, cwd);
+	cr_assert_str_eq(out, want);
+}
+
+Test(path, absolute_doubles_the_percent_signs_of_the_directory_only)
+{
+	expect_absolute("/home/a", "stats-%p.jsonl", "/home/a/stats-%p.jsonl");
+	expect_absolute("/tmp/50%", "s.%p", "/tmp/50%%/s.%p");
+	expect_absolute("/%p", "x", "/%%p/x");
+	expect_absolute("/", "x.jsonl", "/x.jsonl");
+	expect_absolute("/home/a", "/var/log/x", "/var/log/x");
+	/* The template that comes out expands to the directory itself. */
+	char tmpl[64], path[64];
+	cr_assert(rt_path_absolute(tmpl, sizeof(tmpl), "/tmp/%p%%", "f-%p"));
+	cr_assert(rt_path_expand(path, sizeof(path), tmpl, 12));
+	cr_assert_str_eq(path, "/tmp/%p%%/f-12");
+}
+
+Test(path, absolute_keeps_empty_and_refuses_what_it_cannot_do)
+{
+	char out[16] = SENTINEL;
+	expect_absolute("/a", "", "");
+	cr_assert_not(rt_path_absolute(out, sizeof(out), "relative", "x"));
+	cr_assert_not(rt_path_absolute(out, sizeof(out), NULL, "x"));
+	cr_assert_not(rt_path_absolute(out, sizeof(out), "/a/long/directory", "name"));
+	cr_assert_not(rt_path_absolute(out, 9, "/a", "123456"));
+	cr_assert(rt_path_absolute(out, 9, "/a", "12345"));
+	cr_assert_str_eq(out, "/a/12345");
+	/* A doubled '%' that would not fit. */
+	cr_assert_not(rt_path_absolute(out, 4, "/a%", "b"));
+}

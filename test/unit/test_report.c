@@ -282,3 +282,79 @@ Test(report, escape_keeps_one_printable_line)
 	rt_report_escape(out, sizeof(out), "abcdef", 3, true);
 	cr_assert_str_eq(out, "abc...");
 }
+
+static const char *
+mib(uint64_t kib)
+{
+	static char buf[32];
+	cr_assert_lt(rt_report_mib(buf, sizeof(buf), kib), sizeof(buf));
+	return buf;
+}
+
+/* Rounded, not truncated: 1126 KiB is 1.0996 MiB. */
+Test(report, mib_rounds_to_one_decimal)
+{
+	cr_assert_str_eq(mib(0), "0.0");
+	cr_assert_str_eq(mib(1024), "1.0");
+	cr_assert_str_eq(mib(1126), "1.1");
+	cr_assert_str_eq(mib(1075), "1.0");
+	cr_assert_str_eq(mib(1076), "1.1");
+	cr_assert_str_eq(mib(291942), "285.1");
+	char small[4];
+	cr_assert_eq(rt_report_mib(small, sizeof(small), 291942), 3);
+	cr_assert_str_eq(small, "285");
+}
+
+/* The [RSS] line writes its MB figures the same way. */
+Test(report, rss_line_uses_the_mib_rule)
+{
+	struct rt_round_record rec = record();
+	rec.rss_before_kib = 1126;
+	rec.rss_after_kib = 1075;
+	char line[RT_REPORT_LINE_MAX];
+	rt_report_rss_line(line, sizeof(line), &rec);
+	expect_contains(line, ": 1.0 MB (before=1.1 MB released=0.0 MB live=1.5 MB");
+}
+
+Test(report, ms_has_three_decimals)
+{
+	char buf[32];
+	rt_report_ms(buf, sizeof(buf), 12304);
+	cr_assert_str_eq(buf, "12.304");
+	rt_report_ms(buf, sizeof(buf), 5);
+	cr_assert_str_eq(buf, "0.005");
+	rt_report_ms(buf, sizeof(buf), 0);
+	cr_assert_str_eq(buf, "0.000");
+}
+
+static void
+expect_ago(int64_t seconds, const char *want)
+{
+	char buf[32];
+	int64_t now = 1700000000123456;
+	rt_report_ago(buf, sizeof(buf), now, now - seconds * 1000000);
+	cr_assert_str_eq(buf, want, "%ld s", (long)seconds);
+}
+
+Test(report, ago_steps)
+{
+	expect_ago(0, "0s ago");
+	expect_ago(119, "119s ago");
+	expect_ago(120, "2m ago");
+	expect_ago(7199, "119m ago");
+	expect_ago(7200, "2h ago");
+	expect_ago(172799, "47h ago");
+	expect_ago(172800, "2d ago");
+	/* A clock set back shows no negative time. */
+	expect_ago(-30, "0s ago");
+	char buf[32];
+	rt_report_ago(buf, sizeof(buf), 1700000000000000, 0);
+	cr_assert_str_eq(buf, "never");
+}
+
+Test(report, inactive_json_escapes_the_program)
+{
+	char buf[256];
+	rt_report_inactive_json(buf, sizeof(buf), 42, "py\"th\\on");
+	cr_assert_str_eq(buf, "{\"pid\":42,\"program\":\"py\\\"th\\\\on\",\"fifo\":\"\"}");
+}

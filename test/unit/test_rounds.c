@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdint.h>
 
 #include "rt_rounds.h"
 
@@ -123,4 +124,29 @@ Test(rounds, set_every_zero_stops)
 	rt_rounds_set_every(&r, 7);
 	cr_assert(rt_rounds_add(&r, 1));
 	cr_assert_eq(r.last_acted, 7);
+}
+
+Test(rounds, next_action_is_the_next_multiple_of_n)
+{
+	cr_assert_eq(rt_rounds_next_action(0, 1), 1);
+	cr_assert_eq(rt_rounds_next_action(1, 1), 2);
+	cr_assert_eq(rt_rounds_next_action(1, 5), 5);
+	cr_assert_eq(rt_rounds_next_action(4, 5), 5);
+	cr_assert_eq(rt_rounds_next_action(5, 5), 10);
+	cr_assert_eq(rt_rounds_next_action(7, 0), 0);
+}
+
+/* The rule that says "next at round R" agrees with the one that acts. */
+Test(rounds, next_action_is_the_round_that_acts)
+{
+	for (uint32_t every = 1; every <= 7; every++) {
+		struct rt_rounds r;
+		rt_rounds_init(&r, every);
+		for (int i = 0; i < 30; i++) {
+			uint64_t next = rt_rounds_next_action(r.counted, every);
+			while (!rt_rounds_add(&r, 1))
+				;
+			cr_assert_eq(r.last_acted, next, "N=%u", every);
+		}
+	}
 }

@@ -139,3 +139,103 @@ Test(settings, man_page_agrees)
 	for (unsigned i = 0; i < RT_SETTING_COUNT; i++)
 		cr_assert(seen[i], "roundtrim(7) does not describe %s", rt_settings[i].name);
 }
+
+static enum rt_parse_result
+option_value(enum rt_setting_id id, const char *arg, const char *cwd, char *out, size_t size)
+{
+	return rt_setting_option_value(&rt_settings[id], arg, cwd, &platform, out, size);
+}
+
+/* What the command's run sets for an option: the rows' own words and rules, checked. */
+Test(settings, option_values)
+{
+	char out[600];
+	cr_assert_eq(option_value(RT_SETTING_PYTHON, "yes", NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_str_eq(out, "yes");
+	cr_assert_eq(option_value(RT_SETTING_PYTHON, "1", NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_eq(option_value(RT_SETTING_ROLE, "CLIENT", NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_eq(option_value(RT_SETTING_GC_ROUNDS, "2000000000", NULL, out, sizeof(out)),
+	             RT_PARSE_OVERFLOW);
+	cr_assert_eq(option_value(RT_SETTING_GC_ROUNDS, "99999999999", NULL, out, sizeof(out)),
+	             RT_PARSE_OVERFLOW);
+	cr_assert_eq(option_value(RT_SETTING_SIGNAL, "FOO", NULL, out, sizeof(out)),
+	             RT_PARSE_GARBAGE);
+	cr_assert_eq(option_value(RT_SETTING_MATCH, "", NULL, out, sizeof(out)), RT_PARSE_EMPTY);
+	/* A flag: its own value. */
+	cr_assert_eq(option_value(RT_SETTING_PROFILE, NULL, NULL, out, sizeof(out)), RT_PARSE_OK);
+	cr_assert_str_eq(out, "1");
+	cr_assert_eq(option_value(RT_SETTING_CUDA_EMPTY_CACHE, NULL, NULL, out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "true");
+}
+
+Test(settings, option_paths_are_made_absolute_but_not_the_off_word)
+{
+	char out[600];
+	cr_assert_eq(option_value(RT_SETTING_FIFO, "NONE", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "NONE");
+	cr_assert_eq(option_value(RT_SETTING_LOG, "StdErr", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "StdErr");
+	/* stderr is the log's word, not the stats file's. */
+	cr_assert_eq(option_value(RT_SETTING_STATS, "stderr", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "/home/a/stderr");
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s-%p.jsonl", "/tmp/9%", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "/tmp/9%%/s-%p.jsonl");
+	cr_assert_eq(option_value(RT_SETTING_FIFO, "/abs/%p.fifo", "/home/a", out, sizeof(out)),
+	             RT_PARSE_OK);
+	cr_assert_str_eq(out, "/abs/%p.fifo");
+	/* Without a directory a relative path stays relative, and is refused. */
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s.jsonl", NULL, out, sizeof(out)),
+	             RT_PARSE_RELATIVE);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s-%d", "/a", out, sizeof(out)),
+	             RT_PARSE_TEMPLATE);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "", "/a", out, sizeof(out)), RT_PARSE_EMPTY);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "s.jsonl", "/a", out, 4), RT_PARSE_TOO_LONG);
+	cr_assert_eq(option_value(RT_SETTING_STATS, "/s.jsonl", NULL, out, 4), RT_PARSE_TOO_LONG);
+}
+
+Test(settings, is_off)
+{
+	cr_assert(rt_setting_is_off(&rt_settings[RT_SETTING_FIFO], "None"));
+	cr_assert_not(rt_setting_is_off(&rt_settings[RT_SETTING_FIFO], "stderr"));
+	cr_assert(rt_setting_is_off(&rt_settings[RT_SETTING_LOG], "stderr"));
+	cr_assert_not(rt_setting_is_off(&rt_settings[RT_SETTING_GC_ROUNDS], "none"));
+}
+
+/* roundtrim(1)'s run: an entry (.TP, then the option in bold) for every row with an option,
+ * naming its variable, and no option that is not a row's. */
+Test(settings, command_page_lists_run_options)
+{
+	char *text = slurp(RT_SOURCE_DIR "/man/roundtrim.1");
+	char *run = strstr(text, "\n.SS run\n");
+	cr_assert_not_null(run);
+	char *end = strstr(run + 1, "\n.SS ");
+	cr_assert_not_null(end);
+	*end = '\0';
+	bool seen[RT_SETTING_COUNT] = {false};
+	for (char *at = run; (at = strstr(at, "\n.TP\n.B")) != NULL; at++) {
+		char macro[4], option[64], man_option[64];
+		cr_assert_eq(sscanf(at, "\n.TP\n.%3s %63s", macro, man_option), 2);
+		/* The page writes each '-' as "\-". */
+		size_t w = 0;
+		for (const char *c = man_option; *c && w + 1 < sizeof(option); c++)
+			if (*c != '\\')
+				option[w++] = *c;
+		option[w] = '\0';
+		const struct rt_setting *s = rt_setting_with_option(option);
+		cr_assert_not_null(s, "roundtrim(1)'s run describes %s, which is no setting",
+		                   option);
+		seen[s - rt_settings] = true;
+		char *next = strstr(at + 1, "\n.TP\n");
+		size_t len = next ? (size_t)(next - at) : strlen(at);
+		cr_assert_not_null(memmem(at, len, s->name, strlen(s->name)), "%s does not name %s",
+		                   option, s->name);
+	}
+	for (unsigned i = 0; i < RT_SETTING_COUNT; i++)
+		if (rt_settings[i].option)
+			cr_assert(seen[i], "roundtrim(1)'s run lacks %s", rt_settings[i].option);
+}

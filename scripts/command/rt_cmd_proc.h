@@ -1,0 +1,38 @@
+/* rt_cmd_proc: the user's processes that carry the library, as /proc shows them.
+ * Owns reading /proc/PID (owner, maps, descriptors, name) and the reasons a pid is refused. */
+#ifndef RT_CMD_PROC_H
+#define RT_CMD_PROC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rt_cmd_status_file.h"
+
+enum rt_cmd_proc_result {
+	RT_CMD_PROC_TARGET,     /* carries the library, its FIFO open, its status file read */
+	RT_CMD_PROC_GONE,       /* no such process */
+	RT_CMD_PROC_OTHER_USER, /* not the caller's */
+	RT_CMD_PROC_NO_LIBRARY, /* does not carry the library */
+	RT_CMD_PROC_NO_FIFO,    /* carries it, inactive or without a FIFO */
+};
+
+struct rt_cmd_target {
+	int pid;
+	char fifo[PATH_MAX];
+	char status_path[PATH_MAX];
+	struct rt_cmd_status_file status;
+};
+
+/* Looks at pid; a target is filled in, anything else is worded in why. */
+enum rt_cmd_proc_result rt_cmd_proc_target(int pid, struct rt_cmd_target *t, char *why,
+                                           size_t why_size);
+/* The caller's processes that carry the library, this one aside, by ascending pid; *n of them.
+ * Free the array. */
+int *rt_cmd_proc_carriers(size_t *n);
+/* The process's name (/proc/PID/comm), "?" when it cannot be read. */
+void rt_cmd_proc_name(int pid, char *out, size_t size);
+/* Whether the process still runs (not gone, not a zombie). */
+bool rt_cmd_proc_alive(int pid);
+
+#endif

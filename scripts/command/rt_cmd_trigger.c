@@ -1,0 +1,271 @@
+/* round and trim: a line on each target's FIFO, and with --wait its answer from the status file
+ * (roundtrim(1), round, trim). */
+#include "rt_cmd.h"
+#include "rt_cmd_opt.h"
+#include "rt_cmd_proc.h"
+#include "rt_cmd_wait.h"
+#include "rt_parse.h"
+#include "rt_proto.h"
+#include "rt_report.h"
+#include "rt_rounds.h"
+#include "rt_settings.h"
+#include "rt_target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RT_CMD_WAIT_DEFAULT "30"
+/* The longest --timeout: a day. */
+#define RT_CMD_WAIT_MAX_US (UINT64_C(86400) * 1000000)
+
+struct rt_cmd_told {
+	struct rt_cmd_target target; /* its status as it was before the line */
+	size_t pid_slot;
+	bool done;
+};
+
+static void
+rt_cmd_trigger_help(const char *verb)
+{
+	printf("Usage: " RT_CMD_NAME " %s [--wait] [--timeout S] PID...\n"
+	       "   or: " RT_CMD_NAME " %s --all [--match GLOBS] [--wait] [--timeout S]\n",
+	       verb, verb);
+	if (!strcmp(verb, "round"))
+		puts("Count one round in each process; the library acts when the count is a "
+		     "multiple of N.");
+	else
+		puts(
+		    "Make each process act now (malloc_trim, jemalloc purge), whatever the count.");
+	fputs("Only processes of yours that carry libroundtrim.so with a FIFO are told; any other "
+	      "pid is\n"
+	      "refused with the reason, and the others still proceed. Nothing is ever sent as a "
+	      "signal.\n"
+	      "\n"
+	      "  --all          every such process of yours\n"
+	      "  --match GLOBS  with --all: only programs matching one of the comma-separated "
+	      "globs\n"
+	      "  --wait         return when each process has handled it, and print its result\n"
+	      "  --timeout S    with --wait: give up after S seconds (default " RT_CMD_WAIT_DEFAULT
+	      ")\n"
+	      "  --help         this text\n"
+	      "\n"
+	      "Exit status: 0 every target was told (and, with --wait, answered); 1 some target "
+	      "was refused,\n"
+	      "gone, could not be told or did not answer in time, or --all found none; 2 usage "
+	      "error.\n",
+	      stdout);
+}
+
+/* The one line --wait prints for a target that answered. */
+static void
+rt_cmd_trigger_result(enum rt_proto_kind kind, const struct rt_status_read *now, bool acted)
+{
+	const struct rt_status_record *st = &now->st;
+	char what[64];
+	if (kind == RT_PROTO_ROUND)
+		snprintf(what, sizeof(what), "round %" PRIu64, st->rounds);
+	else
+		snprintf(what, sizeof(what), "trim");
+	printf("%d %s: %s: ", st->pid, st->program, what);
+	if (acted) {
+		char before[32], after[32], released[32], took[32];
+		rt_report_mib(before, sizeof(before), st->last_rss_before_kib);
+		rt_report_mib(after, sizeof(after), st->last_rss_after_kib);
+		rt_report_mib(released, sizeof(released), now->last_released_kib);
+		rt_report_ms(took, sizeof(took), st->last_duration_us);
+		printf("%s, RSS %s -> %s MiB, released %s MiB in %s ms", st->last_action, before,
+		       after, released, took);
+		if (st->last_note[0])
+			printf(" (%s)", st->last_note);
+		putchar('\n');
+	} else if (st->gc_rounds == 0) {
+		puts("no action (N is 0: rounds are only counted)");
+	} else {
+		printf("no action (acts every %" PRIu32 " rounds; next at round %" PRIu64 ")\n",
+		       st->gc_rounds, rt_rounds_next_action(st->rounds, st->gc_rounds));
+	}
+}
+
+/* Writes the verb's line into the FIFO without blocking: a FIFO nobody reads fails at once
+ * (ENXIO) instead of blocking (roundtrim(1)). */
+static bool
+rt_cmd_trigger_write(const char *fifo, enum rt_proto_kind kind)
+{
+	char line[RT_PROTO_LINE_MAX + 2];
+	int len = snprintf(line, sizeof(line), "%s\n", rt_proto_kind_name(kind));
+	int fd = open(fifo, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	bool ok = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+	ssize_t n;
+	while (ok && (n = write(fd, line, (size_t)len)) < 0 && errno == EINTR)
+		;
+	ok = ok && n == len;
+	close(fd);
+	return ok;
+}
+
+/* Reads each told target's status file until it has answered, exited or the deadline passed. */
+static int
+rt_cmd_trigger_wait(enum rt_proto_kind kind, struct rt_cmd_told *told, size_t n,
+                    const char *timeout_text, uint64_t timeout_us)
+{
+	int status = RT_CMD_OK;
+	struct rt_cmd_wait w;
+	rt_cmd_wait_init(&w);
+	for (size_t i = 0; i < n; i++) {
+		rt_cmd_wait_file(&w, told[i].target.status_path);
+		told[i].pid_slot = rt_cmd_wait_pid(&w, told[i].target.pid);
+	}
+	int64_t deadline = rt_cmd_wait_now_us() + (int64_t)timeout_us;
+	size_t left = n;
+	/* Watching first, then reading: an answer written between the two still wakes us. */
+	while (left > 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct rt_cmd_told *t = &told[i];
+			struct rt_cmd_status_file now;
+			bool acted;
+			if (t->done)
+				continue;
+			if (rt_cmd_status_file_read_once(t->target.status_path, &now) ==
+			        RT_READ_OK &&
+			    rt_target_answered(kind, &t->target.status.read.st, &now.read.st,
+			                       &acted)) {
+				rt_cmd_trigger_result(kind, &now.read, acted);
+			} else if (!rt_cmd_proc_alive(t->target.pid)) {
+				rt_cmd_say("pid %d: exited before it handled the %s", t->target.pid,
+				           rt_proto_kind_name(kind));
+				status = RT_CMD_FAIL;
+			} else {
+				continue;
+			}
+			t->done = true;
+			rt_cmd_wait_forget_pid(&w, t->pid_slot);
+			left--;
+		}
+		if (left > 0 && !rt_cmd_wait_until(&w, deadline))
+			break;
+	}
+	fflush(stdout);
+	for (size_t i = 0; i < n; i++) {
+		if (!told[i].done) {
+			rt_cmd_say("pid %d: no answer within %ss", told[i].target.pid,
+			           timeout_text);
+			status = RT_CMD_FAIL;
+		}
+	}
+	rt_cmd_wait_close(&w);
+	return status;
+}
+
+int
+rt_cmd_trigger(int argc, char **argv)
+{
+	const char *verb = argv[0];
+	enum rt_proto_kind kind = strcmp(verb, "trim") == 0 ? RT_PROTO_TRIM : RT_PROTO_ROUND;
+	bool all = false, wait = false;
+	const char *timeout_text = RT_CMD_WAIT_DEFAULT, *globs = NULL;
+	int *pids = rt_cmd_alloc((size_t)argc * sizeof(*pids));
+	size_t npids = 0;
+	int status = RT_CMD_OK;
+	for (int i = 1; i < argc; i++) {
+		struct rt_cmd_opt opt;
+		if (!strcmp(argv[i], "--")) {
+			for (i++; i < argc; i++)
+				pids[npids++] = rt_cmd_opt_pid(argv[i]);
+			break;
+		}
+		if (argv[i][0] != '-') {
+			pids[npids++] = rt_cmd_opt_pid(argv[i]);
+			continue;
+		}
+		rt_cmd_opt_split(argv[i], &opt);
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			rt_cmd_trigger_help(verb);
+			exit(RT_CMD_OK);
+		} else if (!strcmp(argv[i], "--all")) {
+			all = true;
+		} else if (!strcmp(argv[i], "--wait")) {
+			wait = true;
+		} else if (rt_cmd_opt_is(&opt, "--timeout")) {
+			timeout_text = rt_cmd_opt_value(&opt, argc, argv, &i);
+		} else if (rt_cmd_opt_is(&opt, "--match")) {
+			globs = rt_cmd_opt_value(&opt, argc, argv, &i);
+		} else {
+			rt_cmd_usage_error("unknown option %s", argv[i]);
+		}
+	}
+	uint64_t timeout_us, unused;
+	if (rt_parse_seconds(timeout_text, RT_CMD_WAIT_MAX_US, &timeout_us) != RT_PARSE_OK)
+		rt_cmd_usage_error("--timeout takes seconds, not '%s'", timeout_text);
+	if (all && npids)
+		rt_cmd_usage_error("--all takes no PID");
+	if (!all && !npids)
+		rt_cmd_usage_error("missing PID (or --all)");
+	if (!all && globs)
+		rt_cmd_usage_error("--match goes with --all");
+	const struct rt_setting *match = &rt_settings[RT_SETTING_MATCH];
+	enum rt_parse_result r;
+	if (globs && (r = rt_setting_parse(match, globs, &(struct rt_setting_platform){0, 0},
+	                                   &unused)) != RT_PARSE_OK)
+		rt_cmd_usage_error("--match '%s': %s", globs, rt_parse_result_text(r));
+
+	struct rt_cmd_told *told = rt_cmd_alloc(sizeof(*told) * (npids ? npids : 1));
+	size_t ntold = 0;
+	char why[512];
+	if (all) {
+		size_t n;
+		int *carriers = rt_cmd_proc_carriers(&n);
+		told = rt_cmd_realloc(told, sizeof(*told) * (n ? n : 1));
+		for (size_t i = 0; i < n; i++) {
+			struct rt_cmd_target *t = &told[ntold].target;
+			if (rt_cmd_proc_target(carriers[i], t, why, sizeof(why)) ==
+			        RT_CMD_PROC_TARGET &&
+			    rt_target_selected(&t->status.read.st, globs))
+				ntold++;
+		}
+		free(carriers);
+		if (ntold == 0)
+			rt_cmd_die("no process of yours carries libroundtrim.so with a FIFO%s%s",
+			           globs ? " and matches " : "", globs ? globs : "");
+	} else {
+		for (size_t i = 0; i < npids; i++) {
+			struct rt_cmd_target *t = &told[ntold].target;
+			if (rt_cmd_proc_target(pids[i], t, why, sizeof(why)) !=
+			    RT_CMD_PROC_TARGET) {
+				rt_cmd_say("pid %d: %s", pids[i], why);
+				status = RT_CMD_FAIL;
+				continue;
+			}
+			ntold++;
+		}
+	}
+	size_t nwritten = 0;
+	for (size_t i = 0; i < ntold; i++) {
+		struct rt_cmd_told *t = &told[i];
+		if (!rt_cmd_trigger_write(t->target.fifo, kind)) {
+			rt_cmd_say("pid %d: cannot write to %s (nobody reads it, or the process is "
+			           "gone)",
+			           t->target.pid, t->target.fifo);
+			status = RT_CMD_FAIL;
+			continue;
+		}
+		t->done = false;
+		if (nwritten != i)
+			told[nwritten] = *t;
+		nwritten++;
+	}
+	if (wait && nwritten > 0 &&
+	    rt_cmd_trigger_wait(kind, told, nwritten, timeout_text, timeout_us) != RT_CMD_OK)
+		status = RT_CMD_FAIL;
+	free(told);
+	free(pids);
+	return status;
+}
