@@ -54,7 +54,7 @@ $(INTEGRATION): $(INTEGRATION_SRC) $(wildcard test/integration/*.h test/bench/*.
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) -lcriterion -pthread
 
-$(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
+$(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h policy/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
