@@ -92,8 +92,10 @@ Test(arena, integrity_while_releases_run_back_to_back)
 	char out[1024], err[4096];
 	int status = th_run(argv, env, out, sizeof(out), err, sizeof(err));
 	cr_assert_eq(status, 0, "churn failed (%d): %s%s", status, out, err);
-	cr_assert_not_null(strstr(out, " errors=0 hung=0"), "%s%s", out, err);
-	cr_assert_gt(th_field(out, "forks"), 0, "%s", out);
+	cr_assert_not_null(strstr(out, " errors=0 hung=0 "), "%s%s", out, err);
+	/* Under ASan or TSan the workload cannot fork safely and says so. */
+	if (!strstr(out, " sanitizer=1"))
+		cr_assert_gt(th_field(out, "forks"), 0, "%s", out);
 	/* The releases really ran, many of them, while the checkers worked: the library answered
 	 * the trims and wrote one stats line per action. */
 	cr_assert_gt(th_field(out, "trims"), 0, "%s", out);

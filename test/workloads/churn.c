@@ -6,8 +6,10 @@
  * the process for a trim again and again (roundtrim_trim, found with dlsym), so that releases run
  * back to back in the very arenas being used, and another forks: each child allocates, checks
  * and frees in the arena it inherited, then exits; a child that does not exit within 10 s counts
- * as hung (a lock left held). At the end every block is checked and freed, and it prints
- *   churn seconds=S threads=T ops=N checked_bytes=B trims=R forks=F errors=E hung=H
+ * as hung (a lock left held). Under ASan or TSan it does not fork: their allocators do not take
+ * their locks around fork (a child that allocates can hang on one a parent thread held) and TSan
+ * kills a child that starts a thread. At the end every block is checked and freed, and it prints
+ *   churn seconds=S threads=T ops=N checked_bytes=B trims=R forks=F errors=E hung=H sanitizer=Z
  * with the first wrong bytes on stderr; it exits 0 only when E and H are 0.
  *
  * usage: churn [--threads T] [--seconds S] [--no-trim] [--no-fork] */
@@ -288,6 +290,9 @@ main(int argc, char **argv)
 		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 		pthread_create(&pool[i].thread, NULL, churn_checker, &pool[i]);
 	}
+	int sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init");
+	if (sanitizer)
+		forks = 0;
 	pthread_t trimmer;
 	void *trim = trims ? dlsym(RTLD_DEFAULT, "roundtrim_trim") : NULL;
 	if (trim)
@@ -321,9 +326,9 @@ main(int argc, char **argv)
 		pthread_join(trimmer, NULL);
 	uint64_t errors = atomic_load(&churn_errors) + child_failed;
 	printf("churn seconds=%d threads=%d ops=%" PRIu64 " checked_bytes=%" PRIu64
-	       " trims=%" PRIu64 " forks=%" PRIu64 " errors=%" PRIu64 " hung=%d\n",
+	       " trims=%" PRIu64 " forks=%" PRIu64 " errors=%" PRIu64 " hung=%d sanitizer=%d\n",
 	       seconds, threads, ops, checked, (uint64_t)atomic_load(&churn_trims), nforks, errors,
-	       hung);
+	       hung, sanitizer);
 	free(pool);
 	return errors || hung ? 1 : 0;
 }
