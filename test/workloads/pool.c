@@ -15,7 +15,10 @@
  * fastbins, bytes taken from the system) and /proc/self/smaps (resident bytes of the arena's
  * heaps; for the main arena, of [heap]), then one line with the process's totals:
  *   arenas round=R when=before|after rss_kib=S heaps_rss_kib=H lazyfree_kib=Z
- * The arenas are numbered as malloc_info numbers them: the main arena first, then the ring. */
+ * The arenas are numbered as malloc_info numbers them: the main arena first, then the ring.
+ * --arenas-next prints the same lines with when=next for the previous round just before the next
+ * one starts (after the line read with --wait): what an outside release, such as roundtrim's
+ * action on that round, left. */
 #include "rt_arena.h"
 
 #include <inttypes.h>
@@ -41,6 +44,7 @@ struct pool_opts {
 	int wait;
 	int self_trim;
 	int arenas;
+	int arenas_next;
 };
 
 struct pool_thread {
@@ -50,7 +54,7 @@ struct pool_thread {
 	void *live;
 };
 
-static struct pool_opts opts = {8, 24, 16, 5, 64 * 1024, 1024 * 1024, 4096, 0, 0, 0};
+static struct pool_opts opts = {8, 24, 16, 5, 64 * 1024, 1024 * 1024, 4096, 0, 0, 0, 0};
 static pthread_barrier_t start_barrier, done_barrier;
 static struct pool_thread *pool;
 
@@ -309,7 +313,7 @@ pool_usage(void)
 {
 	fprintf(stderr, "usage: pool [--threads T] [--mib M] [--raise-mib R] [--rounds R] "
 	                "[--min BYTES] [--max BYTES] [--live BYTES] [--wait] [--self-trim] "
-	                "[--arenas]\n");
+	                "[--arenas] [--arenas-next]\n");
 	return 2;
 }
 
@@ -325,6 +329,8 @@ main(int argc, char **argv)
 			opts.self_trim = 1;
 		else if (!strcmp(a, "--arenas"))
 			opts.arenas = 1;
+		else if (!strcmp(a, "--arenas-next"))
+			opts.arenas_next = 1;
 		else if (!v)
 			return pool_usage();
 		else if (!strcmp(a, "--threads"))
@@ -358,6 +364,8 @@ main(int argc, char **argv)
 	}
 	char line[64];
 	for (int r = 1; opts.rounds == 0 || r <= opts.rounds; r++) {
+		if (opts.arenas_next && r > 1)
+			pool_print_arenas(r - 1, "next");
 		pthread_barrier_wait(&start_barrier);
 		pthread_barrier_wait(&done_barrier);
 		if (opts.arenas)
