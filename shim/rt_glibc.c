@@ -32,7 +32,10 @@
 #define RT_GLIBC_HANDOVER_NS (1000 * 1000)
 
 static struct {
-	bool ready;
+	bool ready;     /* found at start and not stood down since */
+	bool validated; /* every arena was locked, read and checked once, on the worker */
+	void *(*malloc_fn)(size_t);
+	void (*free_fn)(void *);
 	pid_t pid; /* for process_vm_readv; a fork child reads its own */
 	size_t page;
 	uintptr_t main_arena;
@@ -211,10 +214,8 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 	if (!rt_glibc_peek(NULL, (uintptr_t)&probe, &seen, 1) || seen != probe)
 		return rt_glibc_off("process_vm_readv cannot read this process", strerror(errno));
 
-	/* A chunk of the calling thread's arena, which the checks below must find. */
-	char *mine = malloc_fn(200);
-	if (!mine)
-		return rt_glibc_off("malloc failed", NULL);
+	/* The main arena's bins are set up by the first malloc (ptmalloc_init). */
+	free_fn(malloc_fn(1));
 	struct rt_glibc_scan scan = {.inside = (uintptr_t)gnu_get_libc_version};
 	dl_iterate_phdr(rt_glibc_scan_object, &scan);
 	const char *why = NULL;
@@ -227,22 +228,38 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 		                      : "no place in libc looks like the main arena";
 	else
 		why = rt_arena_check_ring(&env, scan.found, &narenas);
-	/* Every arena, locked as a release locks it, read and checked, nothing given back. */
+	if (why)
+		return rt_glibc_off(why, NULL);
+	rt_g.malloc_fn = malloc_fn;
+	rt_g.free_fn = free_fn;
+	rt_g.main_arena = scan.found;
+	rt_g.validated = false;
+	rt_g.ready = true;
+	return true;
+}
+
+/* On the worker, before the first release: every arena, locked as a release locks it, read and
+ * checked, nothing given back; and a chunk the worker just allocated must lie in one of them. */
+static const char *
+rt_glibc_validate(void)
+{
+	struct rt_arena_env env = rt_glibc_env();
+	unsigned narenas = 0;
+	const char *why = rt_arena_check_ring(&env, rt_g.main_arena, &narenas);
+	char *mine = rt_g.malloc_fn(200);
+	if (!mine)
+		return "malloc failed";
 	bool found_mine = false;
-	uintptr_t a = scan.found;
+	uintptr_t a = rt_g.main_arena;
 	for (unsigned i = 0; !why && i < narenas; i++) {
 		why = rt_arena_dry_run(&env, a, i == 0, &rt_g.view);
 		found_mine |= !why && rt_arena_view_holds(&rt_g.view, (uintptr_t)mine - 16);
 		a = (uintptr_t)rt_glibc_load(NULL, a + RT_ARENA_NEXT);
 	}
-	free_fn(mine);
+	rt_g.free_fn(mine);
 	if (!why && !found_mine)
 		why = "a chunk just allocated lies in none of the arenas found";
-	if (why)
-		return rt_glibc_off(why, NULL);
-	rt_g.main_arena = scan.found;
-	rt_g.ready = true;
-	return true;
+	return why;
 }
 
 int
@@ -251,6 +268,12 @@ rt_glibc_release(size_t keep)
 	if (!rt_g.ready)
 		return -1;
 	rt_g.pid = getpid();
+	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
+	if (why) {
+		rt_glibc_off(why, NULL);
+		return -1;
+	}
+	rt_g.validated = true;
 	struct rt_arena_env env = rt_glibc_env();
 	if (rt_arena_release(&env, rt_g.main_arena, keep, &rt_g.view, &rt_g.last) == 0)
 		return 0;
