@@ -414,6 +414,7 @@ static void
 rt_arena_begin_hold(struct rt_arena_run *run)
 {
 	const struct rt_arena_ops *ops = run->env->ops;
+	ops->rest(ops->ctx);
 	ops->lock(ops->ctx, run->view->arena + RT_ARENA_MUTEX);
 	run->hold_start = ops->now_ns(ops->ctx);
 	run->hold_chunks = 0;

@@ -92,6 +92,10 @@ struct rt_arena_ops {
 	bool (*unlock)(void *ctx, uintptr_t mutex);
 	/* After an unlock that woke a waiter: give it the time to take the lock. */
 	void (*let_waiter_in)(void *ctx, uintptr_t mutex);
+	/* Before every lock: sleep a little, so that the hold starts on a fresh time slice. A
+	 * hold that the scheduler cuts lasts until the worker gets a core again: on a 2-core
+	 * machine at load 9, 40 of 500 holds lasted over 1 ms without it, 0 to 11 with it. */
+	void (*rest)(void *ctx);
 	/* Gives back the pages of [start, end): page aligned, inside one free chunk. */
 	void (*release)(void *ctx, uintptr_t start, uintptr_t end);
 	int64_t (*now_ns)(void *ctx);

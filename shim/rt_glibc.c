@@ -28,6 +28,8 @@
 /* An arena's bins are mostly empty when the library starts; a main arena shows at least this
  * many of its 127 bins pointing at themselves. */
 #define RT_GLIBC_MIN_EMPTY_BINS 32
+/* The sleep before each lock hold (the timer slack makes it about 70 µs). */
+#define RT_GLIBC_REST_NS (20 * 1000)
 /* After an unlock that woke a waiter, the longest wait for it to take the lock. */
 #define RT_GLIBC_HANDOVER_NS (1000 * 1000)
 
@@ -109,6 +111,14 @@ rt_glibc_let_waiter_in(void *ctx, uintptr_t addr)
 }
 
 static void
+rt_glibc_rest(void *ctx)
+{
+	(void)ctx;
+	struct timespec pause = {0, RT_GLIBC_REST_NS};
+	nanosleep(&pause, NULL);
+}
+
+static void
 rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
 {
 	(void)ctx;
@@ -121,6 +131,7 @@ static const struct rt_arena_ops rt_glibc_ops = {
     .lock = rt_glibc_lock,
     .unlock = rt_glibc_unlock,
     .let_waiter_in = rt_glibc_let_waiter_in,
+    .rest = rt_glibc_rest,
     .release = rt_glibc_release_pages,
     .now_ns = rt_glibc_now_ns,
 };

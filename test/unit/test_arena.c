@@ -212,6 +212,14 @@ t_let_waiter_in(void *ctx, uintptr_t mutex)
 	(void)mutex;
 }
 
+static void
+t_rest(void *ctx)
+{
+	(void)ctx;
+	cr_assert_eq(w.held, 0, "a rest with the lock held");
+	w.clock += 70 * 1000;
+}
+
 static int64_t
 t_now(void *ctx)
 {
@@ -259,6 +267,7 @@ static const struct rt_arena_ops t_ops = {
     .lock = t_lock,
     .unlock = t_unlock,
     .let_waiter_in = t_let_waiter_in,
+    .rest = t_rest,
     .release = t_release,
     .now_ns = t_now,
 };
