@@ -273,7 +273,8 @@ struct rt_arena_run {
 	struct rt_arena_view *view;
 	struct rt_arena_result *res;
 	int64_t hold_start;
-	unsigned hold_chunks;
+	unsigned hold_chunks; /* chunks looked at in this hold */
+	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
 };
 
 static inline uint64_t
@@ -418,6 +419,7 @@ rt_arena_begin_hold(struct rt_arena_run *run)
 	ops->lock(ops->ctx, run->view->arena + RT_ARENA_MUTEX);
 	run->hold_start = ops->now_ns(ops->ctx);
 	run->hold_chunks = 0;
+	run->hold_work = 0;
 	run->res->holds++;
 }
 
@@ -434,12 +436,19 @@ rt_arena_end_hold(struct rt_arena_run *run, uintptr_t arena)
 	}
 }
 
+/* The hold ends when its budget is spent, or as soon as another thread waits for the lock
+ * (glibc's waiters set the mutex word to 2; after our own wait for it, it reads 2 once); but
+ * only once it did some work, so that every hold moves the release on. */
 static bool
 rt_arena_hold_over(const struct rt_arena_run *run)
 {
-	const struct rt_arena_ops *ops = run->env->ops;
-	return run->hold_chunks >= run->env->budget.hold_chunks ||
-	       ops->now_ns(ops->ctx) - run->hold_start >= run->env->budget.hold_ns;
+	const struct rt_arena_env *env = run->env;
+	const struct rt_arena_ops *ops = env->ops;
+	if (!run->hold_work)
+		return false;
+	uint32_t mutex = (uint32_t)rt_arena_load(env, run->view->arena + RT_ARENA_MUTEX);
+	return mutex > 1 || run->hold_chunks >= env->budget.hold_chunks ||
+	       ops->now_ns(ops->ctx) - run->hold_start >= env->budget.hold_ns;
 }
 
 /* Drops the lock, lets a waiter in, takes it again and reads the arena afresh. False when the
@@ -479,6 +488,8 @@ rt_arena_release_top(struct rt_arena_run *run, size_t keep, bool *skip)
 	struct rt_arena_view *v = run->view;
 	uintptr_t done_from = UINTPTR_MAX, heap = v->top_heap;
 	for (;;) {
+		if (rt_arena_hold_over(run) && !rt_arena_rehold(run, skip))
+			return false;
 		if (v->top_heap != heap) {
 			heap = v->top_heap;
 			done_from = UINTPTR_MAX;
@@ -490,9 +501,8 @@ rt_arena_release_top(struct rt_arena_run *run, size_t keep, bool *skip)
 		uintptr_t lo = hi - rt_arena_min(hi - r.start, env->budget.piece_bytes);
 		env->ops->release(env->ops->ctx, lo, hi);
 		run->res->top_bytes += hi - lo;
+		run->hold_work++;
 		done_from = lo;
-		if (lo > r.start && rt_arena_hold_over(run) && !rt_arena_rehold(run, skip))
-			return false;
 	}
 }
 
@@ -514,9 +524,11 @@ rt_arena_max_chunks(const struct rt_arena_view *v)
 	return bytes / RT_ARENA_MINSIZE + 1;
 }
 
-/* One normal bin, from its last chunk back to its header, as mtrim walks it. After the lock was
- * dropped and the place found again, the walk may go on in another list (a chunk moved from the
- * unsorted bin to its sized bin, or back): it ends at whichever bin header it reaches. */
+/* One normal bin, from its last chunk back to its header, as mtrim walks it. Before each chunk
+ * and each piece the hold may end; after the lock was dropped, the walk goes on only from the
+ * same chunk found again, linked, free, of the same size. It may then go on in another list (a
+ * chunk moved from the unsorted bin to its sized bin, or back): it ends at whichever bin header
+ * it reaches. */
 static bool
 rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 {
@@ -537,34 +549,31 @@ restart:;
 			                      "a chunk sits in a bin its size does not map to");
 		if (++visits > rt_arena_max_chunks(v))
 			return rt_arena_abort(run, "a bin's list does not lead back to a bin");
-		run->res->chunks++;
-		run->hold_chunks++;
 		struct rt_arena_range r = rt_arena_free_range(p, size, 0, env->page);
-		for (uintptr_t hi = r.end; hi > r.start;) {
+		for (uintptr_t hi = r.end;;) {
+			if (rt_arena_hold_over(run)) {
+				if (!rt_arena_rehold(run, skip))
+					return false;
+				resumed = true;
+				if (!rt_arena_linked_free(env, v, p, &again) || again != size)
+					goto lost;
+			}
+			if (hi == r.end) {
+				run->res->chunks++;
+				run->hold_chunks++;
+				run->hold_work++;
+			}
+			if (hi <= r.start)
+				break;
 			uintptr_t lo = hi - rt_arena_min(hi - r.start, env->budget.piece_bytes);
 			env->ops->release(env->ops->ctx, lo, hi);
 			run->res->bin_bytes += hi - lo;
+			run->hold_work++;
 			hi = lo;
-			if (hi == r.start || !rt_arena_hold_over(run))
-				continue;
-			if (!rt_arena_rehold(run, skip))
-				return false;
-			resumed = true;
-			if (!rt_arena_linked_free(env, v, p, &again) || again != size)
-				goto lost;
+			if (hi == r.start)
+				break;
 		}
-		uintptr_t next = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
-		if (!rt_arena_bin_of(v->arena, next) && rt_arena_hold_over(run)) {
-			/* next was checked as p's neighbour in the list: its header is readable. */
-			size_t expect =
-			    rt_arena_load(env, next + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
-			if (!rt_arena_rehold(run, skip))
-				return false;
-			resumed = true;
-			if (!rt_arena_linked_free(env, v, next, &again) || again != expect)
-				goto lost;
-		}
-		p = next;
+		p = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
 	}
 	return true;
 lost:

@@ -199,17 +199,21 @@ t_unlock(void *ctx, uintptr_t mutex)
 {
 	(void)ctx;
 	cr_assert_eq(w.held, 1);
-	cr_assert_eq(*(int *)mutex, 1);
+	int was = *(int *)mutex;
+	cr_assert(was == 1 || was == 2);
 	*(int *)mutex = 0;
 	w.held = 0;
-	return w.contended;
+	return was == 2 || w.contended;
 }
+
+static unsigned t_handovers;
 
 static void
 t_let_waiter_in(void *ctx, uintptr_t mutex)
 {
 	(void)ctx;
-	(void)mutex;
+	cr_assert_eq(*(int *)mutex, 0, "the waiter is let in with the lock given back");
+	t_handovers++;
 }
 
 static void
@@ -792,4 +796,58 @@ Test(arena, a_hold_visits_a_bounded_number_of_chunks)
 	/* The top's release and up to 8 chunks' in one hold. */
 	cr_assert_leq(t_most_releases, 9);
 	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+/* A thread that starts waiting for the lock (glibc sets the word to 2) during every piece. */
+static void
+t_release_then_wait(void *ctx, uintptr_t start, uintptr_t end)
+{
+	t_release_counting(ctx, start, end);
+	uintptr_t arena = start >= (uintptr_t)w.heaps && start < (uintptr_t)w.heaps + T_HEAP_MAX
+	                      ? w.thread
+	                      : w.main;
+	*(int *)arena = 2;
+}
+
+Test(arena, a_waiting_thread_ends_the_hold_at_once)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	struct rt_arena_ops ops = t_ops;
+	ops.release = t_release_then_wait;
+	struct rt_arena_env env = t_env(1000000000, 4 * T_PAGE);
+	env.ops = &ops;
+	w.between = t_count_per_hold;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(t_most_releases, 1, "a hold went on while a thread waited");
+	cr_assert_gt(res.contended, 10);
+	cr_assert_eq(t_handovers, res.contended, "every waiter is let in");
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
+
+/* A thread is always waiting: every lock is taken with the word at 2. */
+static void
+t_lock_contended(void *ctx, uintptr_t mutex)
+{
+	t_lock(ctx, mutex);
+	*(int *)mutex = 2;
+}
+
+Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	struct rt_arena_ops ops = t_ops;
+	ops.lock = t_lock_contended;
+	struct rt_arena_env env = t_env(1000000000, 4 * T_PAGE);
+	env.ops = &ops;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(res.contended, res.holds);
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
 }
