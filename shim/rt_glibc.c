@@ -1,6 +1,6 @@
-/* The OS-facing half of the glibc release (the rules are in policy/rt_arena.h, which says why it
- * is safe): where glibc's main arena is, reads that cannot fault, glibc's own lock protocol on an
- * arena's mutex, and madvise. */
+/* The OS-facing half of the glibc release (the rules, and why they are safe, are in
+ * policy/rt_arena.c): where glibc's main arena is, reads that cannot fault, glibc's own lock
+ * protocol on an arena's mutex, the pauses between holds, and madvise. */
 #include "rt_glibc.h"
 
 #include "rt_shim.h"
@@ -27,7 +27,7 @@
 /* An arena's bins are mostly empty when the library starts; a main arena shows at least this
  * many of its 127 bins pointing at themselves. */
 #define RT_GLIBC_MIN_EMPTY_BINS 32
-/* The sleep before each lock hold (the timer slack makes it about 70 µs). */
+/* The sleep before each lock hold (the timer slack makes it about 70 us). */
 #define RT_GLIBC_REST_NS (20 * 1000)
 /* After an unlock that woke a waiter, how long the worker stays away from the lock. */
 #define RT_GLIBC_HANDOVER_NS (200 * 1000)
