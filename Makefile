@@ -90,7 +90,7 @@ $(INTEGRATION): $(INTEGRATION_SRC) $(POLICY_OBJ) $(wildcard test/integration/*.h
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(INTEGRATION_SRC) $(POLICY_OBJ) -lcriterion -ljson-c -pthread
 
-$(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
+$(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h policy/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 

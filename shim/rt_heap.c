@@ -1,5 +1,6 @@
 #include "rt_heap.h"
 
+#include "rt_glibc.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 
@@ -91,7 +92,10 @@ rt_heap_detect(void)
 		    rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
 		facts.mi_collect = rt_heap_symbol_in("mi_collect", base) != NULL;
 	}
-	return rt_allocator_decide(&facts);
+	enum rt_allocator_kind kind = rt_allocator_decide(&facts);
+	if (kind == RT_ALLOCATOR_GLIBC)
+		rt_glibc_init(rt_real.malloc, rt_real.free);
+	return kind;
 }
 
 void
@@ -113,6 +117,8 @@ rt_heap_act(enum rt_action action, uint64_t trim_pad)
 {
 	switch (action) {
 	case RT_ACTION_MALLOC_TRIM:
+		if (rt_glibc_release((size_t)trim_pad) == 0)
+			return 0;
 		if (!rt_malloc_trim)
 			return -1;
 		rt_malloc_trim((size_t)trim_pad);

@@ -11,7 +11,11 @@
  *   none       nothing, for 200 ms: the machine's own worst op, as a control
  * Prints one line:
  *   action=A allocator=glibc|jemalloc heap_mib=M rss_before_kib=B rss_after_kib=C action_ms=D
- *   worst_op_ms=W p99_op_us=P ops=N
+ *   worst_op_ms=W p99_op_us=P ops=N worst_unpreempted_op_ms=U preempted_ops=K
+ * U is the worst op during which the measured thread was never preempted (no involuntary context
+ * switch, from getrusage): time it spent waiting for a lock or in the kernel, not time another
+ * process took its core. On a busy machine W is mostly the latter; U is what the release itself
+ * costs the thread (a lock holder that is preempted still counts, as it should).
  *
  * usage: stall --mib M [--threads T] --action self|roundtrim|none */
 #include "bench_common.h"
@@ -21,6 +25,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 
 #define STALL_RING 64
 #define STALL_MAX_OPS (1 << 22)
@@ -43,6 +48,8 @@ static atomic_int stall_window;
 static atomic_int stall_built;
 static int64_t *stall_ops; /* the measured thread's op durations, ns */
 static atomic_long stall_nops;
+static int64_t stall_worst_unpreempted; /* ns */
+static long stall_preempted;
 
 static uint64_t
 stall_next(uint64_t *s)
@@ -91,12 +98,19 @@ stall_measure(struct stall_thread *t)
 	size_t slot = 0;
 	while (atomic_load(&stall_phase) != STALL_STOP) {
 		size_t size = stall_size(&t->rng);
+		struct rusage r0, r1;
+		getrusage(RUSAGE_THREAD, &r0);
 		int w0 = atomic_load(&stall_window);
 		int64_t t0 = bench_now_ns();
 		free(ring[slot]);
 		ring[slot] = malloc(size);
 		int64_t dt = bench_now_ns() - t0;
 		int measuring = w0 <= 1 && atomic_load(&stall_window) >= 1;
+		getrusage(RUSAGE_THREAD, &r1);
+		if (measuring && r1.ru_nivcsw != r0.ru_nivcsw)
+			stall_preempted++;
+		else if (measuring && dt > stall_worst_unpreempted)
+			stall_worst_unpreempted = dt;
 		if (!ring[slot])
 			bench_die("out of memory");
 		*(volatile char *)ring[slot] = 1;
@@ -251,11 +265,14 @@ main(int argc, char **argv)
 	if (n == 0)
 		stall_ops[n++] = 0;
 	qsort(stall_ops, n, sizeof(*stall_ops), bench_cmp_i64);
-	printf("action=%s allocator=%s heap_mib=%ld rss_before_kib=%ld rss_after_kib=%ld "
-	       "action_ms=%.3f worst_op_ms=%.3f p99_op_us=%.1f ops=%zu\n",
-	       action, allocator, mib, rss_before, rss_after, (double)action_ns / 1e6,
-	       (double)stall_ops[n - 1] / 1e6, (double)bench_quantile(stall_ops, n, 0.99) / 1e3,
-	       (size_t)atomic_load(&stall_nops));
+	printf(
+	    "action=%s allocator=%s heap_mib=%ld rss_before_kib=%ld rss_after_kib=%ld "
+	    "action_ms=%.3f worst_op_ms=%.3f p99_op_us=%.1f ops=%zu worst_unpreempted_op_ms=%.3f "
+	    "preempted_ops=%ld\n",
+	    action, allocator, mib, rss_before, rss_after, (double)action_ns / 1e6,
+	    (double)stall_ops[n - 1] / 1e6, (double)bench_quantile(stall_ops, n, 0.99) / 1e3,
+	    (size_t)atomic_load(&stall_nops), (double)stall_worst_unpreempted / 1e6,
+	    stall_preempted);
 	free(stall_ops);
 	free(pool);
 	return 0;

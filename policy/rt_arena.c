@@ -1,0 +1,698 @@
+/* Returning what malloc_trim(0) leaves on glibc, and stalling no one.
+ *
+ * What is left: malloc_trim gives back the whole pages inside the binned free chunks of every
+ * arena (mtrim) and shrinks the main arena's top with sbrk (systrim), but never touches the top
+ * chunk of a thread arena. glibc shrinks that only from free(), once it exceeds the trim
+ * threshold, and after any free of an mmapped chunk of 128 KiB to 32 MiB the dynamic threshold
+ * rises to twice that chunk (64 MiB at most): a pool of threads that each leave a round's memory
+ * as free top keeps all of it (the pool workload: ~200 MiB resident for 32 KiB live, and
+ * malloc_trim(0) returns 0). And malloc_trim holds each arena's lock through its whole pass:
+ * another thread's malloc waits tens of ms per GiB.
+ *
+ * The choice: give back, under each arena's own mutex taken exactly as glibc takes it, the whole
+ * pages that glibc never reads while a chunk stays free: [chunk + 48, chunk + size) of the top
+ * chunk and of every chunk in a normal bin (unsorted, small, large), with MADV_DONTNEED, and hold
+ * the lock only for a bounded piece (time, chunks; one madvise covers at most piece_bytes).
+ * What this relies on, read in glibc 2.36's malloc (_int_free, _int_malloc, mtrim, heap_trim,
+ * the fork handlers) and unchanged in 2.37-2.41: the top and the normal bins change only with the
+ * arena's mutex held (fastbins and the tcache change without it, and are left alone); a free
+ * chunk's bytes past its first sizeof(struct malloc_chunk) are neither read nor written while it
+ * stays free, and the next chunk's header lies past its end; pages given back read as zeros, and
+ * calloc only assumes zeros beyond a heap's high-water mark, never inside it. Nothing is written to
+ * glibc's memory except the mutex word; after each re-lock the arena is read afresh and a place in
+ * a bin is trusted only once its chunk is found again, linked, free and of the same size. A fork in
+ * between waits at most one piece (fork() takes every arena lock after the atfork handlers) and the
+ * child re-initialises every arena lock.
+ *
+ * Weighed and left:
+ * - Fixed thresholds (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD): glibc would trim thread tops
+ *   itself, but every large block would then be mmapped and unmapped, a cost and a behaviour of
+ *   the host's allocator that is not ours to change; not retroactive either.
+ * - MALLOC_ARENA_MAX=1 or 2 (measured: 2 MiB and 31 MiB on the pool): the user's choice, at the
+ *   cost of contention between threads (roundtrim patch --arena-max offers it).
+ * - Shrinking heaps as heap_trim does (heap_info.size, the top's size, system_mem): the same RSS,
+ *   but it writes glibc's metadata.
+ * - Taking chunks out of their bins to madvise them without the lock, then freeing them back:
+ *   holds would be microseconds whatever the scheduler does, but it writes links and headers,
+ *   and one mistake corrupts the host's heap. A hold is short; only a preemption of the worker
+ *   while it holds the lock stretches it (the stall bench separates that from the host's own).
+ * What stays: pages pinned by fastbin chunks (mtrim consolidates them first; that means writing
+ * the heap), the tcaches (as with malloc_trim), and the main arena's break (RSS falls, its virtual
+ * size does not). */
+#include "rt_arena.h"
+
+#include <string.h>
+
+#define RT_ARENA_WORDS (RT_ARENA_STATE_SIZE / 8)
+#define RT_ARENA_HEAP_WORDS (RT_ARENA_HEAP_INFO_SIZE / 8)
+
+bool
+rt_arena_version_supported(const char *version)
+{
+	unsigned long major = 0, minor = 0;
+	const char *s = version;
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	while (*s >= '0' && *s <= '9' && major < 1000)
+		major = major * 10 + (unsigned long)(*s++ - '0');
+	if (*s++ != '.' || *s < '0' || *s > '9')
+		return false;
+	while (*s >= '0' && *s <= '9' && minor < 1000)
+		minor = minor * 10 + (unsigned long)(*s++ - '0');
+	if (*s && *s != '.')
+		return false;
+	return major == 2 && minor >= 35 && minor <= 41;
+}
+
+uintptr_t
+rt_arena_bin_at(uintptr_t arena, int i)
+{
+	return arena + RT_ARENA_BINS + (uintptr_t)(i - 1) * 16 - RT_ARENA_CHUNK_FD;
+}
+
+int
+rt_arena_bin_index(size_t sz)
+{
+	if (sz < 1024)
+		return (int)(sz >> 4);
+	if ((sz >> 6) <= 48)
+		return 48 + (int)(sz >> 6);
+	if ((sz >> 9) <= 20)
+		return 91 + (int)(sz >> 9);
+	if ((sz >> 12) <= 10)
+		return 110 + (int)(sz >> 12);
+	if ((sz >> 15) <= 4)
+		return 119 + (int)(sz >> 15);
+	if ((sz >> 18) <= 2)
+		return 124 + (int)(sz >> 18);
+	return 126;
+}
+
+struct rt_arena_range
+rt_arena_free_range(uintptr_t chunk, size_t size, size_t keep, size_t page)
+{
+	struct rt_arena_range none = {0, 0};
+	uintptr_t first = chunk + RT_ARENA_CHUNK_HEADER;
+	if (size <= RT_ARENA_CHUNK_HEADER || keep >= size - RT_ARENA_CHUNK_HEADER ||
+	    chunk + size < chunk)
+		return none;
+	uintptr_t start = (first + keep + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t end = (chunk + size) & ~(uintptr_t)(page - 1);
+	if (start >= end || start < first)
+		return none;
+	return (struct rt_arena_range){start, end};
+}
+
+/* A word of a snapshot as a pointer-sized value. */
+static inline uintptr_t
+rt_arena_word(const uint64_t *words, size_t offset)
+{
+	return (uintptr_t)words[offset / 8];
+}
+
+static inline int
+rt_arena_int(const uint64_t *words, size_t offset)
+{
+	/* Little-endian: the int at offset 4k + 4 is the high half of word k. */
+	uint64_t w = words[offset / 8];
+	return (int)(uint32_t)(offset % 8 ? w >> 32 : w);
+}
+
+/* Whether bin i of the snapshot is empty, or else holds two plausible chunk pointers. */
+static bool
+rt_arena_bin_plausible(const uint64_t *words, uintptr_t arena, int i, bool *empty)
+{
+	uintptr_t self = rt_arena_bin_at(arena, i);
+	uintptr_t fd = rt_arena_word(words, RT_ARENA_BINS + (size_t)(i - 1) * 16);
+	uintptr_t bk = rt_arena_word(words, RT_ARENA_BINS + (size_t)(i - 1) * 16 + 8);
+	*empty = fd == self && bk == self;
+	if (*empty)
+		return true;
+	/* A chunk, never another bin of the same arena nor the arena itself. */
+	for (uintptr_t p = fd;; p = bk) {
+		if (!p || p % RT_ARENA_ALIGN || (p >= arena && p < arena + RT_ARENA_STATE_SIZE))
+			return false;
+		if (p == bk)
+			return true;
+	}
+}
+
+size_t
+rt_arena_find_main(const uint64_t *words, size_t nwords, uintptr_t base, size_t min_empty,
+                   uintptr_t *found)
+{
+	size_t count = 0;
+	for (size_t o = 0; o + RT_ARENA_WORDS <= nwords; o++) {
+		const uint64_t *w = words + o;
+		uintptr_t a = base + o * 8;
+		int mutex = rt_arena_int(w, RT_ARENA_MUTEX);
+		int flags = rt_arena_int(w, RT_ARENA_FLAGS);
+		if (mutex < 0 || mutex > 2 || (flags & ~RT_ARENA_NONCONTIGUOUS) != 0)
+			continue;
+		/* Quick rejection: the last bin is almost always empty in a main arena. */
+		size_t empty = 0;
+		bool ok = true, e;
+		for (int i = 1; i < RT_ARENA_NBINS && ok; i++) {
+			ok = rt_arena_bin_plausible(w, a, i, &e);
+			empty += e;
+		}
+		uintptr_t next = rt_arena_word(w, RT_ARENA_NEXT);
+		if (!ok || empty < min_empty || !next || next % 8 ||
+		    rt_arena_word(w, RT_ARENA_SYSTEM_MEM) >
+		        rt_arena_word(w, RT_ARENA_MAX_SYSTEM_MEM))
+			continue;
+		if (count++ == 0 && found)
+			*found = a;
+	}
+	return count;
+}
+
+const char *
+rt_arena_check_state(const uint64_t *words, uintptr_t arena, bool main_arena)
+{
+	int mutex = rt_arena_int(words, RT_ARENA_MUTEX);
+	int flags = rt_arena_int(words, RT_ARENA_FLAGS);
+	int have_fast = rt_arena_int(words, RT_ARENA_HAVE_FASTCHUNKS);
+	if (mutex != 1 && mutex != 2)
+		return "an arena's mutex is not held while it is read";
+	if ((flags & ~RT_ARENA_NONCONTIGUOUS) != 0 ||
+	    (!main_arena && flags != RT_ARENA_NONCONTIGUOUS))
+		return "an arena's flags hold bits glibc does not set";
+	if (have_fast != 0 && have_fast != 1)
+		return "an arena's have_fastchunks is not a bool";
+	uintptr_t top = rt_arena_word(words, RT_ARENA_TOP);
+	if (!top || top % RT_ARENA_ALIGN)
+		return "an arena's top chunk is misaligned";
+	for (int i = 1; i < RT_ARENA_NBINS; i++) {
+		bool empty;
+		if (!rt_arena_bin_plausible(words, arena, i, &empty))
+			return "an arena's bin is neither empty nor a list of chunks";
+		uint32_t map = (uint32_t)(words[(RT_ARENA_BINMAP + (size_t)(i / 32) * 4) / 8] >>
+		                          ((i / 32) % 2 ? 32 : 0));
+		if (i >= 2 && !empty && !(map & (1u << (i % 32))))
+			return "a non-empty bin is not marked in the arena's binmap";
+	}
+	uintptr_t next = rt_arena_word(words, RT_ARENA_NEXT);
+	if (!next || next % 8)
+		return "an arena's next pointer is misaligned";
+	if (rt_arena_word(words, RT_ARENA_SYSTEM_MEM) >
+	    rt_arena_word(words, RT_ARENA_MAX_SYSTEM_MEM))
+		return "an arena's system_mem exceeds its max_system_mem";
+	return NULL;
+}
+
+const char *
+rt_arena_check_heap(const uint64_t *words, uintptr_t heap, uintptr_t arena, size_t page,
+                    uintptr_t heap_max)
+{
+	uintptr_t size = rt_arena_word(words, RT_ARENA_HEAP_SIZE);
+	uintptr_t mprotect = rt_arena_word(words, RT_ARENA_HEAP_MPROTECT);
+	uintptr_t prev = rt_arena_word(words, RT_ARENA_HEAP_PREV);
+	if (heap % heap_max)
+		return "a thread heap is not aligned to HEAP_MAX_SIZE (glibc.malloc.hugetlb=2?)";
+	if (rt_arena_word(words, RT_ARENA_HEAP_AR_PTR) != arena)
+		return "a thread heap's heap_info does not point back at its arena";
+	if (rt_arena_word(words, RT_ARENA_HEAP_PAGESIZE) != page)
+		return "a thread heap's page size is not the system's (huge pages?)";
+	if (size < page || size % page || mprotect % page || size > mprotect || mprotect > heap_max)
+		return "a thread heap's size is outside its mapping";
+	if (prev == heap || prev % heap_max)
+		return "a thread heap's prev is not another heap";
+	return NULL;
+}
+
+struct rt_arena_budget
+rt_arena_default_budget(void)
+{
+	return (struct rt_arena_budget){
+	    .hold_ns = 100 * 1000,
+	    .hold_chunks = 256,
+	    .piece_bytes = 512 << 10,
+	    .restarts = 2,
+	    .max_arenas = 4096,
+	};
+}
+
+/* Is [addr, addr + len) inside one known heap of the view? */
+static bool
+rt_arena_inside(const struct rt_arena_view *v, uintptr_t addr, size_t len)
+{
+	size_t lo = 0, hi = v->nheaps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (addr < v->heaps[mid].start)
+			hi = mid;
+		else if (addr >= v->heaps[mid].end)
+			lo = mid + 1;
+		else
+			return len <= v->heaps[mid].end - addr;
+	}
+	return false;
+}
+
+bool
+rt_arena_view_holds(const struct rt_arena_view *view, uintptr_t addr)
+{
+	return rt_arena_inside(view, addr, 1);
+}
+
+/* The bin whose header is at q, or 0. */
+static int
+rt_arena_bin_of(uintptr_t arena, uintptr_t q)
+{
+	uintptr_t first = rt_arena_bin_at(arena, 1);
+	if (q < first || (q - first) % 16)
+		return 0;
+	uintptr_t i = (q - first) / 16 + 1;
+	return i < RT_ARENA_NBINS ? (int)i : 0;
+}
+
+/* Running state of one release. */
+struct rt_arena_run {
+	const struct rt_arena_env *env;
+	struct rt_arena_view *view;
+	struct rt_arena_result *res;
+	int64_t hold_start;
+	unsigned hold_chunks; /* chunks looked at in this hold */
+	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
+};
+
+static inline uint64_t
+rt_arena_load(const struct rt_arena_env *env, uintptr_t addr)
+{
+	return env->ops->load(env->ops->ctx, addr);
+}
+
+/* Whether p is, right now, a free chunk linked in a list of the locked arena; its size. */
+static bool
+rt_arena_linked_free(const struct rt_arena_env *env, const struct rt_arena_view *v, uintptr_t p,
+                     size_t *size)
+{
+	if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_CHUNK_HEADER))
+		return false;
+	size_t sz = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
+	if (sz < RT_ARENA_MINSIZE || sz % RT_ARENA_ALIGN || sz > UINTPTR_MAX / 2 ||
+	    !rt_arena_inside(v, p, sz + 16))
+		return false;
+	/* Free: the next chunk says so, and repeats the size (glibc's set_foot). */
+	if ((rt_arena_load(env, p + sz + RT_ARENA_CHUNK_SIZE) & RT_ARENA_PREV_INUSE) ||
+	    rt_arena_load(env, p + sz + RT_ARENA_CHUNK_PREV_SIZE) != sz)
+		return false;
+	uintptr_t fd = rt_arena_load(env, p + RT_ARENA_CHUNK_FD);
+	uintptr_t bk = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
+	for (int side = 0; side < 2; side++) {
+		uintptr_t q = side ? bk : fd;
+		if (!rt_arena_bin_of(v->arena, q) &&
+		    (q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER)))
+			return false;
+		if (rt_arena_load(env, q + (side ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK)) != p)
+			return false;
+	}
+	*size = sz;
+	return true;
+}
+
+enum rt_arena_seen { RT_ARENA_SEEN_OK, RT_ARENA_SEEN_SKIP, RT_ARENA_SEEN_BAD };
+
+/* Reads the locked arena afresh: its state, its heaps, its top. */
+static enum rt_arena_seen
+rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
+             struct rt_arena_view *v, const char **why)
+{
+	const struct rt_arena_ops *ops = env->ops;
+	uint64_t words[RT_ARENA_WORDS];
+	for (size_t i = 0; i < RT_ARENA_WORDS; i++)
+		words[i] = rt_arena_load(env, arena + i * 8);
+	if ((*why = rt_arena_check_state(words, arena, main_arena)))
+		return RT_ARENA_SEEN_BAD;
+	v->arena = arena;
+	v->main_arena = main_arena;
+	v->nheaps = 0;
+	v->top = rt_arena_word(words, RT_ARENA_TOP);
+	v->top_size = 0;
+	v->top_heap = 0;
+	uint64_t head;
+	if (main_arena) {
+		/* Before the first malloc the top is the unsorted bin's header (initial_top). */
+		if (v->top == rt_arena_bin_at(arena, 1))
+			return RT_ARENA_SEEN_SKIP;
+		if (rt_arena_int(words, RT_ARENA_FLAGS) & RT_ARENA_NONCONTIGUOUS) {
+			*why = "the main arena is not contiguous (sbrk failed, glibc maps instead)";
+			return RT_ARENA_SEEN_BAD;
+		}
+		if (!ops->peek(ops->ctx, v->top + RT_ARENA_CHUNK_SIZE, &head, 1)) {
+			*why = "the main arena's top chunk is not mapped";
+			return RT_ARENA_SEEN_BAD;
+		}
+		v->top_size = head & ~(uint64_t)7;
+		uintptr_t end = v->top + v->top_size;
+		uintptr_t system = rt_arena_word(words, RT_ARENA_SYSTEM_MEM);
+		/* Contiguous: sbrk_base + system_mem is where the top ends. */
+		if (!(head & RT_ARENA_PREV_INUSE) || end < v->top || system < v->top_size ||
+		    end % env->page) {
+			*why = "the main arena's top chunk does not end its sbrk heap";
+			return RT_ARENA_SEEN_BAD;
+		}
+		v->heaps[0] = (struct rt_arena_range){end - system, end};
+		v->nheaps = 1;
+		return RT_ARENA_SEEN_OK;
+	}
+	uintptr_t top_heap = v->top & ~(env->heap_max - 1);
+	for (uintptr_t h = top_heap; h;) {
+		uint64_t info[RT_ARENA_HEAP_WORDS];
+		if (h % env->heap_max || !ops->peek(ops->ctx, h, info, RT_ARENA_HEAP_WORDS)) {
+			*why = "a thread heap of the arena is not mapped";
+			return RT_ARENA_SEEN_BAD;
+		}
+		if ((*why = rt_arena_check_heap(info, h, arena, env->page, env->heap_max)))
+			return RT_ARENA_SEEN_BAD;
+		if (v->nheaps == RT_ARENA_MAX_HEAPS)
+			return RT_ARENA_SEEN_SKIP;
+		struct rt_arena_range r = {h, h + rt_arena_word(info, RT_ARENA_HEAP_SIZE)};
+		/* Insertion keeps them sorted; mmap hands out heaps in falling order mostly, so
+		 * this is one step each. */
+		size_t at = v->nheaps++;
+		while (at > 0 && v->heaps[at - 1].start > r.start) {
+			v->heaps[at] = v->heaps[at - 1];
+			at--;
+		}
+		v->heaps[at] = r;
+		uintptr_t prev = rt_arena_word(info, RT_ARENA_HEAP_PREV);
+		if (!prev && h + RT_ARENA_HEAP_INFO_SIZE != arena) {
+			*why = "an arena's first heap does not hold the arena";
+			return RT_ARENA_SEEN_BAD;
+		}
+		h = prev;
+	}
+	v->top_heap = top_heap;
+	uintptr_t first = top_heap + RT_ARENA_HEAP_INFO_SIZE +
+	                  (top_heap + RT_ARENA_HEAP_INFO_SIZE == arena ? RT_ARENA_STATE_SIZE : 0);
+	if (v->top < first || !rt_arena_inside(v, v->top, RT_ARENA_MINSIZE)) {
+		*why = "a thread arena's top chunk is outside its heap";
+		return RT_ARENA_SEEN_BAD;
+	}
+	head = rt_arena_load(env, v->top + RT_ARENA_CHUNK_SIZE);
+	v->top_size = head & ~(uint64_t)7;
+	size_t at = 0;
+	while (v->heaps[at].start != top_heap)
+		at++;
+	if (!(head & RT_ARENA_PREV_INUSE) || v->top + v->top_size != v->heaps[at].end) {
+		*why = "a thread arena's top chunk does not end its heap";
+		return RT_ARENA_SEEN_BAD;
+	}
+	return RT_ARENA_SEEN_OK;
+}
+
+static bool
+rt_arena_fail(struct rt_arena_run *run, const char *why)
+{
+	if (!run->res->failure)
+		run->res->failure = why;
+	return false;
+}
+
+static void
+rt_arena_begin_hold(struct rt_arena_run *run)
+{
+	const struct rt_arena_ops *ops = run->env->ops;
+	ops->rest(ops->ctx);
+	ops->lock(ops->ctx, run->view->arena + RT_ARENA_MUTEX);
+	run->hold_start = ops->now_ns(ops->ctx);
+	run->hold_chunks = 0;
+	run->hold_work = 0;
+	run->res->holds++;
+}
+
+static void
+rt_arena_end_hold(struct rt_arena_run *run, uintptr_t arena)
+{
+	const struct rt_arena_ops *ops = run->env->ops;
+	int64_t held = ops->now_ns(ops->ctx) - run->hold_start;
+	if (held > run->res->longest_hold_ns)
+		run->res->longest_hold_ns = held;
+	if (ops->unlock(ops->ctx, arena + RT_ARENA_MUTEX)) {
+		run->res->contended++;
+		ops->let_waiter_in(ops->ctx, arena + RT_ARENA_MUTEX);
+	}
+}
+
+/* The hold ends when its budget is spent, or as soon as another thread waits for the lock
+ * (glibc's waiters set the mutex word to 2; after our own wait for it, it reads 2 once); but
+ * only once it did some work, so that every hold moves the release on. */
+static bool
+rt_arena_hold_over(const struct rt_arena_run *run)
+{
+	const struct rt_arena_env *env = run->env;
+	const struct rt_arena_ops *ops = env->ops;
+	if (!run->hold_work)
+		return false;
+	uint32_t mutex = (uint32_t)rt_arena_load(env, run->view->arena + RT_ARENA_MUTEX);
+	return mutex > 1 || run->hold_chunks >= env->budget.hold_chunks ||
+	       ops->now_ns(ops->ctx) - run->hold_start >= env->budget.hold_ns;
+}
+
+/* Drops the lock, lets a waiter in, takes it again and reads the arena afresh. False when the
+ * arena can no longer be released (then the lock is not held); *skip says it is not an error. */
+static bool
+rt_arena_rehold(struct rt_arena_run *run, bool *skip)
+{
+	struct rt_arena_view *v = run->view;
+	uintptr_t arena = v->arena;
+	bool main_arena = v->main_arena;
+	rt_arena_end_hold(run, arena);
+	rt_arena_begin_hold(run);
+	const char *why = NULL;
+	enum rt_arena_seen seen = rt_arena_see(run->env, arena, main_arena, v, &why);
+	if (seen == RT_ARENA_SEEN_OK)
+		return true;
+	rt_arena_end_hold(run, arena);
+	*skip = seen == RT_ARENA_SEEN_SKIP;
+	if (*skip)
+		run->res->skipped++;
+	else
+		rt_arena_fail(run, why);
+	return false;
+}
+
+static inline uintptr_t
+rt_arena_min(uintptr_t a, uintptr_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The top chunk, from its end down, one piece at a time. */
+static bool
+rt_arena_release_top(struct rt_arena_run *run, size_t keep, bool *skip)
+{
+	const struct rt_arena_env *env = run->env;
+	struct rt_arena_view *v = run->view;
+	uintptr_t done_from = UINTPTR_MAX, heap = v->top_heap;
+	for (;;) {
+		if (rt_arena_hold_over(run) && !rt_arena_rehold(run, skip))
+			return false;
+		if (v->top_heap != heap) {
+			heap = v->top_heap;
+			done_from = UINTPTR_MAX;
+		}
+		struct rt_arena_range r = rt_arena_free_range(v->top, v->top_size, keep, env->page);
+		uintptr_t hi = rt_arena_min(r.end, done_from);
+		if (r.start >= hi)
+			return true;
+		uintptr_t lo = hi - rt_arena_min(hi - r.start, env->budget.piece_bytes);
+		env->ops->release(env->ops->ctx, lo, hi);
+		run->res->top_bytes += hi - lo;
+		run->hold_work++;
+		done_from = lo;
+	}
+}
+
+/* A mismatch found while the lock is held: give it back, stop. */
+static bool
+rt_arena_abort(struct rt_arena_run *run, const char *why)
+{
+	rt_arena_end_hold(run, run->view->arena);
+	return rt_arena_fail(run, why);
+}
+
+/* How many chunks the arena's heaps could hold: a walk longer than that is going round. */
+static uint64_t
+rt_arena_max_chunks(const struct rt_arena_view *v)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < v->nheaps; i++)
+		bytes += v->heaps[i].end - v->heaps[i].start;
+	return bytes / RT_ARENA_MINSIZE + 1;
+}
+
+/* One normal bin, from its last chunk back to its header, as mtrim walks it. Before each chunk
+ * and each piece the hold may end; after the lock was dropped, the walk goes on only from the
+ * same chunk found again, linked, free, of the same size. It may then go on in another list (a
+ * chunk moved from the unsorted bin to its sized bin, or back): it ends at whichever bin header
+ * it reaches. */
+static bool
+rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
+{
+	const struct rt_arena_env *env = run->env;
+	struct rt_arena_view *v = run->view;
+	uintptr_t bin = rt_arena_bin_at(v->arena, i);
+	unsigned restarts = 0;
+restart:;
+	uint64_t visits = 0;
+	bool resumed = false;
+	uintptr_t p = rt_arena_load(env, bin + RT_ARENA_CHUNK_BK);
+	while (!rt_arena_bin_of(v->arena, p)) {
+		size_t size, again;
+		if (!rt_arena_linked_free(env, v, p, &size))
+			return rt_arena_abort(run, "a chunk in a bin is not a free, linked chunk");
+		if (!resumed && i >= 2 && rt_arena_bin_index(size) != i)
+			return rt_arena_abort(run,
+			                      "a chunk sits in a bin its size does not map to");
+		if (++visits > rt_arena_max_chunks(v))
+			return rt_arena_abort(run, "a bin's list does not lead back to a bin");
+		struct rt_arena_range r = rt_arena_free_range(p, size, 0, env->page);
+		for (uintptr_t hi = r.end;;) {
+			if (rt_arena_hold_over(run)) {
+				if (!rt_arena_rehold(run, skip))
+					return false;
+				resumed = true;
+				if (!rt_arena_linked_free(env, v, p, &again) || again != size)
+					goto lost;
+			}
+			if (hi == r.end) {
+				run->res->chunks++;
+				run->hold_chunks++;
+				run->hold_work++;
+			}
+			if (hi <= r.start)
+				break;
+			uintptr_t lo = hi - rt_arena_min(hi - r.start, env->budget.piece_bytes);
+			env->ops->release(env->ops->ctx, lo, hi);
+			run->res->bin_bytes += hi - lo;
+			run->hold_work++;
+			hi = lo;
+			if (hi == r.start)
+				break;
+		}
+		p = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
+	}
+	return true;
+lost:
+	/* The chunk was taken or merged while the lock was down: walk the bin again (what was
+	 * given back is passed over cheaply), a bounded number of times. */
+	run->res->lost_places++;
+	if (restarts++ < env->budget.restarts)
+		goto restart;
+	return true;
+}
+
+static bool
+rt_arena_release_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena, size_t keep)
+{
+	const struct rt_arena_env *env = run->env;
+	struct rt_arena_view *v = run->view;
+	v->arena = arena;
+	rt_arena_begin_hold(run);
+	const char *why = NULL;
+	enum rt_arena_seen seen = rt_arena_see(env, arena, main_arena, v, &why);
+	if (seen != RT_ARENA_SEEN_OK) {
+		rt_arena_end_hold(run, arena);
+		if (seen == RT_ARENA_SEEN_SKIP) {
+			run->res->skipped++;
+			return true;
+		}
+		return rt_arena_fail(run, why);
+	}
+	bool skip = false;
+	if (!rt_arena_release_top(run, keep, &skip))
+		return skip;
+	int psindex = rt_arena_bin_index(env->page);
+	for (int i = 1; i < RT_ARENA_NBINS; i++)
+		if ((i == 1 || i >= psindex) && !rt_arena_release_bin(run, i, &skip))
+			return skip;
+	rt_arena_end_hold(run, arena);
+	return true;
+}
+
+/* The arena after `arena` in the ring: the main arena, or a thread heap's arena. */
+static const char *
+rt_arena_next(const struct rt_arena_env *env, uintptr_t arena, uintptr_t main_arena,
+              uintptr_t *next)
+{
+	const struct rt_arena_ops *ops = env->ops;
+	uint64_t n, back;
+	if (!ops->peek(ops->ctx, arena + RT_ARENA_NEXT, &n, 1))
+		return "an arena's next pointer is not mapped";
+	*next = (uintptr_t)n;
+	if (*next == main_arena)
+		return NULL;
+	uintptr_t heap = *next - RT_ARENA_HEAP_INFO_SIZE;
+	if (*next % RT_ARENA_ALIGN || heap % env->heap_max ||
+	    !ops->peek(ops->ctx, heap + RT_ARENA_HEAP_AR_PTR, &back, 1) || back != *next)
+		return "the arena ring holds an arena that is neither the main arena nor at the "
+		       "start of a thread heap";
+	return NULL;
+}
+
+const char *
+rt_arena_check_ring(const struct rt_arena_env *env, uintptr_t main_arena, unsigned *count)
+{
+	uintptr_t a = main_arena;
+	*count = 0;
+	do {
+		if (++*count > env->budget.max_arenas)
+			return "the arena ring does not close through the main arena";
+		const char *why = rt_arena_next(env, a, main_arena, &a);
+		if (why)
+			return why;
+	} while (a != main_arena);
+	return NULL;
+}
+
+const char *
+rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
+                 struct rt_arena_view *view)
+{
+	const struct rt_arena_ops *ops = env->ops;
+	ops->lock(ops->ctx, arena + RT_ARENA_MUTEX);
+	const char *why = NULL;
+	enum rt_arena_seen seen = rt_arena_see(env, arena, main_arena, view, &why);
+	unsigned budget = env->budget.hold_chunks;
+	for (int i = 1; seen == RT_ARENA_SEEN_OK && !why && i < RT_ARENA_NBINS; i++) {
+		uintptr_t bin = rt_arena_bin_at(arena, i);
+		size_t size;
+		for (uintptr_t p = rt_arena_load(env, bin + RT_ARENA_CHUNK_BK);
+		     !rt_arena_bin_of(arena, p) && budget > 0 && !why;
+		     p = rt_arena_load(env, p + RT_ARENA_CHUNK_BK)) {
+			budget--;
+			if (!rt_arena_linked_free(env, view, p, &size))
+				why = "a chunk in a bin is not a free, linked chunk";
+			else if (i >= 2 && rt_arena_bin_index(size) != i)
+				why = "a chunk sits in a bin that its size does not map to";
+		}
+	}
+	ops->unlock(ops->ctx, arena + RT_ARENA_MUTEX);
+	return why;
+}
+
+int
+rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
+                 struct rt_arena_view *view, struct rt_arena_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct rt_arena_run run = {.env = env, .view = view, .res = res};
+	uintptr_t a = main_arena;
+	do {
+		if (++res->arenas > env->budget.max_arenas) {
+			res->failure = "the arena ring does not close through the main arena";
+			return -1;
+		}
+		if (!rt_arena_release_one(&run, a, a == main_arena, keep))
+			return -1;
+		const char *why = rt_arena_next(env, a, main_arena, &a);
+		if (why) {
+			res->failure = why;
+			return -1;
+		}
+	} while (a != main_arena);
+	return 0;
+}

@@ -1,0 +1,169 @@
+/* rt_arena: glibc's malloc arenas (glibc 2.35 to 2.41, x86_64) as data, and the rules for giving
+ * back what malloc_trim leaves in them; why it is done this way is at the top of rt_arena.c. */
+#ifndef RT_ARENA_H
+#define RT_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Byte offsets in glibc 2.35-2.41 for LP64, as `ptype /o` prints them with libc6-dbg. */
+enum {
+	/* struct malloc_state */
+	RT_ARENA_MUTEX = 0, /* int: 0 free, 1 locked, 2 locked with waiters */
+	RT_ARENA_FLAGS = 4, /* int: NONCONTIGUOUS_BIT */
+	RT_ARENA_HAVE_FASTCHUNKS = 8,
+	RT_ARENA_TOP = 96,
+	RT_ARENA_BINS = 112, /* bins[254]: fd, bk of bins 1..127 */
+	RT_ARENA_BINMAP = 2144,
+	RT_ARENA_NEXT = 2160,
+	RT_ARENA_ATTACHED = 2176,
+	RT_ARENA_SYSTEM_MEM = 2184,
+	RT_ARENA_MAX_SYSTEM_MEM = 2192,
+	RT_ARENA_STATE_SIZE = 2200,
+	RT_ARENA_NBINS = 128,
+	/* heap_info, at the start of every thread heap (aligned to RT_ARENA_HEAP_MAX) */
+	RT_ARENA_HEAP_AR_PTR = 0,
+	RT_ARENA_HEAP_PREV = 8,
+	RT_ARENA_HEAP_SIZE = 16,
+	RT_ARENA_HEAP_MPROTECT = 24,
+	RT_ARENA_HEAP_PAGESIZE = 32,
+	RT_ARENA_HEAP_INFO_SIZE = 48,
+	/* struct malloc_chunk */
+	RT_ARENA_CHUNK_PREV_SIZE = 0,
+	RT_ARENA_CHUNK_SIZE = 8,
+	RT_ARENA_CHUNK_FD = 16,
+	RT_ARENA_CHUNK_BK = 24,
+	RT_ARENA_CHUNK_HEADER = 48, /* sizeof (struct malloc_chunk): what a free chunk keeps */
+	RT_ARENA_MINSIZE = 32,
+	RT_ARENA_ALIGN = 16,
+	RT_ARENA_PREV_INUSE = 1,
+	RT_ARENA_IS_MMAPPED = 2,
+	RT_ARENA_NON_MAIN = 4,
+	RT_ARENA_NONCONTIGUOUS = 2,
+};
+
+/* HEAP_MAX_SIZE: 2 * DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (without glibc.malloc.hugetlb=2). */
+#define RT_ARENA_HEAP_MAX ((uintptr_t)64 << 20)
+
+/* Whether the running glibc's version string ("2.36") is one whose malloc this module was
+ * checked against. */
+bool rt_arena_version_supported(const char *version);
+
+/* The address of bin i's header (bin_at): its fd and bk overlay bins[2i-2] and bins[2i-1]. */
+uintptr_t rt_arena_bin_at(uintptr_t arena, int i);
+/* glibc's bin_index for a chunk size on 64-bit. */
+int rt_arena_bin_index(size_t size);
+
+/* The page-aligned part of a free chunk (or of the top chunk) that can be given back: after its
+ * first 48 bytes and `keep` more, up to its end. Empty (start == end) when no whole page fits. */
+struct rt_arena_range {
+	uintptr_t start;
+	uintptr_t end;
+};
+struct rt_arena_range rt_arena_free_range(uintptr_t chunk, size_t size, size_t keep, size_t page);
+
+/* How many positions of a snapshot of words look like a main arena: every bin either empty
+ * (pointing at itself) or holding two plausible chunk pointers, at least min_empty empty, and a
+ * mutex of 0, 1 or 2. `words` was copied from address `base`; the first candidate's address goes
+ * to *found. */
+size_t rt_arena_find_main(const uint64_t *words, size_t nwords, uintptr_t base, size_t min_empty,
+                          uintptr_t *found);
+
+/* Checks a snapshot of one struct malloc_state (RT_ARENA_STATE_SIZE bytes, copied from `arena`
+ * while its mutex was held): NULL when it is what glibc's invariants say, else the reason. */
+const char *rt_arena_check_state(const uint64_t *words, uintptr_t arena, bool main_arena);
+
+/* Checks a thread heap's heap_info (its first 6 words, read at `heap`) for `arena`, with the
+ * system's page size and HEAP_MAX_SIZE. */
+const char *rt_arena_check_heap(const uint64_t *words, uintptr_t heap, uintptr_t arena, size_t page,
+                                uintptr_t heap_max);
+
+/* What the shim provides: reads, glibc's lock, the release itself and a clock. */
+struct rt_arena_ops {
+	void *ctx;
+	/* One aligned word that glibc's invariants say is mapped (read with acquire ordering). */
+	uint64_t (*load)(void *ctx, uintptr_t addr);
+	/* Aligned words that may not be mapped: false instead of a fault. */
+	bool (*peek)(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords);
+	/* The arena's mutex, taken and given back as glibc's __libc_lock_lock/unlock do; unlock
+	 * says whether a thread was waiting. */
+	void (*lock)(void *ctx, uintptr_t mutex);
+	bool (*unlock)(void *ctx, uintptr_t mutex);
+	/* After an unlock that woke a waiter: give it the time to take the lock. */
+	void (*let_waiter_in)(void *ctx, uintptr_t mutex);
+	/* Before every lock: sleep a little, so that the hold starts on a fresh time slice. A
+	 * hold that the scheduler cuts lasts until the worker gets a core again: on a 2-core
+	 * machine at load 9, 40 of 500 holds lasted over 1 ms without it, 0 to 11 with it. */
+	void (*rest)(void *ctx);
+	/* Gives back the pages of [start, end): page aligned, inside one free chunk. */
+	void (*release)(void *ctx, uintptr_t start, uintptr_t end);
+	int64_t (*now_ns)(void *ctx);
+};
+
+/* How long one lock hold may last, and how much one release call gives back. */
+struct rt_arena_budget {
+	int64_t hold_ns;      /* the lock is dropped once held this long... */
+	unsigned hold_chunks; /* ...or once this many chunks were looked at */
+	size_t piece_bytes;   /* the most one release call covers */
+	unsigned restarts;    /* a bin that lost its place is walked again at most this often */
+	unsigned max_arenas;  /* the ring is followed this far at most */
+};
+
+/* The defaults that make one hold cost about a tenth of a millisecond on a current x86 core. */
+struct rt_arena_budget rt_arena_default_budget(void);
+
+struct rt_arena_env {
+	const struct rt_arena_ops *ops;
+	struct rt_arena_budget budget;
+	size_t page;
+	uintptr_t heap_max;
+};
+
+/* Up to this many heaps of one arena are known at once (64 GiB of 64 MiB heaps); an arena with
+ * more is skipped, not released. */
+#define RT_ARENA_MAX_HEAPS 1024
+
+/* The memory of the arena under the lock: its heaps (one range for the main arena) and top. */
+struct rt_arena_view {
+	uintptr_t arena;
+	bool main_arena;
+	uintptr_t top;
+	size_t top_size;
+	uintptr_t top_heap; /* the heap holding top; 0 for the main arena */
+	size_t nheaps;
+	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
+};
+
+struct rt_arena_result {
+	uint64_t top_bytes;   /* given back from top chunks (whole pages, resident or not) */
+	uint64_t bin_bytes;   /* given back from binned free chunks */
+	uint64_t chunks;      /* chunks looked at */
+	unsigned arenas;      /* arenas visited */
+	unsigned skipped;     /* arenas skipped (too many heaps, not yet used) */
+	unsigned holds;       /* lock holds, all arenas together */
+	unsigned contended;   /* holds that ended with a waiter */
+	unsigned lost_places; /* bin walks that started over */
+	int64_t longest_hold_ns;
+	const char *failure; /* why the release stopped: the layout is not what it expects */
+};
+
+/* Whether addr lies in one of the view's heaps. */
+bool rt_arena_view_holds(const struct rt_arena_view *view, uintptr_t addr);
+
+/* Checks, without taking any lock, that the ring of arenas from `main_arena` closes through it
+ * and that every other member is the arena of a thread heap that points back at it. peek only. */
+const char *rt_arena_check_ring(const struct rt_arena_env *env, uintptr_t main_arena,
+                                unsigned *count);
+
+/* Locks one arena and checks it as the release would, without giving anything back. */
+const char *rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
+                             struct rt_arena_view *view);
+
+/* Gives back the free pages of every arena, one at a time, in bounded lock holds; the top of
+ * each arena keeps `keep` bytes. Returns 0, or -1 with res->failure set when something did not
+ * match the layout (nothing more is released then). `view` is scratch space. */
+int rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
+                     struct rt_arena_view *view, struct rt_arena_result *res);
+
+#endif

@@ -1,0 +1,300 @@
+/* The OS-facing half of the glibc release (the rules, and why they are safe, are in
+ * policy/rt_arena.c): where glibc's main arena is, reads that cannot fault, glibc's own lock
+ * protocol on an arena's mutex, the pauses between holds, and madvise. */
+#include "rt_glibc.h"
+
+#include "rt_shim.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Where policy/rt_arena's offsets were read with `ptype /o` against glibc's debug symbols. */
+#if defined(__x86_64__)
+#define RT_GLIBC_LAYOUT_CHECKED 1
+#else
+#define RT_GLIBC_LAYOUT_CHECKED 0
+#endif
+/* An arena's bins are mostly empty when the library starts; a main arena shows at least this
+ * many of its 127 bins pointing at themselves. */
+#define RT_GLIBC_MIN_EMPTY_BINS 32
+/* The sleep before each lock hold (the timer slack makes it about 70 us). */
+#define RT_GLIBC_REST_NS (20 * 1000)
+/* After an unlock that woke a waiter, how long the worker stays away from the lock. */
+#define RT_GLIBC_HANDOVER_NS (200 * 1000)
+
+static struct {
+	bool ready;     /* found at start and not stood down since */
+	bool validated; /* every arena was locked, read and checked once, on the worker */
+	void *(*malloc_fn)(size_t);
+	void (*free_fn)(void *);
+	pid_t pid; /* for process_vm_readv; a fork child reads its own */
+	size_t page;
+	uintptr_t main_arena;
+	struct rt_arena_view view;
+	struct rt_arena_result last;
+} rt_g;
+
+static uint64_t
+rt_glibc_load(void *ctx, uintptr_t addr)
+{
+	(void)ctx;
+	return __atomic_load_n((const uint64_t *)addr, __ATOMIC_ACQUIRE);
+}
+
+/* A read that fails instead of faulting: the kernel copies from our own address space. */
+static bool
+rt_glibc_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords)
+{
+	(void)ctx;
+	struct iovec local = {out, nwords * 8}, remote = {(void *)addr, nwords * 8};
+	return process_vm_readv(rt_g.pid, &local, 1, &remote, 1, 0) == (ssize_t)(nwords * 8);
+}
+
+/* glibc's __libc_lock_lock: lll_lock(LLL_PRIVATE) on an int, 0 free, 1 locked, 2 locked with
+ * (possibly) waiters, and __lll_lock_wait_private when it is taken. */
+static void
+rt_glibc_lock(void *ctx, uintptr_t addr)
+{
+	(void)ctx;
+	int *futex = (int *)addr, zero = 0;
+	if (__atomic_compare_exchange_n(futex, &zero, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	if (__atomic_load_n(futex, __ATOMIC_RELAXED) != 2 &&
+	    __atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) == 0)
+		return;
+	do
+		syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	while (__atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) != 0);
+}
+
+/* glibc's __libc_lock_unlock: lll_unlock, which wakes one waiter when the word was 2. */
+static bool
+rt_glibc_unlock(void *ctx, uintptr_t addr)
+{
+	(void)ctx;
+	int *futex = (int *)addr;
+	int old = __atomic_exchange_n(futex, 0, __ATOMIC_RELEASE);
+	if (old > 1)
+		syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	return old > 1;
+}
+
+static int64_t
+rt_glibc_now_ns(void *ctx)
+{
+	(void)ctx;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The thread we woke must run before we take the lock again, or it finds it taken and sleeps
+ * once more, as long as a hold each time. Whether it ran cannot be seen (it holds the lock for a
+ * microsecond), so the worker stays away for longer than it takes to wake a thread on a busy
+ * machine. */
+static void
+rt_glibc_let_waiter_in(void *ctx, uintptr_t addr)
+{
+	(void)ctx;
+	(void)addr;
+	struct timespec away = {0, RT_GLIBC_HANDOVER_NS};
+	nanosleep(&away, NULL);
+}
+
+static void
+rt_glibc_rest(void *ctx)
+{
+	(void)ctx;
+	struct timespec pause = {0, RT_GLIBC_REST_NS};
+	nanosleep(&pause, NULL);
+}
+
+static void
+rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
+{
+	(void)ctx;
+	madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+static const struct rt_arena_ops rt_glibc_ops = {
+    .load = rt_glibc_load,
+    .peek = rt_glibc_peek,
+    .lock = rt_glibc_lock,
+    .unlock = rt_glibc_unlock,
+    .let_waiter_in = rt_glibc_let_waiter_in,
+    .rest = rt_glibc_rest,
+    .release = rt_glibc_release_pages,
+    .now_ns = rt_glibc_now_ns,
+};
+
+static struct rt_arena_env
+rt_glibc_env(void)
+{
+	return (struct rt_arena_env){
+	    .ops = &rt_glibc_ops,
+	    .budget = rt_arena_default_budget(),
+	    .page = rt_g.page,
+	    .heap_max = RT_ARENA_HEAP_MAX,
+	};
+}
+
+static bool
+rt_glibc_off(const char *why, const char *detail)
+{
+	rt_warn("glibc arena release off: %s%s%s; malloc_trim returns what it can", why,
+	        detail ? ": " : "", detail ? detail : "");
+	rt_g.ready = false;
+	return false;
+}
+
+struct rt_glibc_scan {
+	uintptr_t inside; /* an address in libc's text: which object to look at */
+	bool seen;
+	size_t candidates;
+	uintptr_t found;
+};
+
+/* In libc's writable segments (.data holds main_arena), every place that looks like a main
+ * arena. */
+static int
+rt_glibc_scan_object(struct dl_phdr_info *obj, size_t size, void *arg)
+{
+	(void)size;
+	struct rt_glibc_scan *scan = arg;
+	bool mine = false;
+	for (int i = 0; i < obj->dlpi_phnum && !mine; i++) {
+		const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
+		uintptr_t start = obj->dlpi_addr + ph->p_vaddr;
+		mine = ph->p_type == PT_LOAD && scan->inside - start < ph->p_memsz;
+	}
+	if (!mine)
+		return 0;
+	scan->seen = true;
+	for (int i = 0; i < obj->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		uintptr_t start = (obj->dlpi_addr + ph->p_vaddr + 7) & ~(uintptr_t)7;
+		uintptr_t end = (obj->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(uintptr_t)7;
+		if (end <= start)
+			continue;
+		/* A copy, so that the rules read a snapshot, not words that change under them. */
+		size_t bytes = end - start;
+		void *copy =
+		    mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (copy == MAP_FAILED)
+			continue;
+		memcpy(copy, (const void *)start, bytes);
+		uintptr_t found = 0;
+		size_t n =
+		    rt_arena_find_main(copy, bytes / 8, start, RT_GLIBC_MIN_EMPTY_BINS, &found);
+		if (n && !scan->candidates)
+			scan->found = found;
+		scan->candidates += n;
+		munmap(copy, bytes);
+	}
+	return 1;
+}
+
+bool
+rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
+{
+	rt_g.ready = false;
+	if (!RT_GLIBC_LAYOUT_CHECKED)
+		return rt_glibc_off("its layout of glibc's arenas is only checked on x86_64", NULL);
+	const char *version = gnu_get_libc_version();
+	if (!rt_arena_version_supported(version))
+		return rt_glibc_off("glibc's version is not one of 2.35 to 2.41", version);
+	Dl_info libc, served;
+	if (!dladdr((void *)gnu_get_libc_version, &libc) || !dladdr((void *)malloc_fn, &served) ||
+	    libc.dli_fbase != served.dli_fbase)
+		return rt_glibc_off("malloc is not served by glibc's libc itself",
+		                    served.dli_fname);
+	rt_g.page = (size_t)sysconf(_SC_PAGESIZE);
+	rt_g.pid = getpid();
+	uint64_t probe = 0x726f756e64747269, seen = 0;
+	if (!rt_glibc_peek(NULL, (uintptr_t)&probe, &seen, 1) || seen != probe)
+		return rt_glibc_off("process_vm_readv cannot read this process", strerror(errno));
+
+	/* The main arena's bins are set up by the first malloc (ptmalloc_init). */
+	free_fn(malloc_fn(1));
+	struct rt_glibc_scan scan = {.inside = (uintptr_t)gnu_get_libc_version};
+	dl_iterate_phdr(rt_glibc_scan_object, &scan);
+	const char *why = NULL;
+	unsigned narenas = 0;
+	struct rt_arena_env env = rt_glibc_env();
+	if (!scan.seen)
+		why = "libc's segments were not found";
+	else if (scan.candidates != 1)
+		why = scan.candidates ? "more than one place in libc looks like the main arena"
+		                      : "no place in libc looks like the main arena";
+	else
+		why = rt_arena_check_ring(&env, scan.found, &narenas);
+	if (why)
+		return rt_glibc_off(why, NULL);
+	rt_g.malloc_fn = malloc_fn;
+	rt_g.free_fn = free_fn;
+	rt_g.main_arena = scan.found;
+	rt_g.validated = false;
+	rt_g.ready = true;
+	return true;
+}
+
+/* On the worker, before the first release: every arena, locked as a release locks it, read and
+ * checked, nothing given back; and a chunk the worker just allocated must lie in one of them. */
+static const char *
+rt_glibc_validate(void)
+{
+	struct rt_arena_env env = rt_glibc_env();
+	unsigned narenas = 0;
+	const char *why = rt_arena_check_ring(&env, rt_g.main_arena, &narenas);
+	char *mine = rt_g.malloc_fn(200);
+	if (!mine)
+		return "malloc failed";
+	bool found_mine = false;
+	uintptr_t a = rt_g.main_arena;
+	for (unsigned i = 0; !why && i < narenas; i++) {
+		why = rt_arena_dry_run(&env, a, i == 0, &rt_g.view);
+		found_mine |= !why && rt_arena_view_holds(&rt_g.view, (uintptr_t)mine - 16);
+		a = (uintptr_t)rt_glibc_load(NULL, a + RT_ARENA_NEXT);
+	}
+	rt_g.free_fn(mine);
+	if (!why && !found_mine)
+		why = "a chunk just allocated lies in none of the arenas found";
+	return why;
+}
+
+int
+rt_glibc_release(size_t keep)
+{
+	if (!rt_g.ready)
+		return -1;
+	rt_g.pid = getpid();
+	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
+	if (why) {
+		rt_glibc_off(why, NULL);
+		return -1;
+	}
+	rt_g.validated = true;
+	struct rt_arena_env env = rt_glibc_env();
+	if (rt_arena_release(&env, rt_g.main_arena, keep, &rt_g.view, &rt_g.last) == 0)
+		return 0;
+	rt_glibc_off(rt_g.last.failure, NULL);
+	return -1;
+}
+
+const struct rt_arena_result *
+rt_glibc_last(void)
+{
+	return &rt_g.last;
+}

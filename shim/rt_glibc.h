@@ -1,0 +1,25 @@
+/* rt_glibc: returns to the OS what malloc_trim(0) leaves in glibc's arenas, on the worker thread,
+ * in short lock holds. Owns finding glibc's arenas, taking their locks as glibc does, and madvise;
+ * every rule it follows is in policy/rt_arena. */
+#ifndef RT_GLIBC_H
+#define RT_GLIBC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rt_arena.h"
+
+/* At start, once glibc's malloc is known to win (malloc_fn is the malloc that serves the
+ * program, free_fn its free): checks the running glibc (version, where its main arena is, the
+ * ring of arenas), reading only, taking no lock. False when it stood down, after one line on
+ * stderr naming the cause. */
+bool rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *));
+/* Gives back the free pages of every arena, the tops of thread arenas included, keeping `keep`
+ * bytes at each top; the first call first locks and checks every arena without giving anything
+ * back. 0 when done; -1 when it is not ready or stood down now (one line on stderr the first
+ * time): the caller falls back to malloc_trim. Worker thread only. */
+int rt_glibc_release(size_t keep);
+/* What the last release did. */
+const struct rt_arena_result *rt_glibc_last(void);
+
+#endif

@@ -1,0 +1,853 @@
+/* The arena rules on fake arenas: heaps laid out in memory of the test exactly as glibc 2.36 lays
+ * them out (heap_info, malloc_state, chunks, top), with a heap size of 1 MiB instead of 64 MiB.
+ * The fake operations hold the lock in a word of the fake arena, check every release against the
+ * heap as it is at that moment, and can change the heap between two holds as another thread
+ * would. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_arena.h"
+
+#define T_HEAP_MAX ((uintptr_t)1 << 20)
+#define T_PAGE 4096
+#define T_SBRK (1024 * 1024)
+#define T_MAX_RANGES 4096
+
+struct t_world;
+typedef void (*t_between)(struct t_world *w, unsigned hold);
+
+struct t_world {
+	unsigned char *heaps; /* two heaps of T_HEAP_MAX, aligned to it */
+	unsigned char *sbrk;  /* the main arena's memory */
+	uint64_t *main_state;
+	uintptr_t main, thread;
+	uintptr_t main_first, thread_first; /* first chunk of each */
+	/* the operations' record */
+	unsigned locks, releases, bad_releases;
+	int held;
+	int64_t clock, step;
+	bool contended;
+	t_between between;
+	struct rt_arena_range ranges[T_MAX_RANGES];
+	size_t nranges;
+	size_t max_piece;
+};
+
+static struct t_world w;
+
+static inline uint64_t *
+W(uintptr_t addr)
+{
+	return (uint64_t *)addr;
+}
+
+static size_t
+t_chunk_size(uintptr_t c)
+{
+	return *W(c + 8) & ~(uint64_t)7;
+}
+
+static uintptr_t
+t_top(uintptr_t arena)
+{
+	return *W(arena + RT_ARENA_TOP);
+}
+
+static bool
+t_free(uintptr_t c)
+{
+	return !(*W(c + t_chunk_size(c) + 8) & RT_ARENA_PREV_INUSE);
+}
+
+/* Fresh arena state: empty bins, a top, the ring. */
+static void
+t_init_arena(uintptr_t a, bool main_arena, uintptr_t next, size_t system)
+{
+	memset((void *)a, 0, RT_ARENA_STATE_SIZE);
+	*(int *)(a + RT_ARENA_FLAGS) = main_arena ? 0 : RT_ARENA_NONCONTIGUOUS;
+	for (int i = 1; i < RT_ARENA_NBINS; i++) {
+		uintptr_t bin = rt_arena_bin_at(a, i);
+		*W(bin + 16) = *W(bin + 24) = bin;
+	}
+	*W(a + RT_ARENA_NEXT) = next;
+	*W(a + RT_ARENA_SYSTEM_MEM) = *W(a + RT_ARENA_MAX_SYSTEM_MEM) = system;
+}
+
+static void
+t_link(uintptr_t a, uintptr_t c, int bin_index)
+{
+	uintptr_t bin = rt_arena_bin_at(a, bin_index);
+	uintptr_t fwd = *W(bin + 16);
+	*W(c + 16) = fwd;
+	*W(c + 24) = bin;
+	*W(fwd + 24) = c;
+	*W(bin + 16) = c;
+	if (bin_index >= 2)
+		*(uint32_t *)(a + RT_ARENA_BINMAP + (size_t)(bin_index / 32) * 4) |=
+		    1u << (bin_index % 32);
+}
+
+static void
+t_unlink(uintptr_t c)
+{
+	uintptr_t fd = *W(c + 16), bk = *W(c + 24);
+	*W(fd + 24) = bk;
+	*W(bk + 16) = fd;
+}
+
+/* Lays out chunks from `first`: sizes[i] > 0 in use, < 0 free (linked into the unsorted bin
+ * when bin == 1, its sized bin when 0); the rest up to `end` is the top. */
+static void
+t_layout(uintptr_t a, uintptr_t first, uintptr_t end, const long *sizes, size_t n, int bin,
+         bool main_arena)
+{
+	uintptr_t c = first;
+	bool prev_free = false;
+	uint64_t arena_bit = main_arena ? 0 : RT_ARENA_NON_MAIN;
+	for (size_t i = 0; i < n; i++) {
+		size_t size = (size_t)labs(sizes[i]);
+		*W(c + 8) = size | (prev_free ? 0 : RT_ARENA_PREV_INUSE) | arena_bit;
+		prev_free = sizes[i] < 0;
+		if (prev_free) {
+			*W(c + size) = size; /* the footer */
+			t_link(a, c, bin ? bin : rt_arena_bin_index(size));
+		}
+		memset((void *)(c + 16 + (prev_free ? 32 : 0)), 0xab,
+		       size - 16 - (prev_free ? 32 : 0));
+		c += size;
+	}
+	cr_assert(!prev_free, "the chunk before the top is in use");
+	*W(a + RT_ARENA_TOP) = c;
+	*W(c + 8) = (end - c) | RT_ARENA_PREV_INUSE;
+}
+
+/* A thread arena in the first fake heap and a main arena over the fake sbrk memory. */
+static void
+t_world_init(const long *thread_sizes, size_t nthread, const long *main_sizes, size_t nmain,
+             int bin)
+{
+	free(w.heaps);
+	free(w.sbrk);
+	free(w.main_state);
+	memset(&w, 0, sizeof(w));
+	w.heaps = aligned_alloc(T_HEAP_MAX, 2 * T_HEAP_MAX);
+	w.sbrk = aligned_alloc(T_PAGE, T_SBRK);
+	w.main_state = aligned_alloc(64, RT_ARENA_STATE_SIZE + 64);
+	cr_assert(w.heaps && w.sbrk && w.main_state);
+	w.main = (uintptr_t)w.main_state;
+	uintptr_t h = (uintptr_t)w.heaps;
+	w.thread = h + RT_ARENA_HEAP_INFO_SIZE;
+	*W(h + RT_ARENA_HEAP_AR_PTR) = w.thread;
+	*W(h + RT_ARENA_HEAP_PREV) = 0;
+	*W(h + RT_ARENA_HEAP_SIZE) = T_HEAP_MAX / 2;
+	*W(h + RT_ARENA_HEAP_MPROTECT) = T_HEAP_MAX / 2;
+	*W(h + RT_ARENA_HEAP_PAGESIZE) = T_PAGE;
+	t_init_arena(w.main, true, w.thread, T_SBRK);
+	t_init_arena(w.thread, false, w.main, T_HEAP_MAX / 2);
+	/* As _int_new_arena aligns the first chunk after the arena. */
+	w.thread_first = w.thread + RT_ARENA_STATE_SIZE + 8;
+	w.main_first = (uintptr_t)w.sbrk;
+	t_layout(w.thread, w.thread_first, h + T_HEAP_MAX / 2, thread_sizes, nthread, bin, false);
+	t_layout(w.main, w.main_first, w.main_first + T_SBRK, main_sizes, nmain, bin, true);
+	w.step = 1000;
+	w.max_piece = SIZE_MAX;
+}
+
+static bool
+t_mapped(uintptr_t addr, size_t len)
+{
+	uintptr_t h = (uintptr_t)w.heaps, s = (uintptr_t)w.sbrk;
+	return (addr >= h && addr + len <= h + 2 * T_HEAP_MAX) ||
+	       (addr >= s && addr + len <= s + T_SBRK) ||
+	       (addr >= w.main && addr + len <= w.main + RT_ARENA_STATE_SIZE);
+}
+
+static uint64_t
+t_load(void *ctx, uintptr_t addr)
+{
+	(void)ctx;
+	cr_assert(t_mapped(addr, 8), "load of an unmapped address %#lx", (unsigned long)addr);
+	return *W(addr);
+}
+
+static bool
+t_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t n)
+{
+	(void)ctx;
+	if (!t_mapped(addr, n * 8))
+		return false;
+	memcpy(out, (void *)addr, n * 8);
+	return true;
+}
+
+static void
+t_lock(void *ctx, uintptr_t mutex)
+{
+	(void)ctx;
+	if (w.between)
+		w.between(&w, w.locks);
+	cr_assert_eq(w.held, 0, "a second lock while one is held");
+	cr_assert_eq(*(int *)mutex, 0);
+	*(int *)mutex = 1;
+	w.held = 1;
+	w.locks++;
+}
+
+static bool
+t_unlock(void *ctx, uintptr_t mutex)
+{
+	(void)ctx;
+	cr_assert_eq(w.held, 1);
+	int was = *(int *)mutex;
+	cr_assert(was == 1 || was == 2);
+	*(int *)mutex = 0;
+	w.held = 0;
+	return was == 2 || w.contended;
+}
+
+static unsigned t_handovers;
+
+static void
+t_let_waiter_in(void *ctx, uintptr_t mutex)
+{
+	(void)ctx;
+	cr_assert_eq(*(int *)mutex, 0, "the waiter is let in with the lock given back");
+	t_handovers++;
+}
+
+static void
+t_rest(void *ctx)
+{
+	(void)ctx;
+	cr_assert_eq(w.held, 0, "a rest with the lock held");
+	w.clock += 70 * 1000;
+}
+
+static int64_t
+t_now(void *ctx)
+{
+	(void)ctx;
+	return w.clock += w.step;
+}
+
+/* A release must cover whole pages inside the free part of one free chunk or of the top,
+ * right now, with the lock held. */
+static bool
+t_release_ok(uintptr_t start, uintptr_t end)
+{
+	uintptr_t arenas[2] = {w.thread, w.main}, firsts[2] = {w.thread_first, w.main_first};
+	if (start % T_PAGE || end % T_PAGE || start >= end || !w.held)
+		return false;
+	for (int k = 0; k < 2; k++) {
+		uintptr_t top = t_top(arenas[k]);
+		if (start >= top + RT_ARENA_CHUNK_HEADER && end <= top + t_chunk_size(top))
+			return true;
+		for (uintptr_t c = firsts[k]; c < top && t_chunk_size(c); c += t_chunk_size(c))
+			if (start >= c && start < c + t_chunk_size(c))
+				return t_free(c) && start >= c + RT_ARENA_CHUNK_HEADER &&
+				       end <= c + t_chunk_size(c);
+	}
+	return false;
+}
+
+static void
+t_release(void *ctx, uintptr_t start, uintptr_t end)
+{
+	(void)ctx;
+	w.releases++;
+	if (!t_release_ok(start, end))
+		w.bad_releases++;
+	if (end - start > w.max_piece)
+		w.bad_releases++;
+	if (w.nranges < T_MAX_RANGES)
+		w.ranges[w.nranges++] = (struct rt_arena_range){start, end};
+	memset((void *)start, 0, end - start);
+}
+
+static const struct rt_arena_ops t_ops = {
+    .load = t_load,
+    .peek = t_peek,
+    .lock = t_lock,
+    .unlock = t_unlock,
+    .let_waiter_in = t_let_waiter_in,
+    .rest = t_rest,
+    .release = t_release,
+    .now_ns = t_now,
+};
+
+static struct rt_arena_env
+t_env(int64_t hold_ns, size_t piece)
+{
+	struct rt_arena_env env = {
+	    .ops = &t_ops,
+	    .budget = rt_arena_default_budget(),
+	    .page = T_PAGE,
+	    .heap_max = T_HEAP_MAX,
+	};
+	env.budget.hold_ns = hold_ns;
+	env.budget.piece_bytes = piece;
+	w.max_piece = piece;
+	return env;
+}
+
+static struct rt_arena_view t_view;
+
+TestSuite(arena, .timeout = 10);
+
+/* Whether every byte of [start, end) was given back by some release. */
+static bool
+t_released(uintptr_t start, uintptr_t end)
+{
+	for (uintptr_t p = start; p < end; p += T_PAGE) {
+		bool hit = false;
+		for (size_t i = 0; i < w.nranges && !hit; i++)
+			hit = p >= w.ranges[i].start && p < w.ranges[i].end;
+		if (!hit)
+			return false;
+	}
+	return true;
+}
+
+static bool
+t_touched(uintptr_t start, uintptr_t end)
+{
+	for (size_t i = 0; i < w.nranges; i++)
+		if (w.ranges[i].start < end && w.ranges[i].end > start)
+			return true;
+	return false;
+}
+
+/* The bytes of an in-use chunk after its header still hold the fill. */
+static bool
+t_intact(uintptr_t c)
+{
+	for (uintptr_t p = c + 16; p < c + t_chunk_size(c); p++)
+		if (*(unsigned char *)p != 0xab)
+			return false;
+	return true;
+}
+
+Test(arena, version_range)
+{
+	cr_assert(rt_arena_version_supported("2.35"));
+	cr_assert(rt_arena_version_supported("2.36"));
+	cr_assert(rt_arena_version_supported("2.41"));
+	cr_assert_not(rt_arena_version_supported("2.34"));
+	cr_assert_not(rt_arena_version_supported("2.42"));
+	cr_assert_not(rt_arena_version_supported("3.36"));
+	cr_assert_not(rt_arena_version_supported("12.36"));
+	cr_assert_not(rt_arena_version_supported("2.3"));
+	cr_assert_not(rt_arena_version_supported("2.36x"));
+	cr_assert_not(rt_arena_version_supported(""));
+	cr_assert_not(rt_arena_version_supported(NULL));
+}
+
+Test(arena, bin_index_as_glibc)
+{
+	cr_assert_eq(rt_arena_bin_index(32), 2);
+	cr_assert_eq(rt_arena_bin_index(1008), 63);
+	cr_assert_eq(rt_arena_bin_index(1024), 64);
+	cr_assert_eq(rt_arena_bin_index(3136), 97);
+	cr_assert_eq(rt_arena_bin_index(4096), 99); /* mtrim's psindex with 4 KiB pages */
+	cr_assert_eq(rt_arena_bin_index(10752), 112);
+	cr_assert_eq(rt_arena_bin_index(40960), 120);
+	cr_assert_eq(rt_arena_bin_index(160 * 1024), 124);
+	cr_assert_eq(rt_arena_bin_index(768 * 1024), 126);
+	cr_assert_eq(rt_arena_bin_index((size_t)1 << 30), 126);
+}
+
+Test(arena, bin_header_overlays_the_bins_array)
+{
+	/* bin 1's fd is bins[0]; its header starts 16 bytes before, over top and
+	 * last_remainder, as glibc's bin_at does. */
+	cr_assert_eq(rt_arena_bin_at(0x1000, 1), 0x1000 + RT_ARENA_TOP);
+	cr_assert_eq(rt_arena_bin_at(0x1000, 127) + 24, 0x1000 + RT_ARENA_BINMAP - 8);
+}
+
+Test(arena, free_range_keeps_the_header_page_and_the_tail)
+{
+	struct rt_arena_range r = rt_arena_free_range(0x10000, 0x3000, 0, T_PAGE);
+	cr_assert_eq(r.start, 0x11000);
+	cr_assert_eq(r.end, 0x13000);
+	/* Header 48 bytes from a page end: that page is kept. */
+	r = rt_arena_free_range(0x10fe0, 0x3000, 0, T_PAGE);
+	cr_assert_eq(r.start, 0x12000);
+	cr_assert_eq(r.end, 0x13000);
+	/* mtrim's condition: a chunk of a page and 48 bytes holds no whole page after them. */
+	r = rt_arena_free_range(0x10010, T_PAGE + 48, 0, T_PAGE);
+	cr_assert_eq(r.start, r.end);
+	r = rt_arena_free_range(0x10000, 0x100000, 0x4000, T_PAGE);
+	cr_assert_eq(r.start, 0x15000);
+	cr_assert_eq(r.end, 0x110000);
+	r = rt_arena_free_range(0x10000, 0x3000, 0x3000, T_PAGE);
+	cr_assert_eq(r.start, r.end);
+	r = rt_arena_free_range(0x10000, 0x3000, SIZE_MAX, T_PAGE);
+	cr_assert_eq(r.start, r.end);
+	r = rt_arena_free_range(UINTPTR_MAX - 0xfff, 0x3000, 0, T_PAGE);
+	cr_assert_eq(r.start, r.end);
+}
+
+static const long t_sizes[] = {
+    4096, -16384, 8192, -(64 * 1024 + 48), 512, -1040, 4096, -(200 * 1024), 1024,
+};
+#define T_NSIZES (sizeof(t_sizes) / sizeof(t_sizes[0]))
+
+Test(arena, find_main_in_a_snapshot)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	/* A copy of libc's data with the main arena at word 37 of noise. */
+	size_t n = 37 + RT_ARENA_STATE_SIZE / 8 + 50;
+	uint64_t *data = calloc(n, 8);
+	for (size_t i = 0; i < n; i++)
+		data[i] = 0x1234567800000000ull + i * 8;
+	uintptr_t base = w.main - 37 * 8;
+	memcpy(data + 37, w.main_state, RT_ARENA_STATE_SIZE);
+	uintptr_t found = 0;
+	cr_assert_eq(rt_arena_find_main(data, n, base, 32, &found), 1);
+	cr_assert_eq(found, w.main);
+	/* Not enough empty bins. */
+	cr_assert_eq(rt_arena_find_main(data, n, base, 127, &found), 0);
+	/* A bin whose fd points at itself but whose bk does not: no arena. */
+	data[37 + (RT_ARENA_BINS + 100 * 16) / 8 + 1] = 0x10;
+	cr_assert_eq(rt_arena_find_main(data, n, base, 32, &found), 0);
+	free(data);
+}
+
+/* The mutex and flags ints share the snapshot's first word (little-endian). */
+static void
+t_set_int(uint64_t *snap, bool high, uint32_t v)
+{
+	snap[0] =
+	    high ? (snap[0] & 0xffffffffull) | (uint64_t)v << 32 : (snap[0] & ~0xffffffffull) | v;
+}
+
+Test(arena, check_state_accepts_glibc_and_rejects_the_rest)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	uint64_t snap[RT_ARENA_STATE_SIZE / 8];
+	memcpy(snap, (void *)w.thread, sizeof(snap));
+	t_set_int(snap, false, 1);
+	cr_assert_null(rt_arena_check_state(snap, w.thread, false));
+	t_set_int(snap, false, 0);
+	cr_assert_not_null(rt_arena_check_state(snap, w.thread, false), "unlocked");
+	t_set_int(snap, false, 2);
+	cr_assert_null(rt_arena_check_state(snap, w.thread, false));
+	t_set_int(snap, true, 3);
+	cr_assert_not_null(rt_arena_check_state(snap, w.thread, false), "flags");
+	t_set_int(snap, true, 0);
+	cr_assert_not_null(rt_arena_check_state(snap, w.thread, false),
+	                   "a contiguous thread arena");
+	t_set_int(snap, true, RT_ARENA_NONCONTIGUOUS);
+	/* A non-empty sized bin missing from the binmap. */
+	memset((char *)snap + RT_ARENA_BINMAP, 0, 16);
+	cr_assert_not_null(rt_arena_check_state(snap, w.thread, false), "binmap");
+	memcpy(snap, (void *)w.thread, sizeof(snap));
+	t_set_int(snap, false, 1);
+	snap[RT_ARENA_TOP / 8] += 8;
+	cr_assert_not_null(rt_arena_check_state(snap, w.thread, false), "top");
+	snap[RT_ARENA_TOP / 8] -= 8;
+	snap[RT_ARENA_NEXT / 8] = 0;
+	cr_assert_not_null(rt_arena_check_state(snap, w.thread, false), "next");
+}
+
+Test(arena, check_heap)
+{
+	uint64_t info[6] = {0x100030, 0, 0x20000, 0x40000, T_PAGE, 0};
+	cr_assert_null(rt_arena_check_heap(info, 0x100000, 0x100030, T_PAGE, T_HEAP_MAX));
+	cr_assert_not_null(rt_arena_check_heap(info, 0x100000, 0x100040, T_PAGE, T_HEAP_MAX));
+	cr_assert_not_null(rt_arena_check_heap(info, 0x180000, 0x100030, T_PAGE, T_HEAP_MAX));
+	info[4] = 2 << 20;
+	cr_assert_not_null(rt_arena_check_heap(info, 0x100000, 0x100030, T_PAGE, T_HEAP_MAX));
+	info[4] = T_PAGE;
+	info[2] = 0x50000;
+	cr_assert_not_null(rt_arena_check_heap(info, 0x100000, 0x100030, T_PAGE, T_HEAP_MAX));
+	info[2] = 0x20000;
+	info[1] = 0x100000;
+	cr_assert_not_null(rt_arena_check_heap(info, 0x100000, 0x100030, T_PAGE, T_HEAP_MAX));
+	info[1] = 0x300000;
+	cr_assert_null(rt_arena_check_heap(info, 0x100000, 0x100030, T_PAGE, T_HEAP_MAX));
+}
+
+Test(arena, ring_closes_through_the_main_arena)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	struct rt_arena_env env = t_env(1000000, 1 << 20);
+	unsigned count = 0;
+	cr_assert_null(rt_arena_check_ring(&env, w.main, &count));
+	cr_assert_eq(count, 2);
+	/* A thread arena whose heap does not point back at it. */
+	*W((uintptr_t)w.heaps) = w.thread + 16;
+	cr_assert_not_null(rt_arena_check_ring(&env, w.main, &count));
+	*W((uintptr_t)w.heaps) = w.thread;
+	/* A ring that never comes back. */
+	*W(w.thread + RT_ARENA_NEXT) = w.thread;
+	cr_assert_not_null(rt_arena_check_ring(&env, w.main, &count));
+	/* A next pointer into memory that is not mapped. */
+	*W(w.thread + RT_ARENA_NEXT) = 0x40;
+	cr_assert_not_null(rt_arena_check_ring(&env, w.main, &count));
+}
+
+/* Everything free is given back, nothing in use is touched, headers stay. */
+static void
+t_check_everything_released(uintptr_t a, uintptr_t first, bool top_too)
+{
+	uintptr_t top = t_top(a);
+	for (uintptr_t c = first; c < top; c += t_chunk_size(c)) {
+		struct rt_arena_range r = rt_arena_free_range(c, t_chunk_size(c), 0, T_PAGE);
+		if (t_free(c)) {
+			cr_assert(t_released(r.start, r.end), "free chunk %#lx kept",
+			          (unsigned long)c);
+			cr_assert_eq(*W(c + t_chunk_size(c)), t_chunk_size(c), "footer lost");
+		} else {
+			cr_assert(t_intact(c), "in-use chunk %#lx touched", (unsigned long)c);
+		}
+	}
+	if (top_too) {
+		struct rt_arena_range r = rt_arena_free_range(top, t_chunk_size(top), 0, T_PAGE);
+		cr_assert(t_released(r.start, r.end), "top kept");
+	}
+}
+
+Test(arena, releases_tops_and_binned_chunks_of_every_arena)
+{
+	for (int bin = 0; bin <= 1; bin++) {
+		t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, bin);
+		struct rt_arena_env env = t_env(1000000000, 1 << 20);
+		struct rt_arena_result res;
+		cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+		             res.failure ? res.failure : "");
+		cr_assert_eq(w.bad_releases, 0);
+		cr_assert_eq(w.held, 0);
+		cr_assert_eq(res.arenas, 2);
+		cr_assert_eq(res.holds, 2, "one hold per arena when the budget allows");
+		t_check_everything_released(w.thread, w.thread_first, true);
+		t_check_everything_released(w.main, w.main_first, true);
+		cr_assert_gt(res.top_bytes, T_HEAP_MAX / 4);
+		cr_assert_gt(res.bin_bytes, 0);
+	}
+}
+
+Test(arena, top_keeps_what_it_is_asked_to_keep)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 64 * 1024, &t_view, &res), 0);
+	uintptr_t top = t_top(w.thread);
+	cr_assert_not(t_touched(top, top + 64 * 1024 + RT_ARENA_CHUNK_HEADER));
+	cr_assert(t_released((top + 64 * 1024 + 48 + T_PAGE - 1) & ~(uintptr_t)(T_PAGE - 1),
+	                     top + t_chunk_size(top)));
+}
+
+Test(arena, short_holds_in_pieces)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	/* Each clock reading advances 1 µs; a hold may last 5 µs; a piece covers 4 pages. */
+	struct rt_arena_env env = t_env(5000, 4 * T_PAGE);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_gt(res.holds, 10);
+	cr_assert_leq(res.longest_hold_ns, 5000 + 3 * w.step);
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
+
+static bool
+t_is_bin(uintptr_t a, uintptr_t q)
+{
+	return q >= rt_arena_bin_at(a, 1) && q <= rt_arena_bin_at(a, 127) &&
+	       (q - rt_arena_bin_at(a, 1)) % 16 == 0;
+}
+
+static void
+t_take(uintptr_t c)
+{
+	t_unlink(c);
+	*W(c + t_chunk_size(c) + 8) |= RT_ARENA_PREV_INUSE;
+	memset((void *)(c + 16), 0xab, t_chunk_size(c) - 16);
+}
+
+/* Between holds, as another thread would: take the free chunk that the walk was on, and the
+ * one it would look at next (unlink them, mark them in use, write into them). */
+static void
+t_take_free_chunks(struct t_world *tw, unsigned hold)
+{
+	if (hold < 2 || !tw->nranges)
+		return;
+	uintptr_t at = tw->ranges[tw->nranges - 1].start;
+	for (uintptr_t c = tw->thread_first; c < t_top(tw->thread); c += t_chunk_size(c)) {
+		if (at < c || at >= c + t_chunk_size(c) || !t_free(c))
+			continue;
+		uintptr_t next = *W(c + 24);
+		t_take(c);
+		if (!t_is_bin(tw->thread, next) && t_free(next))
+			t_take(next);
+		return;
+	}
+}
+
+Test(arena, chunks_taken_between_holds_are_left_alone)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	struct rt_arena_env env = t_env(3000, 2 * T_PAGE);
+	w.between = t_take_free_chunks;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	/* Every chunk taken kept the bytes written into it after it was taken. */
+	for (uintptr_t c = w.thread_first; c < t_top(w.thread); c += t_chunk_size(c))
+		if (!t_free(c))
+			cr_assert(t_intact(c), "chunk %#lx lost bytes", (unsigned long)c);
+	cr_assert_gt(res.lost_places, 0, "the test took no chunk the walk was on");
+}
+
+/* Between holds: allocations from the top move it up; the top is released from its end down
+ * and never below where it now starts. */
+static void
+t_carve_top(struct t_world *tw, unsigned hold)
+{
+	(void)hold;
+	/* Once the release works on the thread arena's top. */
+	uintptr_t h = (uintptr_t)tw->heaps;
+	if (!tw->nranges || tw->ranges[tw->nranges - 1].start < h ||
+	    tw->ranges[tw->nranges - 1].start >= h + T_HEAP_MAX)
+		return;
+	uintptr_t top = t_top(tw->thread);
+	size_t size = t_chunk_size(top), take = 8 * T_PAGE;
+	if (size < take + 16 * T_PAGE)
+		return;
+	*W(top + 8) = take | RT_ARENA_PREV_INUSE | RT_ARENA_NON_MAIN;
+	memset((void *)(top + 16), 0xab, take - 16);
+	*W(tw->thread + RT_ARENA_TOP) = top + take;
+	*W(top + take + 8) = (size - take) | RT_ARENA_PREV_INUSE;
+}
+
+Test(arena, top_that_moves_between_holds)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	struct rt_arena_env env = t_env(2000, T_PAGE);
+	w.between = t_carve_top;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	for (uintptr_t c = w.thread_first; c < t_top(w.thread); c += t_chunk_size(c))
+		if (!t_free(c))
+			cr_assert(t_intact(c), "chunk %#lx lost bytes", (unsigned long)c);
+}
+
+Test(arena, a_broken_list_stops_the_release_with_the_lock_given_back)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	/* The unsorted bin's last chunk: its fd no longer points back. */
+	uintptr_t last = *W(rt_arena_bin_at(w.thread, 1) + 24);
+	*W(last + 16) = last;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.held, 0);
+	cr_assert_eq(*(int *)w.thread, 0);
+	cr_assert_not_null(rt_arena_dry_run(&env, w.thread, false, &t_view));
+	cr_assert_eq(w.held, 0);
+}
+
+Test(arena, a_chunk_in_use_in_a_bin_stops_the_release)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	uintptr_t c = w.thread_first + 4096; /* the first free chunk */
+	*W(c + t_chunk_size(c) + 8) |= RT_ARENA_PREV_INUSE;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_not(t_touched(c, c + t_chunk_size(c)));
+}
+
+Test(arena, a_heap_that_does_not_point_back_stops_the_release)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	*W((uintptr_t)w.heaps + RT_ARENA_HEAP_PAGESIZE) = 2 << 20;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.held, 0);
+	cr_assert_not_null(rt_arena_dry_run(&env, w.thread, false, &t_view));
+}
+
+Test(arena, a_main_arena_not_yet_used_is_skipped)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	*W(w.main + RT_ARENA_TOP) = rt_arena_bin_at(w.main, 1);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0);
+	cr_assert_eq(res.skipped, 1);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+Test(arena, a_noncontiguous_main_arena_stops_the_release)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	*(int *)(w.main + RT_ARENA_FLAGS) = RT_ARENA_NONCONTIGUOUS;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.releases, 0);
+}
+
+Test(arena, dry_run_finds_the_heaps)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	cr_assert_null(rt_arena_dry_run(&env, w.thread, false, &t_view));
+	cr_assert_eq(t_view.nheaps, 1);
+	cr_assert(rt_arena_view_holds(&t_view, w.thread_first + 100));
+	cr_assert_not(rt_arena_view_holds(&t_view, (uintptr_t)w.sbrk));
+	cr_assert_null(rt_arena_dry_run(&env, w.main, true, &t_view));
+	cr_assert(rt_arena_view_holds(&t_view, (uintptr_t)w.sbrk + 100));
+	cr_assert_eq(w.releases, 0);
+	cr_assert_eq(w.held, 0);
+}
+
+Test(arena, a_second_heap_is_followed_through_prev)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	/* The arena grew a second heap: the top moved there; the first heap ends with the
+	 * old top, now an in-use chunk (a fencepost stands in for it here). */
+	uintptr_t h2 = (uintptr_t)w.heaps + T_HEAP_MAX;
+	*W(h2 + RT_ARENA_HEAP_AR_PTR) = w.thread;
+	*W(h2 + RT_ARENA_HEAP_PREV) = (uintptr_t)w.heaps;
+	*W(h2 + RT_ARENA_HEAP_SIZE) = 64 * 1024;
+	*W(h2 + RT_ARENA_HEAP_MPROTECT) = 64 * 1024;
+	*W(h2 + RT_ARENA_HEAP_PAGESIZE) = T_PAGE;
+	uintptr_t old_top = t_top(w.thread);
+	*W(old_top + 8) |= RT_ARENA_NON_MAIN;
+	uintptr_t c = h2 + RT_ARENA_HEAP_INFO_SIZE;
+	*W(c + 8) = 8192 | RT_ARENA_PREV_INUSE | RT_ARENA_NON_MAIN;
+	memset((void *)(c + 16), 0xab, 8192 - 16);
+	*W(w.thread + RT_ARENA_TOP) = c + 8192;
+	*W(c + 8192 + 8) = (64 * 1024 - 8192 - RT_ARENA_HEAP_INFO_SIZE) | RT_ARENA_PREV_INUSE;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_null(rt_arena_dry_run(&env, w.thread, false, &t_view));
+	cr_assert_eq(t_view.nheaps, 2);
+	cr_assert_lt(t_view.heaps[0].start, t_view.heaps[1].start);
+	cr_assert(t_intact(c));
+	cr_assert(t_released(c + 8192 + T_PAGE, h2 + 64 * 1024));
+}
+
+/* Many small free chunks (each with one page to give back), alternating with in-use ones. */
+static void
+t_many_chunks(int n)
+{
+	long *sizes = calloc((size_t)n * 2, sizeof(*sizes));
+	for (int i = 0; i < n; i++) {
+		sizes[2 * i] = 64;
+		sizes[2 * i + 1] = -(long)(2 * T_PAGE);
+	}
+	sizes[2 * n - 1] = 64; /* the chunk before the top is in use */
+	t_world_init(sizes, (size_t)n * 2, sizes, 1, 1);
+	free(sizes);
+}
+
+static unsigned t_hold_releases, t_most_releases;
+
+static void
+t_count_per_hold(struct t_world *tw, unsigned hold)
+{
+	(void)tw;
+	(void)hold;
+	t_hold_releases = 0;
+}
+
+static void
+t_release_counting(void *ctx, uintptr_t start, uintptr_t end)
+{
+	t_release(ctx, start, end);
+	if (++t_hold_releases > t_most_releases)
+		t_most_releases = t_hold_releases;
+}
+
+Test(arena, a_hold_visits_a_bounded_number_of_chunks)
+{
+	t_many_chunks(50);
+	struct rt_arena_ops ops = t_ops;
+	ops.release = t_release_counting;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	env.budget.hold_chunks = 8;
+	w.between = t_count_per_hold;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_geq(res.chunks, 49);
+	cr_assert_geq(res.holds, 49 / 8);
+	/* The top's release and up to 8 chunks' in one hold. */
+	cr_assert_leq(t_most_releases, 9);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+/* A thread that starts waiting for the lock (glibc sets the word to 2) during every piece. */
+static void
+t_release_then_wait(void *ctx, uintptr_t start, uintptr_t end)
+{
+	t_release_counting(ctx, start, end);
+	uintptr_t arena = start >= (uintptr_t)w.heaps && start < (uintptr_t)w.heaps + T_HEAP_MAX
+	                      ? w.thread
+	                      : w.main;
+	*(int *)arena = 2;
+}
+
+Test(arena, a_waiting_thread_ends_the_hold_at_once)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
+	struct rt_arena_ops ops = t_ops;
+	ops.release = t_release_then_wait;
+	struct rt_arena_env env = t_env(1000000000, 4 * T_PAGE);
+	env.ops = &ops;
+	w.between = t_count_per_hold;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(t_most_releases, 1, "a hold went on while a thread waited");
+	cr_assert_gt(res.contended, 10);
+	cr_assert_eq(t_handovers, res.contended, "every waiter is let in");
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
+
+/* A thread is always waiting: every lock is taken with the word at 2. */
+static void
+t_lock_contended(void *ctx, uintptr_t mutex)
+{
+	t_lock(ctx, mutex);
+	*(int *)mutex = 2;
+}
+
+Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	struct rt_arena_ops ops = t_ops;
+	ops.lock = t_lock_contended;
+	struct rt_arena_env env = t_env(1000000000, 4 * T_PAGE);
+	env.ops = &ops;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(res.contended, res.holds);
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
