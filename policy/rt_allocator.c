@@ -15,19 +15,54 @@ rt_allocator_decide(const struct rt_allocator_facts *facts)
 }
 
 enum rt_action
-rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc_action jemalloc)
+rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc_action jemalloc,
+                    enum rt_glibc_action glibc)
 {
 	switch (kind) {
 	case RT_ALLOCATOR_GLIBC:
-		return RT_ACTION_MALLOC_TRIM;
+		return glibc == RT_GLIBC_TRIM ? RT_ACTION_MALLOC_TRIM : RT_ACTION_GLIBC_RELEASE;
 	case RT_ALLOCATOR_JEMALLOC:
 		return jemalloc == RT_JEMALLOC_DECAY ? RT_ACTION_JEMALLOC_DECAY
 		                                     : RT_ACTION_JEMALLOC_PURGE;
-	default:
-		/* tcmalloc and mimalloc are recognised so that the message can name them, but no
-		 * action of theirs is taken (see roundtrim(7)). */
-		return RT_ACTION_NONE;
+	case RT_ALLOCATOR_TCMALLOC:
+		return RT_ACTION_TCMALLOC_RELEASE;
+	case RT_ALLOCATOR_MIMALLOC:
+		return RT_ACTION_MI_COLLECT;
+	case RT_ALLOCATOR_UNKNOWN:
+		break;
 	}
+	return RT_ACTION_NONE;
+}
+
+const char *
+rt_action_limits(enum rt_action action)
+{
+	switch (action) {
+	case RT_ACTION_TCMALLOC_RELEASE:
+		return "tcmalloc releases its page heap only; the thread and central caches stay";
+	case RT_ACTION_MI_COLLECT:
+		return "mimalloc 2.0 lets another thread collect only its own heap and abandoned "
+		       "segments; the program's threads free their pages on their own activity";
+	case RT_ACTION_MALLOC_TRIM:
+		return "malloc_trim never returns the free tops of thread arenas";
+	default:
+		return NULL;
+	}
+}
+
+/* About 50 ns a chunk: a millisecond's walk. */
+#define RT_ALLOCATOR_LIVE_CHUNKS_MAX 20000
+#define RT_ALLOCATOR_LIVE_COST_MAX_NS 1000000
+
+bool
+rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks_seen,
+                             int64_t last_cost_ns)
+{
+	if (kind != RT_ALLOCATOR_GLIBC)
+		return true;
+	if (free_chunks_seen)
+		return free_chunks_seen <= RT_ALLOCATOR_LIVE_CHUNKS_MAX;
+	return last_cost_ns <= RT_ALLOCATOR_LIVE_COST_MAX_NS;
 }
 
 const char *
@@ -58,6 +93,12 @@ rt_action_name(enum rt_action action)
 		return "jemalloc_purge";
 	case RT_ACTION_JEMALLOC_DECAY:
 		return "jemalloc_decay";
+	case RT_ACTION_GLIBC_RELEASE:
+		return "glibc_release";
+	case RT_ACTION_TCMALLOC_RELEASE:
+		return "tcmalloc_release";
+	case RT_ACTION_MI_COLLECT:
+		return "mi_collect";
 	case RT_ACTION_NONE:
 		break;
 	}

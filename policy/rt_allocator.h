@@ -4,6 +4,7 @@
 #define RT_ALLOCATOR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "rt_config.h"
 
@@ -20,6 +21,9 @@ enum rt_action {
 	RT_ACTION_MALLOC_TRIM,
 	RT_ACTION_JEMALLOC_PURGE,
 	RT_ACTION_JEMALLOC_DECAY,
+	RT_ACTION_GLIBC_RELEASE,    /* every arena's free pages and tops, in short lock holds */
+	RT_ACTION_TCMALLOC_RELEASE, /* the page heap, in bounded pieces */
+	RT_ACTION_MI_COLLECT,       /* what mimalloc lets another thread do */
 };
 
 /* Each field: the named entry point exists and lives in the same object as the malloc that wins.
@@ -33,7 +37,16 @@ struct rt_allocator_facts {
 };
 
 enum rt_allocator_kind rt_allocator_decide(const struct rt_allocator_facts *facts);
-enum rt_action rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc_action jemalloc);
+enum rt_action rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc_action jemalloc,
+                                   enum rt_glibc_action glibc);
+/* What the action cannot reach, for the status and roundtrim(7); NULL when it reaches all. */
+const char *rt_action_limits(enum rt_action action);
+/* Whether the live-heap figure may be read now. glibc's mallinfo2 walks every free chunk under
+ * the arena locks (facts: 3 ms at 10k chunks, 250 ms at 680k): only while the free chunks the
+ * last release counted (0: none yet) or the last reading's cost (0: never read) says it stays
+ * under a millisecond. jemalloc's figure costs an epoch update: always. */
+bool rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks_seen,
+                                  int64_t last_cost_ns);
 const char *rt_allocator_name(enum rt_allocator_kind kind);
 const char *rt_action_name(enum rt_action action);
 

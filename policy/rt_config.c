@@ -243,6 +243,8 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 
 	cfg->jemalloc = (enum rt_jemalloc_action)rt_config_scalar(
 	    r, RT_SETTING_JEMALLOC, RT_JEMALLOC_PURGE, RT_JEMALLOC_PURGE, NULL);
+	cfg->glibc = (enum rt_glibc_action)rt_config_scalar(r, RT_SETTING_GLIBC, RT_GLIBC_RELEASE,
+	                                                    RT_GLIBC_RELEASE, NULL);
 	cfg->trim_pad = rt_config_scalar(r, RT_SETTING_TRIM_PAD, 0, 0, NULL);
 	cfg->python = rt_config_scalar(r, RT_SETTING_PYTHON, 1, 1, NULL) != 0;
 	cfg->auto_rounds = rt_config_scalar(r, RT_SETTING_AUTO, 1, 1, NULL) != 0;

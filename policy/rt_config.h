@@ -13,6 +13,7 @@
 
 enum rt_role { RT_ROLE_NONE, RT_ROLE_CLIENT, RT_ROLE_SERVER };
 enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
+enum rt_glibc_action { RT_GLIBC_RELEASE, RT_GLIBC_TRIM };
 
 /* Facts about the platform that parsing depends on, passed in so that parsing stays pure. */
 struct rt_platform {
@@ -38,6 +39,7 @@ struct rt_config {
 	char prom[RT_CONFIG_PATH_MAX];  /* "" = no Prometheus file, else a path template */
 	char match[RT_CONFIG_MATCH_MAX];
 	enum rt_jemalloc_action jemalloc;
+	enum rt_glibc_action glibc;
 	uint64_t trim_pad;
 	bool auto_rounds;               /* ROUNDTRIM_AUTO: detect rounds until one is announced */
 	uint64_t interval_ms;           /* 0 = off */

@@ -176,6 +176,7 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	    .rss_kib = l->last_rss_kib,
 	    .live_kib = l->last_live_kib,
 	    .released_total_kib = l->released_total_kib,
+	    .action_limits = f->action_limits ? f->action_limits : "",
 	    .fifo = f->fifo,
 	    .signal = f->signal,
 	    .stats = f->stats,

@@ -88,6 +88,7 @@ struct rt_ledger_facts {
 	const char *program;
 	const char *allocator;
 	const char *action;
+	const char *action_limits; /* policy/rt_allocator's words, or NULL */
 	const char *fifo;
 	const char *stats;
 	int signal;

@@ -136,16 +136,18 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 	 * note, which the library also writes itself without quotes or backslashes. */
 	char python[160];
 	rt_report_python(python, sizeof(python), rec, true);
-	int n = snprintf(buf, size,
-	                 "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\",\"action\":\"%s\","
-	                 "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
-	                 ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
-	                 ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\"%s,"
-	                 "\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
-	                 rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
-	                 rec->rss_after_kib, rec->live_kib, rt_report_released_kib(rec),
-	                 rec->duration_us, rec->allocator, rec->note, python,
-	                 rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
+	int n =
+	    snprintf(buf, size,
+	             "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\",\"action\":\"%s\","
+	             "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
+	             ",\"anon_kib\":%" PRIu64 ",\"file_kib\":%" PRIu64 ",\"lazyfree_kib\":%" PRIu64
+	             ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
+	             ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\"%s,"
+	             "\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
+	             rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
+	             rec->rss_after_kib, rec->anon_kib, rec->file_kib, rec->lazyfree_kib,
+	             rec->live_kib, rt_report_released_kib(rec), rec->duration_us, rec->allocator,
+	             rec->note, python, rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 
@@ -178,8 +180,9 @@ rt_report_json_string(char *buf, size_t size, const char *s)
 size_t
 rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 {
-	char program[256], fifo[512], stats[512], note[256];
+	char program[256], fifo[512], stats[512], note[256], limits[512];
 	rt_report_json_string(program, sizeof(program), st->program);
+	rt_report_json_string(limits, sizeof(limits), st->action_limits ? st->action_limits : "");
 	rt_report_json_string(note, sizeof(note), st->last_note ? st->last_note : "");
 	rt_report_json_string(fifo, sizeof(fifo), st->fifo);
 	rt_report_json_string(stats, sizeof(stats), st->stats);
@@ -193,15 +196,15 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    ",\"last_released_kib\":%" PRIu64 ",\"last_duration_us\":%" PRIu64
 	    ",\"last_note\":\"%s\",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64
 	    ",\"released_total_kib\":%" PRIu64
-	    ",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_lines\":%" PRIu64
-	    ",\"oversized_lines\":%" PRIu64 ",\"seq_end\":%" PRIu64 "}\n",
+	    ",\"action_limits\":\"%s\",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_"
+	    "lines\":%" PRIu64 ",\"oversized_lines\":%" PRIu64 ",\"seq_end\":%" PRIu64 "}\n",
 	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator, st->rounds,
 	    st->gc_rounds, st->actions, st->last_action_round, st->last_action,
 	    st->last_trigger ? st->last_trigger : "none", st->last_action_unix_us / 1000000,
 	    st->last_action_unix_us % 1000000, st->last_rss_before_kib, st->last_rss_after_kib,
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
-	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, fifo,
-	    st->signal, stats, st->unknown_lines, st->oversized_lines, st->seq);
+	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, limits,
+	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines, st->seq);
 	return rt_report_clamp(n, size);
 }
 

@@ -18,6 +18,11 @@ struct rt_round_record {
 	const char *allocator; /* "glibc", "jemalloc", ... */
 	uint64_t rss_before_kib;
 	uint64_t rss_after_kib;
+	/* RSS after the round split by smaps_rollup (an action round only; 0 otherwise): anonymous
+	 * memory in use, file-backed, and pages given back with MADV_FREE but still resident. */
+	uint64_t anon_kib;
+	uint64_t file_kib;
+	uint64_t lazyfree_kib;
 	uint64_t live_kib;
 	uint64_t duration_us;
 	int64_t unix_time_us;
@@ -53,9 +58,10 @@ struct rt_status_record {
 	uint64_t rss_kib;
 	uint64_t live_kib;
 	uint64_t released_total_kib;
-	const char *fifo;  /* "" when none */
-	int signal;        /* 0 when none */
-	const char *stats; /* "" when none */
+	const char *action_limits; /* what the action cannot reach; "" when it reaches all */
+	const char *fifo;          /* "" when none */
+	int signal;                /* 0 when none */
+	const char *stats;         /* "" when none */
 	uint64_t unknown_lines;
 	uint64_t oversized_lines;
 };
@@ -128,6 +134,7 @@ struct rt_status_read {
 	char last_action[RT_REPORT_WORD_MAX], last_note[RT_REPORT_TEXT_MAX];
 	char mode[RT_REPORT_WORD_MAX], last_trigger[RT_REPORT_WORD_MAX];
 	char fifo[RT_REPORT_TEXT_MAX], stats[RT_REPORT_TEXT_MAX];
+	char action_limits[RT_REPORT_TEXT_MAX];
 	uint64_t last_released_kib;
 };
 

@@ -109,6 +109,9 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	          rt_read_str(obj, "action", out->action, sizeof(out->action)) &&
 	          rt_read_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
 	          rt_read_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
+	          rt_read_u64(obj, "anon_kib", &out->rec.anon_kib) &&
+	          rt_read_u64(obj, "file_kib", &out->rec.file_kib) &&
+	          rt_read_u64(obj, "lazyfree_kib", &out->rec.lazyfree_kib) &&
 	          rt_read_u64(obj, "live_kib", &out->rec.live_kib) &&
 	          rt_read_u64(obj, "duration_us", &out->rec.duration_us) &&
 	          rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
@@ -207,37 +210,39 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	st->mode = out->mode;
 	st->last_trigger = out->last_trigger;
 	st->fifo = out->fifo;
+	st->action_limits = out->action_limits;
 	st->stats = out->stats;
 	json_object *obj = rt_read_object(text);
 	if (!obj)
 		return RT_READ_TORN;
 	int64_t pid = 0, signal = 0;
 	uint64_t gc_rounds = 0, seq_end = 0;
-	bool ok = rt_read_i64(obj, "pid", &pid) && rt_read_u64(obj, "seq", &st->seq) &&
-	          rt_read_str(obj, "mode", out->mode, sizeof(out->mode)) &&
-	          rt_read_str(obj, "last_trigger", out->last_trigger, sizeof(out->last_trigger)) &&
-	          rt_read_u64(obj, "seq_end", &seq_end) &&
-	          rt_read_str(obj, "program", out->program, sizeof(out->program)) &&
-	          rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
-	          rt_read_u64(obj, "rounds", &st->rounds) &&
-	          rt_read_u64(obj, "gc_rounds", &gc_rounds) &&
-	          rt_read_u64(obj, "actions", &st->actions) &&
-	          rt_read_u64(obj, "last_action_round", &st->last_action_round) &&
-	          rt_read_str(obj, "last_action", out->last_action, sizeof(out->last_action)) &&
-	          rt_read_unix_us(obj, "last_action_unix_time", &st->last_action_unix_us) &&
-	          rt_read_u64(obj, "last_rss_before_kib", &st->last_rss_before_kib) &&
-	          rt_read_u64(obj, "last_rss_after_kib", &st->last_rss_after_kib) &&
-	          rt_read_u64(obj, "last_released_kib", &out->last_released_kib) &&
-	          rt_read_u64(obj, "last_duration_us", &st->last_duration_us) &&
-	          rt_read_str(obj, "last_note", out->last_note, sizeof(out->last_note)) &&
-	          rt_read_u64(obj, "rss_kib", &st->rss_kib) &&
-	          rt_read_u64(obj, "live_kib", &st->live_kib) &&
-	          rt_read_u64(obj, "released_total_kib", &st->released_total_kib) &&
-	          rt_read_str(obj, "fifo", out->fifo, sizeof(out->fifo)) &&
-	          rt_read_i64(obj, "signal", &signal) &&
-	          rt_read_str(obj, "stats", out->stats, sizeof(out->stats)) &&
-	          rt_read_u64(obj, "unknown_lines", &st->unknown_lines) &&
-	          rt_read_u64(obj, "oversized_lines", &st->oversized_lines);
+	bool ok =
+	    rt_read_i64(obj, "pid", &pid) && rt_read_u64(obj, "seq", &st->seq) &&
+	    rt_read_str(obj, "mode", out->mode, sizeof(out->mode)) &&
+	    rt_read_str(obj, "last_trigger", out->last_trigger, sizeof(out->last_trigger)) &&
+	    rt_read_u64(obj, "seq_end", &seq_end) &&
+	    rt_read_str(obj, "program", out->program, sizeof(out->program)) &&
+	    rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
+	    rt_read_u64(obj, "rounds", &st->rounds) && rt_read_u64(obj, "gc_rounds", &gc_rounds) &&
+	    rt_read_u64(obj, "actions", &st->actions) &&
+	    rt_read_u64(obj, "last_action_round", &st->last_action_round) &&
+	    rt_read_str(obj, "last_action", out->last_action, sizeof(out->last_action)) &&
+	    rt_read_unix_us(obj, "last_action_unix_time", &st->last_action_unix_us) &&
+	    rt_read_u64(obj, "last_rss_before_kib", &st->last_rss_before_kib) &&
+	    rt_read_u64(obj, "last_rss_after_kib", &st->last_rss_after_kib) &&
+	    rt_read_u64(obj, "last_released_kib", &out->last_released_kib) &&
+	    rt_read_u64(obj, "last_duration_us", &st->last_duration_us) &&
+	    rt_read_str(obj, "last_note", out->last_note, sizeof(out->last_note)) &&
+	    rt_read_u64(obj, "rss_kib", &st->rss_kib) &&
+	    rt_read_u64(obj, "live_kib", &st->live_kib) &&
+	    rt_read_u64(obj, "released_total_kib", &st->released_total_kib) &&
+	    rt_read_str(obj, "action_limits", out->action_limits, sizeof(out->action_limits)) &&
+	    rt_read_str(obj, "fifo", out->fifo, sizeof(out->fifo)) &&
+	    rt_read_i64(obj, "signal", &signal) &&
+	    rt_read_str(obj, "stats", out->stats, sizeof(out->stats)) &&
+	    rt_read_u64(obj, "unknown_lines", &st->unknown_lines) &&
+	    rt_read_u64(obj, "oversized_lines", &st->oversized_lines);
 	json_object_put(obj);
 	st->pid = (int)pid;
 	st->signal = (int)signal;

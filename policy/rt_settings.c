@@ -29,6 +29,11 @@ static const char *const rt_client_words[] = {"client", NULL};
 static const char *const rt_server_words[] = {"server", NULL};
 static const char *const *const rt_role_words[] = {rt_no_words, rt_client_words, rt_server_words};
 
+/* Indexed by enum rt_glibc_action. */
+static const char *const rt_release_words[] = {"release", NULL};
+static const char *const rt_trim_words[] = {"trim", NULL};
+static const char *const *const rt_glibc_words[] = {rt_release_words, rt_trim_words};
+
 /* Indexed by enum rt_jemalloc_action. */
 static const char *const rt_purge_words[] = {"purge", NULL};
 static const char *const rt_decay_words[] = {"decay", NULL};
@@ -191,12 +196,23 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .option_arg = "purge|decay",
             .patch = true,
         },
+    [RT_SETTING_GLIBC] =
+        {
+            .name = "ROUNDTRIM_GLIBC",
+            RT_WORDS(rt_glibc_words),
+            .values = "`release`, `trim`",
+            .default_text = "`release`",
+            .doc = "glibc's action: every arena's free pages and tops, or malloc_trim",
+            .option = "--glibc",
+            .option_arg = "release|trim",
+            .patch = true,
+        },
     [RT_SETTING_TRIM_PAD] =
         {
             .name = "ROUNDTRIM_TRIM_PAD",
             .kind = RT_KIND_NUMBER,
             .max = UINT64_C(1) << 40,
-            .values = "bytes kept by `malloc_trim`",
+            .values = "bytes kept at the top of each arena",
             .default_text = "0",
             .doc = "malloc_trim's pad",
             .option = "--trim-pad",

@@ -109,6 +109,13 @@ rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us)
 	return wait;
 }
 
+bool
+rt_triggers_quiet_go(uint64_t events_before, uint64_t events_now, uint64_t waited_us,
+                     uint64_t bound_us)
+{
+	return events_now == events_before || waited_us >= bound_us;
+}
+
 const char *
 rt_trigger_word(enum rt_trigger trigger)
 {

@@ -65,6 +65,11 @@ uint64_t rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us);
 bool rt_triggers_watch_pressure(const struct rt_triggers *t);
 bool rt_triggers_watch_rss(const struct rt_triggers *t);
 
+/* Before an action: whether to go now. A window in which no thread allocated or freed is a
+ * quiet moment; after bound_us of waiting the action goes anyway. */
+bool rt_triggers_quiet_go(uint64_t events_before, uint64_t events_now, uint64_t waited_us,
+                          uint64_t bound_us);
+
 const char *rt_trigger_word(enum rt_trigger trigger);
 const char *rt_mode_word(enum rt_mode mode);
 

@@ -40,6 +40,9 @@ const char *rt_files_stats_path(void); /* "" when none */
 
 /* RSS from /proc/self/statm, in KiB; 0 when unreadable. */
 uint64_t rt_files_rss_kib(void);
+/* RSS split from /proc/self/smaps_rollup; false when unreadable. */
+struct rt_procfs_rss;
+bool rt_files_rss_split(struct rt_procfs_rss *out);
 /* Memory in use and its limit, in bytes: the memory cgroup's when it has a limit, else the
  * machine's (ROUNDTRIM_PRESSURE); false when neither can be read. */
 bool rt_files_memory(uint64_t *used, uint64_t *limit);

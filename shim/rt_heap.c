@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* jemalloc's MALLCTL_ARENAS_ALL: "arena.4096.purge" acts on every arena. */
 #define RT_JEMALLOC_ARENAS_ALL "4096"
@@ -20,6 +21,9 @@ static int (*rt_mallctl)(const char *, void *, size_t *, void *, size_t);
 static int (*rt_malloc_trim)(size_t);
 static struct mallinfo2 (*rt_mallinfo2)(void);
 static int (*rt_mallopt)(int, int);
+static void (*rt_tc_release)(size_t);
+static int (*rt_tc_property)(const char *, size_t *);
+static void (*rt_mi_collect)(bool);
 
 /* The symbol `name` when it lives in the object whose base is `base`, else NULL. */
 static void *
@@ -88,9 +92,14 @@ rt_heap_detect(void)
 		*(void **)&rt_mallopt = rt_heap_symbol_in("mallopt", base);
 		facts.mallctl = rt_mallctl != NULL;
 		facts.malloc_trim = rt_malloc_trim != NULL;
+		*(void **)&rt_tc_release =
+		    rt_heap_symbol_in("MallocExtension_ReleaseToSystem", base);
+		*(void **)&rt_tc_property =
+		    rt_heap_symbol_in("MallocExtension_GetNumericProperty", base);
+		*(void **)&rt_mi_collect = rt_heap_symbol_in("mi_collect", base);
 		facts.tcmalloc_release =
 		    rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
-		facts.mi_collect = rt_heap_symbol_in("mi_collect", base) != NULL;
+		facts.mi_collect = rt_mi_collect != NULL;
 	}
 	enum rt_allocator_kind kind = rt_allocator_decide(&facts);
 	if (kind == RT_ALLOCATOR_GLIBC)
@@ -112,13 +121,38 @@ rt_heap_arenas_do(const char *name)
 	return rt_mallctl && rt_mallctl(name, NULL, NULL, NULL, 0) == 0 ? 0 : -1;
 }
 
-int
-rt_heap_act(enum rt_action action, uint64_t trim_pad)
+/* tcmalloc holds its page-heap lock for a whole ReleaseToSystem call: release it in pieces, so
+ * that each hold is short, until its free page heap is empty (facts: the lock is held for the
+ * whole ReleaseFreeMemory, 47-113 ms per GiB). */
+#define RT_HEAP_TCMALLOC_PIECE (16u << 20)
+#define RT_HEAP_TCMALLOC_PIECES_MAX 65536
+
+static int
+rt_heap_tcmalloc_release(void)
 {
+	if (!rt_tc_release || !rt_tc_property)
+		return -1;
+	for (unsigned i = 0; i < RT_HEAP_TCMALLOC_PIECES_MAX; i++) {
+		size_t free_bytes = 0;
+		if (!rt_tc_property("tcmalloc.pageheap_free_bytes", &free_bytes) || free_bytes == 0)
+			return 0;
+		rt_tc_release(RT_HEAP_TCMALLOC_PIECE);
+	}
+	return 0;
+}
+
+int
+rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done)
+{
+	*done = action;
 	switch (action) {
-	case RT_ACTION_MALLOC_TRIM:
+	case RT_ACTION_GLIBC_RELEASE:
 		if (rt_glibc_release((size_t)trim_pad) == 0)
 			return 0;
+		/* Stood down (it said why once): malloc_trim returns what it can. */
+		*done = RT_ACTION_MALLOC_TRIM;
+		/* fall through */
+	case RT_ACTION_MALLOC_TRIM:
 		if (!rt_malloc_trim)
 			return -1;
 		rt_malloc_trim((size_t)trim_pad);
@@ -127,6 +161,13 @@ rt_heap_act(enum rt_action action, uint64_t trim_pad)
 		return rt_heap_arenas_do("arena." RT_JEMALLOC_ARENAS_ALL ".purge");
 	case RT_ACTION_JEMALLOC_DECAY:
 		return rt_heap_arenas_do("arena." RT_JEMALLOC_ARENAS_ALL ".decay");
+	case RT_ACTION_TCMALLOC_RELEASE:
+		return rt_heap_tcmalloc_release();
+	case RT_ACTION_MI_COLLECT:
+		if (!rt_mi_collect)
+			return -1;
+		rt_mi_collect(true);
+		return 0;
 	case RT_ACTION_NONE:
 		break;
 	}
@@ -137,6 +178,16 @@ bool
 rt_heap_has_live(void)
 {
 	return rt_mallctl || rt_mallinfo2;
+}
+
+static int64_t rt_heap_live_cost_ns;
+
+static int64_t
+rt_heap_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 uint64_t
@@ -151,9 +202,14 @@ rt_heap_live_bytes(void)
 			return UINT64_MAX;
 		return allocated;
 	}
-	if (rt_mallinfo2) {
-		struct mallinfo2 mi = rt_mallinfo2();
-		return mi.uordblks + mi.hblkhd;
-	}
-	return UINT64_MAX;
+	if (!rt_mallinfo2)
+		return UINT64_MAX;
+	const struct rt_arena_result *last = rt_glibc_last();
+	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, last ? last->chunks : 0,
+	                                  rt_heap_live_cost_ns))
+		return UINT64_MAX;
+	int64_t start = rt_heap_now_ns();
+	struct mallinfo2 mi = rt_mallinfo2();
+	rt_heap_live_cost_ns = rt_heap_now_ns() - start;
+	return mi.uordblks + mi.hblkhd;
 }

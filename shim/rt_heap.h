@@ -12,9 +12,11 @@
 enum rt_allocator_kind rt_heap_detect(void);
 /* glibc only: caps the number of arenas (mallopt M_ARENA_MAX). */
 void rt_heap_set_arena_max(unsigned arena_max);
-/* Runs the action; returns 0, or -1 when the allocator refused it. */
-int rt_heap_act(enum rt_action action, uint64_t trim_pad);
-/* Live heap bytes by the allocator's own statistics; UINT64_MAX when it keeps none. */
+/* Runs the action; returns 0, or -1 when the allocator refused it. *done is the action that ran
+ * (glibc's release falls back to malloc_trim when it stood down). */
+int rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done);
+/* Live heap bytes by the allocator's own statistics; UINT64_MAX when it keeps none, or when
+ * reading it would cost more than a millisecond (policy/rt_allocator): then it was skipped. */
 uint64_t rt_heap_live_bytes(void);
 bool rt_heap_has_live(void);
 

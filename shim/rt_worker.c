@@ -8,6 +8,7 @@
 #include "rt_files.h"
 #include "rt_heap.h"
 #include "rt_ledger.h"
+#include "rt_procfs.h"
 #include "rt_proto.h"
 #include "rt_python.h"
 #include "rt_report.h"
@@ -38,6 +39,10 @@
  * process costs the worker five wake-ups a second. */
 #define RT_WORKER_IDLE_TICK_US 200000
 #define RT_WORKER_IDLE_AFTER_US 2000000
+/* Before an action, the worker waits for a window this long in which no thread allocated or
+ * freed, at most RT_WORKER_QUIET_BOUND_US: the arena locks it takes then cross no one. */
+#define RT_WORKER_QUIET_WINDOW_NS 2000000L
+#define RT_WORKER_QUIET_BOUND_US 100000
 
 static struct rt_ledger rt_w;
 /* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
@@ -71,6 +76,7 @@ rt_worker_facts(void)
 	    .program = rt_shim.program,
 	    .allocator = rt_allocator_name(rt_shim.allocator),
 	    .action = rt_action_name(rt_shim.action),
+	    .action_limits = rt_action_limits(rt_shim.action),
 	    .fifo = rt_files_fifo_path(),
 	    .stats = rt_files_stats_path(),
 	    .signal = rt_signal_number(),
@@ -187,6 +193,27 @@ rt_worker_read(struct rt_batch *b)
 		rt_batch_trim(b, rt_trigger_word(rt_w_due));
 }
 
+/* Waits, bounded, for a moment when the program's threads neither allocate nor free. False when
+ * the bound came first. */
+static bool
+rt_worker_quiet_moment(void)
+{
+	uint64_t start = rt_worker_now_us(CLOCK_MONOTONIC);
+	struct rt_alloc_totals before, now;
+	rt_tally_totals(&before);
+	for (;;) {
+		struct timespec window = {0, RT_WORKER_QUIET_WINDOW_NS};
+		nanosleep(&window, NULL);
+		rt_tally_totals(&now);
+		uint64_t waited = rt_worker_now_us(CLOCK_MONOTONIC) - start;
+		if (rt_triggers_quiet_go(before.allocations + before.frees,
+		                         now.allocations + now.frees, waited,
+		                         RT_WORKER_QUIET_BOUND_US))
+			return now.allocations + now.frees == before.allocations + before.frees;
+		before = now;
+	}
+}
+
 static void
 rt_worker_handle(const struct rt_batch *b)
 {
@@ -201,11 +228,20 @@ rt_worker_handle(const struct rt_batch *b)
 	if (plan.act) {
 		/* gc first, then the trim returns what the collection freed, as NVFlare does. */
 		rt_python_round(&rec);
+		if (!rt_worker_quiet_moment())
+			rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "not-quiet");
 		int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
-		int rc = rt_heap_act(rt_shim.action, cfg->trim_pad);
+		enum rt_action done;
+		int rc = rt_heap_act(rt_shim.action, cfg->trim_pad, &done);
 		rec.duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
-		rec.action = rt_action_name(rt_shim.action);
+		rec.action = rt_action_name(done);
 		rec.rss_after_kib = rt_files_rss_kib();
+		struct rt_procfs_rss split;
+		if (rt_files_rss_split(&split)) {
+			rec.anon_kib = split.anon_kib;
+			rec.file_kib = split.file_kib;
+			rec.lazyfree_kib = split.lazyfree_kib;
+		}
 		if (rt_ledger_acted(&rt_w, &rec, note, rc != 0))
 			rt_warn("%s failed; rounds are still counted", rec.action);
 		rt_triggers_acted(&rt_w_triggers, rt_w_due, &rt_w_reading);
@@ -213,6 +249,8 @@ rt_worker_handle(const struct rt_batch *b)
 	/* mallinfo2 walks every free chunk under the arena locks: only when someone reads it. */
 	uint64_t live = plan.read_live ? rt_heap_live_bytes() : UINT64_MAX;
 	uint64_t live_kib = live == UINT64_MAX ? 0 : live / 1024;
+	if (plan.read_live && live == UINT64_MAX && rt_heap_has_live())
+		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "live-skipped");
 	rt_ledger_finish(&rt_w, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec, note);
 
 	char line[RT_REPORT_LINE_MAX];

@@ -40,15 +40,23 @@ Test(allocator, actions)
 	static const enum rt_jemalloc_action settings[] = {RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY};
 	for (size_t i = 0; i < 2; i++) {
 		enum rt_jemalloc_action j = settings[i];
-		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_GLIBC, j), RT_ACTION_MALLOC_TRIM);
-		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_TCMALLOC, j), RT_ACTION_NONE);
-		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_MIMALLOC, j), RT_ACTION_NONE);
-		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_UNKNOWN, j), RT_ACTION_NONE);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_GLIBC, j, RT_GLIBC_RELEASE),
+		             RT_ACTION_GLIBC_RELEASE);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_GLIBC, j, RT_GLIBC_TRIM),
+		             RT_ACTION_MALLOC_TRIM);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_TCMALLOC, j, RT_GLIBC_RELEASE),
+		             RT_ACTION_TCMALLOC_RELEASE);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_MIMALLOC, j, RT_GLIBC_RELEASE),
+		             RT_ACTION_MI_COLLECT);
+		cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_UNKNOWN, j, RT_GLIBC_RELEASE),
+		             RT_ACTION_NONE);
 	}
-	cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_JEMALLOC, RT_JEMALLOC_PURGE),
+	cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_JEMALLOC, RT_JEMALLOC_PURGE, RT_GLIBC_TRIM),
 	             RT_ACTION_JEMALLOC_PURGE);
-	cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_JEMALLOC, RT_JEMALLOC_DECAY),
+	cr_assert_eq(rt_allocator_action(RT_ALLOCATOR_JEMALLOC, RT_JEMALLOC_DECAY, RT_GLIBC_TRIM),
 	             RT_ACTION_JEMALLOC_DECAY);
+	cr_assert_not_null(rt_action_limits(RT_ACTION_MI_COLLECT));
+	cr_assert_null(rt_action_limits(RT_ACTION_GLIBC_RELEASE));
 }
 
 Test(allocator, names)
@@ -62,4 +70,18 @@ Test(allocator, names)
 	cr_assert_str_eq(rt_action_name(RT_ACTION_MALLOC_TRIM), "malloc_trim");
 	cr_assert_str_eq(rt_action_name(RT_ACTION_JEMALLOC_PURGE), "jemalloc_purge");
 	cr_assert_str_eq(rt_action_name(RT_ACTION_JEMALLOC_DECAY), "jemalloc_decay");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_GLIBC_RELEASE), "glibc_release");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_TCMALLOC_RELEASE), "tcmalloc_release");
+	cr_assert_str_eq(rt_action_name(RT_ACTION_MI_COLLECT), "mi_collect");
+}
+
+Test(allocator, live_heap_only_when_affordable)
+{
+	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_JEMALLOC, 1000000, 999999999));
+	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, 0), "never read yet");
+	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, 400000));
+	cr_assert_not(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, 3000000));
+	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 15000, 3000000),
+	          "a small heap now, whatever it cost once");
+	cr_assert_not(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 1000000, 100));
 }

@@ -164,3 +164,10 @@ Test(triggers, wait_until_the_next_thing)
 	struct rt_triggers w = triggers(10000000, 900, 0, false);
 	cr_assert_eq(rt_triggers_wait_us(&w, 1000000), 1000000);
 }
+
+Test(triggers, quiet_moment)
+{
+	cr_assert(rt_triggers_quiet_go(10, 10, 0, 100000), "no event in the window");
+	cr_assert_not(rt_triggers_quiet_go(10, 11, 2000, 100000));
+	cr_assert(rt_triggers_quiet_go(10, 99, 100000, 100000), "bounded");
+}

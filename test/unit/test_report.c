@@ -140,6 +140,7 @@ Test(report, json_has_every_key)
 	cr_assert_eq(n, strlen(buf));
 	cr_assert_str_eq(buf, "{\"pid\":4321,\"round\":12,\"trigger\":\"fifo\",\"action\":"
 	                      "\"malloc_trim\",\"rss_before_kib\":3072,\"rss_after_kib\":2048,"
+	                      "\"anon_kib\":0,\"file_kib\":0,\"lazyfree_kib\":0,"
 	                      "\"live_kib\":1536,\"released_kib\":1024,\"duration_us\":1250,"
 	                      "\"allocator\":\"glibc\",\"note\":\"python-off\","
 	                      "\"unix_time\":1700000000.123456}\n");
@@ -177,17 +178,18 @@ Test(report, status_json)
 	char buf[RT_REPORT_LINE_MAX];
 	size_t n = rt_report_status_json(buf, sizeof(buf), &st);
 	cr_assert_eq(n, strlen(buf));
-	cr_assert_str_eq(buf, "{\"pid\":77,\"seq\":12,\"mode\":\"auto\",\"program\":\"python3\","
-	                      "\"allocator\":\"jemalloc\","
-	                      "\"rounds\":10,\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
-	                      "\"last_action\":\"jemalloc_purge\",\"last_trigger\":\"fifo\","
-	                      "\"last_action_unix_time\":1700000001.000002,"
-	                      "\"last_rss_before_kib\":9000,\"last_rss_after_kib\":4000,"
-	                      "\"last_released_kib\":5000,\"last_duration_us\":1234,"
-	                      "\"last_note\":\"merged=2\",\"rss_kib\":4096,"
-	                      "\"live_kib\":1024,\"released_total_kib\":8192,"
-	                      "\"fifo\":\"/tmp/rt/77.fifo\",\"signal\":42,\"stats\":\"\","
-	                      "\"unknown_lines\":5,\"oversized_lines\":6,\"seq_end\":12}\n");
+	cr_assert_str_eq(buf,
+	                 "{\"pid\":77,\"seq\":12,\"mode\":\"auto\",\"program\":\"python3\","
+	                 "\"allocator\":\"jemalloc\","
+	                 "\"rounds\":10,\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
+	                 "\"last_action\":\"jemalloc_purge\",\"last_trigger\":\"fifo\","
+	                 "\"last_action_unix_time\":1700000001.000002,"
+	                 "\"last_rss_before_kib\":9000,\"last_rss_after_kib\":4000,"
+	                 "\"last_released_kib\":5000,\"last_duration_us\":1234,"
+	                 "\"last_note\":\"merged=2\",\"rss_kib\":4096,"
+	                 "\"live_kib\":1024,\"released_total_kib\":8192,\"action_limits\":\"\","
+	                 "\"fifo\":\"/tmp/rt/77.fifo\",\"signal\":42,\"stats\":\"\","
+	                 "\"unknown_lines\":5,\"oversized_lines\":6,\"seq_end\":12}\n");
 }
 
 Test(report, status_json_escapes_strings)

@@ -14,6 +14,9 @@ record(bool python)
 	                                .allocator = "glibc",
 	                                .rss_before_kib = 3072000,
 	                                .rss_after_kib = 204800,
+	                                .anon_kib = 150000,
+	                                .file_kib = 50000,
+	                                .lazyfree_kib = 4800,
 	                                .live_kib = 153600,
 	                                .duration_us = 1250,
 	                                .unix_time_us = 1700000000123456,
@@ -41,6 +44,9 @@ Test(report_read, stats_line_round_trip)
 		cr_assert_eq(got.rec.round, rec.round);
 		cr_assert_eq(got.rec.rss_before_kib, rec.rss_before_kib);
 		cr_assert_eq(got.rec.rss_after_kib, rec.rss_after_kib);
+		cr_assert_eq(got.rec.anon_kib, rec.anon_kib);
+		cr_assert_eq(got.rec.file_kib, rec.file_kib);
+		cr_assert_eq(got.rec.lazyfree_kib, rec.lazyfree_kib);
 		cr_assert_eq(got.rec.live_kib, rec.live_kib);
 		cr_assert_eq(got.rec.duration_us, rec.duration_us);
 		cr_assert_eq(got.rec.unix_time_us, rec.unix_time_us);
@@ -121,6 +127,7 @@ status(void)
 	                                 .live_kib = 1024,
 	                                 .released_total_kib = 8192,
 	                                 .fifo = "/tmp/r t/77.fifo",
+	                                 .action_limits = "only \"some\"",
 	                                 .signal = 42,
 	                                 .stats = "",
 	                                 .unknown_lines = 5,
@@ -161,6 +168,7 @@ Test(report_read, status_round_trip)
 	cr_assert_str_eq(got.st.last_trigger, st.last_trigger);
 	cr_assert_str_eq(got.st.last_note, st.last_note);
 	cr_assert_str_eq(got.st.fifo, st.fifo);
+	cr_assert_str_eq(got.st.action_limits, st.action_limits);
 	cr_assert_str_eq(got.st.stats, st.stats);
 }
 
