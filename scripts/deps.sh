@@ -20,6 +20,7 @@ packages=(
 	python3-torch     # the Python client (end-to-end tests and bench)
 	python3-numpy
 	libgoogle-perftools4 # tcmalloc, the bench's reference allocator
+	libpython3.11-testsuite # CPython's regression tests, for make check-host
 )
 
 usage() {
