@@ -5,11 +5,12 @@ behind.
 In a fork() child the library starts a worker thread that creates the child's FIFO and status
 file, while the child itself, before exec, closes every descriptor it does not pass on
 (subprocess with close_fds=True, the default; daemons; shells). The worker's directory
-descriptor is closed under it: "roundtrim: FIFO trigger off: cannot open DIR/PID.fifo: Bad
-file descriptor" appears on the child's stderr, which the program reads as the child's own
-output, and a FIFO made before the failure stays behind until another process's FIFO
-creation sweeps it. subprocess uses fork() rather than vfork() with preexec_fn, user, group,
-extra_groups or process_group (CPython's test_subprocess test_user, test_preexec*, ...).
+descriptor is closed (or its number reused) under it: "roundtrim: FIFO trigger off: cannot
+open DIR/PID.fifo: Bad file descriptor" (or "cannot create ...", or "...: not our FIFO")
+appears on the child's stderr, which the program reads as the child's own output, and a
+FIFO made before the failure stays behind until another process's FIFO creation sweeps it.
+subprocess uses fork() rather than vfork() with preexec_fn, user, group, extra_groups or
+process_group (CPython's test_subprocess test_user, test_preexec*, ...).
 """
 
 import os
