@@ -267,13 +267,15 @@ wait_rounds(struct th_probe *run, long rounds, char *status, size_t size)
 	}
 }
 
-/* Kills and reaps whatever still runs below this test process; how many there were. */
+/* Kills and reaps whatever still runs below this test process (children first, then what
+ * their deaths hand over to us); how many there were. */
 static int
 kill_descendants(void)
 {
 	int found = 0;
 	for (int pass = 0; pass < 10; pass++) {
-		int killed = 0;
+		pid_t pids[256];
+		int n = 0;
 		DIR *tasks = opendir("/proc/self/task");
 		for (struct dirent *t; tasks && (t = readdir(tasks)) != NULL;) {
 			char path[PATH_MAX], buf[4096];
@@ -281,17 +283,18 @@ kill_descendants(void)
 			if (t->d_name[0] == '.' || th_read_file(path, buf, sizeof(buf)) <= 0)
 				continue;
 			char *at = buf, *end;
-			for (long pid; (pid = strtol(at, &end, 10)) > 0; at = end) {
-				kill((pid_t)pid, SIGKILL);
-				killed++;
-			}
+			for (long pid; n < 256 && (pid = strtol(at, &end, 10)) > 0; at = end)
+				pids[n++] = (pid_t)pid;
 		}
 		if (tasks)
 			closedir(tasks);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		found += killed;
-		if (!killed)
+		for (int i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
+		/* Reaped before the directory goes: a process still dying could write there. */
+		for (int i = 0; i < n; i++)
+			waitpid(pids[i], NULL, 0);
+		found += n;
+		if (!n)
 			break;
 	}
 	return found;
