@@ -61,7 +61,7 @@ $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h)
 
 # The stress tests (test/integration/test_stress.c): make check runs them at a hundredth of
 # their sizes; make stress at full size (10^6 FIFO rounds, 10^5 signals, 10^4 fork+exec, ...),
-# one at a time: 7 to 8 minutes on 2 loaded cores. Their shared object allocates in its
+# one at a time: 4 to 8 minutes on 2 cores, by their load. Their shared object allocates in its
 # constructor and destructor.
 $(BUILD)/test/workloads/libstress_dso.so: test/workloads/dso/stress_dso.c test/workloads/pattern.h
 	@mkdir -p $(@D)
