@@ -495,19 +495,30 @@ void
 th_start_probe_env(struct th_probe *run, const char *const args[], const char *const extra[],
                    char *line, size_t size)
 {
-	const char *dir = th_tmpdir();
-	static char env_preload[PATH_MAX + 16], env_fifo[PATH_MAX + 32];
-	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	th_start_workload(run, "probe", NULL, NULL, args, extra, line, size);
+}
+
+void
+th_start_workload(struct th_probe *run, const char *workload, const char *preload,
+                  const char *fifo_dir, const char *const args[], const char *const extra[],
+                  char *line, size_t size)
+{
+	const char *dir = fifo_dir ? fifo_dir : th_tmpdir();
+	static char env_preload[2 * PATH_MAX + 16], env_fifo[PATH_MAX + 32];
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload ? preload : th_lib());
 	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
 	const char *env[16] = {env_preload, env_fifo};
 	for (size_t i = 0; extra && extra[i] && i < 13; i++)
 		env[i + 2] = extra[i];
-	const char *argv[8] = {th_workload("probe")};
+	/* Not th_workload's buffer, which an argument may be using. */
+	static char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/test/workloads/%s", RT_BUILD_DIR, workload);
+	const char *argv[8] = {path};
 	for (int i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];
 	th_spawn(&run->proc, argv, env);
-	cr_assert(th_read_line(&run->proc, line, size, TH_TIMEOUT_MS), "probe %s said nothing",
-	          args[0]);
+	cr_assert(th_read_line(&run->proc, line, size, TH_TIMEOUT_MS), "%s %s said nothing",
+	          workload, args[0]);
 	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
 	snprintf(run->status, sizeof(run->status), "%s/%d.status", dir, run->proc.pid);
 	cr_assert(th_wait_path(run->status, false, TH_TIMEOUT_MS), "no status file");

@@ -23,7 +23,7 @@ struct th_proc {
 	bool reaped;
 };
 
-/* test/workloads/probe under the library, its FIFO and status file in th_tmpdir(). */
+/* test/workloads/probe (or another workload) under the library, its FIFO and status file. */
 struct th_probe {
 	struct th_proc proc;
 	char fifo[4096];
@@ -88,6 +88,11 @@ void th_start_probe(struct th_probe *run, const char *const args[], const char *
 /* The same with any number of NAME=VALUE (NULL-terminated) instead of the one. */
 void th_start_probe_env(struct th_probe *run, const char *const args[], const char *const extra[],
                         char *line, size_t size);
+/* The same for any workload of the project: preload is LD_PRELOAD's value (NULL: the library),
+ * fifo_dir the FIFO's directory (NULL: th_tmpdir()). */
+void th_start_workload(struct th_probe *run, const char *workload, const char *preload,
+                       const char *fifo_dir, const char *const args[], const char *const extra[],
+                       char *line, size_t size);
 /* Waits until the probe's status file says it counted `rounds`; copies the status into line. */
 void th_wait_rounds(struct th_probe *run, long rounds, char *line, size_t size);
 

@@ -25,7 +25,11 @@
  *                   installs its own handler with HOW (sigaction, signal), prints "ready" and
  *                   "handled" once the signal has run it
  *   forkexec N      N times: fork, the child closes every descriptor above 2 (close_range) and
- *                   execs /bin/true; prints "forkexec=N" */
+ *                   execs /bin/true; prints "forkexec=N"
+ *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
+ *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
+ *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
+ *                   other than letters shown as '?') */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -629,6 +633,63 @@ mode_forkexec(int n)
 	return 0;
 }
 
+static int apiwake_pipe[2];
+static atomic_int apiwake_tid;
+
+static void *
+apiwake_thread(void *arg)
+{
+	(void)arg;
+	char c;
+	atomic_store(&apiwake_tid, gettid());
+	while (read(apiwake_pipe[0], &c, 1) == 1)
+		api_round();
+	return NULL;
+}
+
+static int
+mode_apiwake(void)
+{
+	pthread_t t;
+	if (pipe(apiwake_pipe) != 0 || pthread_create(&t, NULL, apiwake_thread, NULL) != 0)
+		return 1;
+	while (!atomic_load(&apiwake_tid))
+		sched_yield();
+	printf("ready %d tid=%d\n", getpid(), atomic_load(&apiwake_tid));
+	char line[64];
+	int fd = -1;
+	for (;;) {
+		size_t n = 0;
+		char c;
+		while (read(0, &c, 1) == 1 && c != '\n')
+			if (n + 1 < sizeof(line))
+				line[n++] = c;
+		line[n] = '\0';
+		if (!strcmp(line, "round")) {
+			if (write(apiwake_pipe[1], "r", 1) != 1)
+				return 1;
+		} else if (!strcmp(line, "replace")) {
+			int own = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+			fd = library_fifo_fd();
+			if (own < 0 || fd < 0 || write(own, "mine", 4) != 4 ||
+			    lseek(own, 0, SEEK_SET) != 0 || dup2(own, fd) != fd)
+				return 1;
+			close(own);
+			printf("replaced %d\n", fd);
+		} else if (!strcmp(line, "check") && fd >= 0) {
+			char buf[16] = "";
+			ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);
+			for (ssize_t i = 0; i < got; i++)
+				if (buf[i] < 'a' || buf[i] > 'z')
+					buf[i] = '?';
+			buf[got > 0 ? got : 0] = '\0';
+			printf("file=%s offset=%lld\n", buf, (long long)lseek(fd, 0, SEEK_CUR));
+		} else {
+			return 0;
+		}
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -664,6 +725,8 @@ main(int argc, char **argv)
 		return mode_handler(argv[2]);
 	if (!strcmp(mode, "forkexec") && argc > 2)
 		return mode_forkexec(atoi(argv[2]));
+	if (!strcmp(mode, "apiwake"))
+		return mode_apiwake();
 	if (!strcmp(mode, "execfail")) {
 		char *const args[] = {"missing", NULL};
 		if (execv("/nonexistent/roundtrim-probe", args) == 0)
