@@ -42,6 +42,15 @@ rt_read_u64(json_object *obj, const char *key, uint64_t *out)
 	return errno == 0 && (json_object_get_int64(v) >= 0 || *out > INT64_MAX);
 }
 
+/* A field later versions added: a line from an earlier one lacks it (0), but one that has it
+ * must have it right. */
+static bool
+rt_read_u64_since(json_object *obj, const char *key, uint64_t *out)
+{
+	*out = 0;
+	return !json_object_object_get_ex(obj, key, NULL) || rt_read_u64(obj, key, out);
+}
+
 static bool
 rt_read_i64(json_object *obj, const char *key, int64_t *out)
 {
@@ -109,9 +118,9 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	          rt_read_str(obj, "action", out->action, sizeof(out->action)) &&
 	          rt_read_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
 	          rt_read_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
-	          rt_read_u64(obj, "anon_kib", &out->rec.anon_kib) &&
-	          rt_read_u64(obj, "file_kib", &out->rec.file_kib) &&
-	          rt_read_u64(obj, "lazyfree_kib", &out->rec.lazyfree_kib) &&
+	          rt_read_u64_since(obj, "anon_kib", &out->rec.anon_kib) &&
+	          rt_read_u64_since(obj, "file_kib", &out->rec.file_kib) &&
+	          rt_read_u64_since(obj, "lazyfree_kib", &out->rec.lazyfree_kib) &&
 	          rt_read_u64(obj, "live_kib", &out->rec.live_kib) &&
 	          rt_read_u64(obj, "duration_us", &out->rec.duration_us) &&
 	          rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&

@@ -59,7 +59,7 @@ Test(auto_rounds, rounds_found_without_anyone_announcing_them)
 	/* The last round's quiet comes after frag has gone; each other one is found. */
 	cr_assert_geq(autos, 3, "%d rounds found of 4", autos);
 	cr_assert_leq(autos, 4);
-	cr_assert_eq(th_count_lines(r.stats, "\"action\":\"malloc_trim\""), autos);
+	cr_assert_eq(th_count_lines(r.stats, "\"action\":\"glibc_release\""), autos);
 }
 
 /* The first announced round hands over: the status says so, and no round is found any more. */

@@ -112,7 +112,7 @@ Test(command, run_round_wait_and_status_on_frag)
 		cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "60", pid_text(p.pid)), 0,
 		             "%s", err);
 		char expect[64];
-		snprintf(expect, sizeof(expect), "%d frag: round %d: malloc_trim, RSS ", p.pid, r);
+		snprintf(expect, sizeof(expect), "%d frag: round %d: glibc_release, RSS ", p.pid, r);
 		expect_in(out, expect);
 		double before, after, released;
 		cr_assert_eq(sscanf(strstr(out, "RSS "), "RSS %lf -> %lf MiB, released %lf",
@@ -126,7 +126,7 @@ Test(command, run_round_wait_and_status_on_frag)
 		expect_in(out, "PROGRAM");
 		expect_in(out, "frag");
 		expect_in(out, "glibc");
-		snprintf(expect, sizeof(expect), "malloc_trim@%d", r);
+		snprintf(expect, sizeof(expect), "glibc_release@%d", r);
 		expect_in(out, expect);
 		expect_in(out, fifo);
 		cr_assert_eq(ROUNDTRIM("status", "--json", pid_text(p.pid)), 0, "%s", err);
@@ -136,7 +136,7 @@ Test(command, run_round_wait_and_status_on_frag)
 		expect_in(out, expect);
 		th_write(&p, "next\n");
 	}
-	cr_assert_eq(th_count_lines(stats, "\"action\":\"malloc_trim\""), 2);
+	cr_assert_eq(th_count_lines(stats, "\"action\":\"glibc_release\""), 2);
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	cr_assert(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0);
@@ -270,7 +270,7 @@ Test(command, all_reaches_every_matching_process_and_no_other)
 			char expect[128];
 			snprintf(expect, sizeof(expect), "%d %s: round %d: %s", procs[i].pid, name,
 			         round,
-			         round == 2 ? "malloc_trim"
+			         round == 2 ? "glibc_release"
 			                    : "no action (acts every 2 rounds; next at round 2)");
 			expect_in(out, expect);
 			snprintf(expect, sizeof(expect), "\"rounds\":%d,", round);
@@ -593,7 +593,7 @@ Test(command, round_finds_the_status_file_by_the_librarys_rule)
 	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS));
 	cr_assert_eq(ROUNDTRIM("round", "--wait", pid_text(p.pid)), 0, "%s", err);
 	char expect[64];
-	snprintf(expect, sizeof(expect), "%d probe: round 1: malloc_trim, RSS ", p.pid);
+	snprintf(expect, sizeof(expect), "%d probe: round 1: glibc_release, RSS ", p.pid);
 	expect_in(out, expect);
 	expect_unharmed(&p);
 }

@@ -139,7 +139,7 @@ Test(python, disabled_collector_stays_disabled)
 	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	/* The CUDA step is not the collector's: it still ran (and found the option off). */
 	expect_in(line, "\"cuda\":\"off\"");
-	expect_in(line, "\"action\":\"malloc_trim\"");
+	expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_round(&run, 2, line, sizeof(line));
@@ -174,7 +174,7 @@ Test(python, off_with_roundtrim_python_0)
 	py_round(&run, 1, line, sizeof(line));
 	expect_in(line, "\"python\":\"off\"");
 	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
-	expect_in(line, "\"action\":\"malloc_trim\"");
+	expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_finish(&run);
@@ -269,7 +269,7 @@ blocked_case(const char *mode)
 	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
 		expect_in(line, "\"python\":\"skipped-main-busy\"");
-		expect_in(line, "\"action\":\"malloc_trim\"");
+		expect_in(line, "\"action\":\"glibc_release\"");
 		expect_in(line, "\"cuda\":\"skipped\"");
 		cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	}

@@ -1,5 +1,6 @@
 /* Each reader reads back what its writer wrote (round trip), and refuses what it did not. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rt_report.h"
@@ -102,6 +103,24 @@ Test(report_read, refuses_what_is_not_its_format)
 	for (size_t i = 0; i < sizeof(bad_rss) / sizeof(bad_rss[0]); i++)
 		cr_assert_eq(rt_report_read_rss_line(bad_rss[i], &got), RT_READ_BAD, "%s",
 		             bad_rss[i]);
+}
+
+/* 0.1.0 wrote no RSS split: its stats files still read, as zeros; a split that is there must be
+ * a count. */
+Test(report_read, stats_line_before_the_rss_split)
+{
+	struct rt_round_read got;
+	static const char old[] =
+	    "{\"pid\":100,\"round\":1,\"trigger\":\"fifo\",\"action\":\"malloc_trim\","
+	    "\"rss_before_kib\":2048,\"rss_after_kib\":1024,\"live_kib\":512,"
+	    "\"released_kib\":1024,\"duration_us\":1000,\"allocator\":\"glibc\",\"note\":\"\","
+	    "\"unix_time\":1795397620.000000}";
+	cr_assert_eq(rt_report_read_json(old, &got), RT_READ_OK);
+	cr_assert_eq(got.rec.anon_kib, 0);
+	cr_assert_eq(got.rec.rss_after_kib, 1024);
+	char bad[sizeof(old) + 32];
+	snprintf(bad, sizeof(bad), "{\"anon_kib\":\"many\",%s", old + 1);
+	cr_assert_eq(rt_report_read_json(bad, &got), RT_READ_BAD, "%s", bad);
 }
 
 static struct rt_status_record
