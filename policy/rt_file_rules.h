@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The worker thread's name (comm): the command finds the library's descriptors in the listing of
+ * that thread's own descriptor table. */
+#define RT_FILE_WORKER_THREAD "roundtrim"
+
 /* What lstat(2) (fstat(2) for an open directory) said of a path, reduced to what the rules
  * look at. */
 struct rt_file_facts {

@@ -41,3 +41,32 @@ rt_procfs_smaps_rollup(const char *text, struct rt_procfs_rss *out)
 	out->lazyfree_kib = lazyfree;
 	return true;
 }
+
+bool
+rt_procfs_stat_threads(const char *text, uint64_t *threads)
+{
+	const char *end = strrchr(text, ')');
+	if (!end)
+		return false;
+	/* After ")": state (3) ... num_threads (20): skip 17 fields. */
+	const char *at = end + 1;
+	for (int field = 3; field < 20; field++) {
+		at += strspn(at, " ");
+		size_t len = strcspn(at, " ");
+		if (len == 0)
+			return false;
+		at += len;
+	}
+	return sscanf(at, " %" SCNu64, threads) == 1;
+}
+
+bool
+rt_procfs_stat_alone(const char *text)
+{
+	uint64_t threads;
+	const char *end = strrchr(text, ')');
+	if (!end || !rt_procfs_stat_threads(text, &threads))
+		return false;
+	char state = end[1] == ' ' ? end[2] : '?';
+	return threads == 1 || (threads == 2 && state == 'Z');
+}

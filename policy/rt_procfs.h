@@ -20,4 +20,12 @@ struct rt_procfs_rss {
 };
 bool rt_procfs_smaps_rollup(const char *text, struct rt_procfs_rss *out);
 
+/* /proc/self/stat: the number of threads (field 20; the command name before it may hold blanks
+ * and parentheses, so fields count from the last ')'). */
+bool rt_procfs_stat_threads(const char *text, uint64_t *threads);
+/* /proc/self/stat: whether the worker is the last thread that runs: the only one, or one of
+ * two beside a thread-group leader that has exited (its state 'Z': the main thread called
+ * pthread_exit and stays a zombie until the group ends). */
+bool rt_procfs_stat_alone(const char *text);
+
 #endif

@@ -1,6 +1,7 @@
 #include "rt_target.h"
 
 #include "rt_config.h"
+#include "rt_file_rules.h"
 #include "rt_path.h"
 
 #include <string.h>
@@ -37,4 +38,12 @@ rt_target_answered(enum rt_proto_kind kind, const struct rt_status_record *befor
 	if (kind == RT_PROTO_TRIM)
 		return *acted;
 	return now->rounds > before->rounds;
+}
+
+bool
+rt_target_is_worker_comm(const char *comm)
+{
+	size_t len = strlen(RT_FILE_WORKER_THREAD);
+	return strncmp(comm, RT_FILE_WORKER_THREAD, len) == 0 &&
+	       (comm[len] == '\0' || comm[len] == '\n');
 }

@@ -97,3 +97,11 @@ rt_fd_close(struct rt_fd *f)
 	if (fd >= 0 && rt_fd_same(f, fd))
 		close(fd);
 }
+
+void
+rt_fd_close_copy(const struct rt_fd *f)
+{
+	int fd = rt_fd_peek(f);
+	if (fd >= 0)
+		close(fd);
+}

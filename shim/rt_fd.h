@@ -37,5 +37,8 @@ int rt_fd_peek(const struct rt_fd *f);
 bool rt_fd_valid(const struct rt_fd *f);
 /* Closes it if it is still ours; forgets it either way. */
 void rt_fd_close(struct rt_fd *f);
+/* Closes the calling thread's copy if it is still ours, and goes on remembering the number: the
+ * worker's own descriptor table holds the copy that is used from now on. */
+void rt_fd_close_copy(const struct rt_fd *f);
 
 #endif

@@ -40,7 +40,7 @@ struct rt_output {
 };
 
 static struct {
-	struct rt_fd fifo, status, statm, smaps;
+	struct rt_fd fifo, status, statm, smaps, stat;
 	struct rt_fd mem_used, mem_limit, meminfo; /* ROUNDTRIM_PRESSURE's readings */
 	enum rt_pressure_source mem_source;
 	struct rt_output stats, log, prom, trace;
@@ -48,11 +48,15 @@ static struct {
 	char status_path[RT_FILES_STATUS_PATH_MAX];
 	size_t status_len; /* the longest content written, which shorter ones pad over */
 	atomic_int owner;  /* the pid that opened these files: only it removes them */
+	/* The descriptors live in the worker's own table only (rt_files_went_private): the
+	 * program's threads can neither reach nor replace them, and never touch them. */
+	bool private_table;
 } rt_f = {
     .fifo = RT_FD_NONE("FIFO trigger"),
     .status = RT_FD_NONE("status file"),
     .statm = RT_FD_NONE("RSS readings"),
     .smaps = RT_FD_NONE("RSS split"),
+    .stat = RT_FD_NONE("thread count"),
     .stats = {.fd = RT_FD_NONE("stats file")},
     .log = {.fd = RT_FD_NONE("log file")},
     .prom = {.fd = RT_FD_NONE("Prometheus file")},
@@ -405,6 +409,7 @@ rt_files_open(void)
 		rt_warn("RSS readings off: cannot open /proc/self/statm: %s", strerror(errno));
 	/* Read after actions only: it walks every mapping (about 3 ms per GiB resident). */
 	rt_files_adopt_path(&rt_f.smaps, "/proc/self/smaps_rollup");
+	rt_files_adopt_path(&rt_f.stat, "/proc/self/stat");
 	rt_files_open_output(&rt_f.log, cfg->log);
 	rt_files_open_output(&rt_f.stats, cfg->stats);
 	rt_files_open_output(&rt_f.prom, cfg->prom);
@@ -424,9 +429,44 @@ rt_files_forget_output(struct rt_output *out)
 	atomic_store(&out->written, false);
 }
 
+/* Every descriptor the library keeps, for the worker's table and the starter's. */
+static struct rt_fd *const rt_files_all[] = {
+    &rt_f.fifo,  &rt_f.status,    &rt_f.statm,     &rt_f.smaps,         &rt_f.stat,
+    &rt_f.mem_used, &rt_f.mem_limit, &rt_f.meminfo, &rt_f.stats.fd, &rt_f.log.fd,
+    &rt_f.prom.fd, &rt_f.trace.fd,
+};
+#define RT_FILES_ALL (sizeof(rt_files_all) / sizeof(rt_files_all[0]))
+
+size_t
+rt_files_numbers(int *out, size_t size)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < RT_FILES_ALL && n < size; i++) {
+		int fd = atomic_load(&rt_files_all[i]->fd);
+		if (fd >= 0)
+			out[n++] = fd;
+	}
+	return n;
+}
+
+void
+rt_files_went_private(void)
+{
+	/* The worker has its own copies now: the starter's go, before the program runs on. */
+	for (size_t i = 0; i < RT_FILES_ALL; i++)
+		rt_fd_close_copy(rt_files_all[i]);
+	rt_f.private_table = true;
+}
+
 void
 rt_files_forget_parent(void)
 {
+	/* In a private table the parent's descriptors never reached this child's. */
+	if (rt_f.private_table) {
+		for (size_t i = 0; i < RT_FILES_ALL; i++)
+			atomic_store(&rt_files_all[i]->fd, -1);
+		rt_f.private_table = false;
+	}
 	rt_fd_close(&rt_f.fifo);
 	rt_fd_close(&rt_f.status);
 	rt_fd_close(&rt_f.statm);
@@ -489,6 +529,10 @@ rt_files_fifo_read(char *buf, size_t size)
 void
 rt_files_fifo_poke(void)
 {
+	/* The program's threads have no way into a private table: the worker's tick finds the
+	 * request instead. */
+	if (rt_f.private_table)
+		return;
 	int fd = rt_fd_peek(&rt_f.fifo);
 	int saved_errno = errno;
 	/* EAGAIN: the FIFO is full, so the worker has plenty to wake for already. */
@@ -550,7 +594,8 @@ rt_files_name(struct rt_output *out, int fd)
 	if (atomic_exchange(&out->written, true) || !out->unnamed)
 		return true;
 	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	/* thread-self: the worker's own descriptor table holds fd, not the process's. */
+	snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", fd);
 	if (linkat(AT_FDCWD, self, AT_FDCWD, out->path, AT_SYMLINK_FOLLOW) == 0)
 		return true;
 	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));
@@ -587,7 +632,7 @@ void
 rt_files_log_line(const char *line, size_t len)
 {
 	if (!rt_files_output_line(&rt_f.log, line, len))
-		rt_out_write_all(STDERR_FILENO, line, len);
+		rt_out_stderr(line, len);
 }
 
 bool
@@ -659,6 +704,13 @@ rt_files_rss_kib(void)
 	    !rt_procfs_statm_rss_kib(buf, (uint64_t)sysconf(_SC_PAGESIZE), &kib))
 		return 0;
 	return kib;
+}
+
+bool
+rt_files_alone(void)
+{
+	char buf[1024];
+	return rt_files_pread(&rt_f.stat, buf, sizeof(buf)) && rt_procfs_stat_alone(buf);
 }
 
 bool

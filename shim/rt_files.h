@@ -16,6 +16,13 @@
 void rt_files_open(void);
 /* In a fork child, inside fork: closes the parent's descriptors and forgets its files. */
 void rt_files_forget_parent(void);
+/* The numbers of the descriptors kept, for the worker to keep them in its own table. */
+size_t rt_files_numbers(int *out, size_t size);
+/* In the starting thread, once the worker has its own table with copies of them: closes the
+ * starter's (the program's) copies. */
+void rt_files_went_private(void);
+/* Whether the calling thread (the worker) is the last of the process's that runs. */
+bool rt_files_alone(void);
 
 /* The FIFO's descriptor for the worker's wait, -1 when there is none (or it was lost). */
 int rt_files_fifo_fd(void);

@@ -59,7 +59,7 @@ rt_main_diag(void *ctx, const char *line)
 	size_t len = strnlen(line, sizeof(buf) - 1);
 	memcpy(buf, line, len);
 	buf[len++] = '\n';
-	rt_out_write_all(STDERR_FILENO, buf, len);
+	rt_out_stderr(buf, len);
 }
 
 /* In the thread that starts the library, synchronously: the files first (every descriptor

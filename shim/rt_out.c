@@ -6,7 +6,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* Set in the worker when it has a descriptor table of its own, where no stderr is: a pidfd of
+ * the process, through which each line borrows the program's stderr as it is at that moment. */
+static _Thread_local int rt_out_pidfd = -1;
 
 void
 rt_out_write_all(int fd, const char *buf, size_t len)
@@ -20,6 +25,28 @@ rt_out_write_all(int fd, const char *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 	}
+}
+
+void
+rt_out_stderr_via(int pidfd)
+{
+	rt_out_pidfd = pidfd;
+}
+
+void
+rt_out_stderr(const char *buf, size_t len)
+{
+	if (rt_out_pidfd < 0) {
+		rt_out_write_all(STDERR_FILENO, buf, len);
+		return;
+	}
+	/* pidfd_getfd(2): a copy of the thread-group leader's descriptor 2, closed right after. The
+	 * copy lives in the worker's table, so the program's numbers and locks never change. */
+	int fd = (int)syscall(SYS_pidfd_getfd, rt_out_pidfd, STDERR_FILENO, 0);
+	if (fd < 0)
+		return;
+	rt_out_write_all(fd, buf, len);
+	close(fd);
 }
 
 void
@@ -37,6 +64,6 @@ rt_warn(const char *fmt, ...)
 	rt_report_escape(line + 11, sizeof(line) - 12, message, sizeof(message), false);
 	size_t len = strlen(line);
 	line[len++] = '\n';
-	rt_out_write_all(STDERR_FILENO, line, len);
+	rt_out_stderr(line, len);
 	errno = saved_errno;
 }

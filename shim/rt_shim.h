@@ -27,6 +27,10 @@ extern struct rt_shim rt_shim;
 /* rt_out: one line on stderr, prefixed "roundtrim: ", written with write(2) in one call. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rt_out_write_all(int fd, const char *buf, size_t len);
+/* A line for the program's stderr, from any thread (the worker's included). */
+void rt_out_stderr(const char *buf, size_t len);
+/* In the worker, once it has its own descriptor table: where rt_out_stderr finds stderr. */
+void rt_out_stderr_via(int pidfd);
 
 /* rt_worker: the one thread that does all the work. */
 bool rt_worker_start(void);

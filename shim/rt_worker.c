@@ -5,6 +5,7 @@
  * opened everything before it started), and is never joined (a thread that exit-time code waited
  * for could hang the host at exit). */
 #include "rt_detect.h"
+#include "rt_file_rules.h"
 #include "rt_files.h"
 #include "rt_heap.h"
 #include "rt_ledger.h"
@@ -23,7 +24,9 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,9 +35,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long the worker waits on the FIFO before it looks at its descriptors again (a program may
- * have closed or replaced one without the FIFO ever becoming readable). */
-#define RT_WORKER_FIFO_TICK_US 1000000
+/* The longest the worker ever sleeps: at each look it checks whether it is the last thread (the
+ * program's have all exited, and the process must end as if the library were absent), finds the
+ * API's requests (which cannot reach a worker with its own descriptor table), and, sharing the
+ * program's table, checks its descriptors (one may have been closed or replaced without the
+ * FIFO ever becoming readable). */
+#define RT_WORKER_LONGEST_WAIT_US 200000
+/* How long the starting thread waits for the worker to take its own descriptor table. */
+#define RT_WORKER_TABLE_WAIT_S 2
 /* The detector's readings slow to this while the process neither allocates nor frees: an idle
  * process costs the worker five wake-ups a second. */
 #define RT_WORKER_IDLE_TICK_US 200000
@@ -262,9 +270,9 @@ rt_worker_handle(const struct rt_batch *b)
 }
 
 /* How long to wait for the next tick: the triggers' need, the detector slowed while the process
- * is idle, and the FIFO's look at its descriptor. UINT64_MAX: until woken. */
+ * is idle, and the longest wait. */
 static uint64_t
-rt_worker_wait_us(int fifo_fd)
+rt_worker_wait_us(void)
 {
 	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
 	uint64_t wait = rt_triggers_wait_us(&rt_w_triggers, now);
@@ -273,9 +281,7 @@ rt_worker_wait_us(int fifo_fd)
 	if (rt_triggers_detecting(&rt_w_triggers) &&
 	    now - rt_w_events_us >= RT_WORKER_IDLE_AFTER_US && wait < RT_WORKER_IDLE_TICK_US)
 		wait = RT_WORKER_IDLE_TICK_US;
-	if (fifo_fd >= 0 && wait > RT_WORKER_FIFO_TICK_US)
-		wait = RT_WORKER_FIFO_TICK_US;
-	return wait;
+	return wait < RT_WORKER_LONGEST_WAIT_US ? wait : RT_WORKER_LONGEST_WAIT_US;
 }
 
 /* Sleeps until a wake-up or the next tick: the FIFO readable, the trigger signal taken (its
@@ -287,28 +293,139 @@ rt_worker_wait(unsigned seen)
 	sigfillset(&all);
 	rt_signal_begin_wait(&mask);
 	int fd = rt_files_fifo_fd();
-	uint64_t wait_us = rt_worker_wait_us(fd);
+	uint64_t wait_us = rt_worker_wait_us();
 	struct timespec tick = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
-	struct timespec *timeout = wait_us == UINT64_MAX ? NULL : &tick;
 	if (atomic_load(&rt_w_wake_word) != seen) {
 		/* woken while collecting */
 	} else if (fd >= 0) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		ppoll(&pfd, 1, timeout, &mask);
+		ppoll(&pfd, 1, &tick, &mask);
 	} else {
 		/* A signal that arrives between the unblock and the wait runs its handler, which
 		 * moves the word: the wait then returns at once. */
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
-		syscall(SYS_futex, &rt_w_wake_word, FUTEX_WAIT_PRIVATE, seen, timeout, NULL, 0);
+		syscall(SYS_futex, &rt_w_wake_word, FUTEX_WAIT_PRIVATE, seen, &tick, NULL, 0);
 		pthread_sigmask(SIG_SETMASK, &all, NULL);
 	}
 	rt_signal_end_wait();
+}
+
+/* Who decides the worker's descriptor table, a futex word: 0 until one side moves. The worker
+ * claims it (CLAIMED) before unshare and ends at PRIVATE or SHARED; a starter that waited in vain
+ * takes it first (SHARED), and the worker then never unshares, so that no copy of the library's
+ * descriptors is left behind in the program's table. */
+#define RT_WORKER_TABLE_CLAIMED 1
+#define RT_WORKER_TABLE_PRIVATE 2
+#define RT_WORKER_TABLE_SHARED 3
+static atomic_uint rt_w_table;
+
+static int
+rt_worker_cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Closes every descriptor of the worker's own table but the library's. */
+static bool
+rt_worker_close_all_but(int *keep, size_t n)
+{
+	qsort(keep, n, sizeof(keep[0]), rt_worker_cmp_int);
+	unsigned low = 0;
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > low &&
+		    syscall(SYS_close_range, low, (unsigned)keep[i] - 1, 0) != 0)
+			return false;
+		low = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, low, ~0U, 0) == 0;
+}
+
+/* The worker takes a descriptor table of its own (unshare CLONE_FILES) holding only the
+ * library's files: nothing the program does to its descriptors (close, dup2, close_range) can
+ * reach them, and the library never reaches the program's. Where the kernel refuses, the shared
+ * table and its checks (rt_fd) stay. */
+static void
+rt_worker_take_table(void)
+{
+	unsigned expected = 0;
+	if (!atomic_compare_exchange_strong(&rt_w_table, &expected, RT_WORKER_TABLE_CLAIMED))
+		return;
+	int keep[33];
+	size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]) - 1);
+	unsigned table = RT_WORKER_TABLE_SHARED;
+	if (unshare(CLONE_FILES) == 0) {
+		/* Its lines go to the program's stderr of the moment, through a pidfd; a kernel
+		 * without pidfds (before 5.6) leaves it the stderr of start-up. */
+		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, -1, 0) < 0 && errno == EBADF) {
+			keep[n++] = pidfd;
+			rt_out_stderr_via(pidfd);
+		} else {
+			keep[n++] = STDERR_FILENO;
+		}
+		if (rt_worker_close_all_but(keep, n))
+			table = RT_WORKER_TABLE_PRIVATE;
+		else
+			rt_warn("a descriptor table of its own failed (close_range: %s); the program's "
+			        "descriptors stay open in the worker",
+			        strerror(errno));
+	}
+	atomic_store(&rt_w_table, table);
+	syscall(SYS_futex, &rt_w_table, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* In the starting thread: waits for the worker's table. Bounded while the worker has not run at
+ * all (a starter inside dlopen's constructors must not hang on a thread that cannot start);
+ * once it has claimed the table, its unshare and close_range are two system calls away. */
+static unsigned
+rt_worker_await_table(void)
+{
+	struct timespec now, deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += RT_WORKER_TABLE_WAIT_S;
+	for (;;) {
+		unsigned table = atomic_load(&rt_w_table);
+		if (table == RT_WORKER_TABLE_PRIVATE || table == RT_WORKER_TABLE_SHARED)
+			return table;
+		struct timespec left = {0, 0}, *limit = NULL;
+		if (table == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = deadline.tv_sec - now.tv_sec;
+			left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+			unsigned expected = 0;
+			if (left.tv_sec < 0 &&
+			    atomic_compare_exchange_strong(&rt_w_table, &expected,
+			                                   RT_WORKER_TABLE_SHARED))
+				return RT_WORKER_TABLE_SHARED;
+			if (left.tv_sec < 0)
+				continue;
+			limit = &left;
+		}
+		syscall(SYS_futex, &rt_w_table, FUTEX_WAIT_PRIVATE, table, limit, NULL, 0);
+	}
+}
+
+/* The program's threads have all gone: the process ends, as it would have without the
+ * library (glibc's last exiting thread calls exit(0)). */
+static void
+rt_worker_alone(void)
+{
+	if (rt_files_alone())
+		exit(0);
 }
 
 static void *
 rt_worker_main(void *arg)
 {
 	(void)arg;
+	/* First: the starter waits for it. */
+	rt_worker_take_table();
+	/* Named by itself: naming another thread opens /proc/self/task/TID/comm. */
+	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
 	rt_w.last_rss_kib = rt_files_rss_kib();
 	rt_worker_publish();
@@ -323,6 +440,7 @@ rt_worker_main(void *arg)
 		rt_ledger_close(&rt_w, &batch);
 		rt_worker_handle(&batch);
 		rt_worker_wait(seen);
+		rt_worker_alone();
 	}
 	return NULL;
 }
@@ -365,7 +483,10 @@ rt_worker_start(void)
 		rt_warn("inactive: cannot start the worker thread: %s", strerror(err));
 		return false;
 	}
-	pthread_setname_np(thread, "roundtrim");
+	/* Until the worker has its own table, the library's descriptors are in the program's
+	 * (they were opened there, by this thread): then they go from it. */
+	if (rt_worker_await_table() == RT_WORKER_TABLE_PRIVATE)
+		rt_files_went_private();
 	atomic_store(&rt_w_running, true);
 	return true;
 }
@@ -384,6 +505,7 @@ rt_worker_forget_parent(void)
 	atomic_store(&rt_w_api_rounds, 0);
 	atomic_store(&rt_w_api_trims, 0);
 	rt_ledger_init(&rt_w, 0);
+	atomic_store(&rt_w_table, 0);
 }
 
 void

@@ -64,19 +64,18 @@ rt_cmd_proc_alive(int pid)
 	return end && end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
 }
 
-/* The library's FIFO among pid's descriptors: one whose status file beside it is pid's. */
+/* The library's FIFO among the descriptors listed in dir_path: one whose status file beside it
+ * is pid's. */
 static bool
-rt_cmd_proc_find_fifo(int pid, struct rt_cmd_target *t)
+rt_cmd_proc_find_fifo_in(const char *dir_path, int pid, struct rt_cmd_target *t)
 {
-	char dir_path[64];
-	snprintf(dir_path, sizeof(dir_path), "/proc/%d/fd", pid);
 	DIR *dir = opendir(dir_path);
 	if (!dir)
 		return false;
 	bool found = false;
 	struct dirent *e;
 	while (!found && (e = readdir(dir)) != NULL) {
-		char fd_path[sizeof(dir_path) + sizeof(e->d_name) + 1], link[PATH_MAX];
+		char fd_path[PATH_MAX], link[PATH_MAX];
 		struct stat st;
 		if (e->d_name[0] == '.')
 			continue;
@@ -96,6 +95,36 @@ rt_cmd_proc_find_fifo(int pid, struct rt_cmd_target *t)
 	}
 	closedir(dir);
 	return found;
+}
+
+/* The library's worker keeps its descriptors in a table of its own, which only its thread's
+ * listing shows (/proc/PID/task/TID/fd); where the kernel refused it one, they are in the
+ * process's (/proc/PID/fd). The worker is the thread named RT_WORKER_THREAD_NAME. */
+static bool
+rt_cmd_proc_find_fifo(int pid, struct rt_cmd_target *t)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *tasks = opendir(path);
+	bool found = false;
+	struct dirent *e;
+	while (tasks && !found && (e = readdir(tasks)) != NULL) {
+		char comm[32] = "";
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		bool named = fgets(comm, sizeof(comm), f) && rt_target_is_worker_comm(comm);
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/fd", pid, e->d_name);
+		found = named && rt_cmd_proc_find_fifo_in(path, pid, t);
+	}
+	if (tasks)
+		closedir(tasks);
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	return found || rt_cmd_proc_find_fifo_in(path, pid, t);
 }
 
 enum rt_cmd_proc_result

@@ -511,11 +511,19 @@ th_start_workload(struct th_probe *run, const char *workload, const char *preloa
 	for (size_t i = 0; extra && extra[i] && i < 13; i++)
 		env[i + 2] = extra[i];
 	/* Not th_workload's buffer, which an argument may be using. */
-	static char path[PATH_MAX];
+	static char path[PATH_MAX], wrapper[PATH_MAX];
+	const char *argv[9] = {path};
+	int at = 1;
+	/* "noshare:NAME": NAME where the worker cannot have a descriptor table of its own. */
+	if (!strncmp(workload, "noshare:", 8)) {
+		workload += 8;
+		snprintf(wrapper, sizeof(wrapper), "%s/test/workloads/noshare", RT_BUILD_DIR);
+		argv[0] = wrapper;
+		argv[at++] = path;
+	}
 	snprintf(path, sizeof(path), "%s/test/workloads/%s", RT_BUILD_DIR, workload);
-	const char *argv[8] = {path};
 	for (int i = 0; args[i] && i < 6; i++)
-		argv[i + 1] = args[i];
+		argv[at++] = args[i];
 	th_spawn(&run->proc, argv, env);
 	cr_assert(th_read_line(&run->proc, line, size, TH_TIMEOUT_MS), "%s %s said nothing",
 	          workload, args[0]);
@@ -531,4 +539,23 @@ th_wait_rounds(struct th_probe *run, long rounds, char *line, size_t size)
 	snprintf(needle, sizeof(needle), "\"rounds\":%ld,", rounds);
 	cr_assert(th_wait_line(run->status, needle, line, size, TH_TIMEOUT_MS),
 	          "rounds never reached %ld", rounds);
+}
+
+pid_t
+th_thread_named(pid_t pid, const char *name)
+{
+	char dir[64];
+	pid_t found = -1;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+		char path[PATH_MAX], comm[64] = "";
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		if (e->d_name[0] != '.' && th_read_file(path, comm, sizeof(comm)) > 0 &&
+		    !strncmp(comm, name, strlen(name)))
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
 }

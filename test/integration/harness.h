@@ -88,8 +88,11 @@ void th_start_probe(struct th_probe *run, const char *const args[], const char *
 /* The same with any number of NAME=VALUE (NULL-terminated) instead of the one. */
 void th_start_probe_env(struct th_probe *run, const char *const args[], const char *const extra[],
                         char *line, size_t size);
+/* The thread of pid whose comm starts with name, or -1. */
+pid_t th_thread_named(pid_t pid, const char *name);
 /* The same for any workload of the project: preload is LD_PRELOAD's value (NULL: the library),
- * fifo_dir the FIFO's directory (NULL: th_tmpdir()). */
+ * fifo_dir the FIFO's directory (NULL: th_tmpdir()). "noshare:NAME" runs NAME where unshare(2)
+ * fails, so that the library's worker shares the program's descriptor table. */
 void th_start_workload(struct th_probe *run, const char *workload, const char *preload,
                        const char *fifo_dir, const char *const args[], const char *const extra[],
                        char *line, size_t size);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TestSuite(invisible, .timeout = 120, .fini = th_cleanup);
@@ -66,48 +67,97 @@ Test(invisible, no_low_descriptor_is_taken_while_rounds_storm)
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
 }
 
-/* Whether /proc/PID/fdinfo/FD says close-on-exec (O_CLOEXEC is 02000000 in "flags:"). */
+/* Whether fdinfo (a /proc/PID[/task/TID]/fdinfo directory) says fd is close-on-exec (O_CLOEXEC is
+ * 02000000 in "flags:"). */
 static bool
-close_on_exec(int pid, int fd)
+close_on_exec(const char *fdinfo, int fd)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	char path[PATH_MAX], buf[512];
+	snprintf(path, sizeof(path), "%.200s/%d", fdinfo, fd);
 	cr_assert_gt(th_read_file(path, buf, sizeof(buf)), 0);
 	char *flags = strstr(buf, "flags:");
 	cr_assert_not_null(flags, "%s", buf);
 	return strtoul(flags + 6, NULL, 8) & 02000000;
 }
 
-Test(invisible, every_descriptor_is_high_and_close_on_exec)
+/* Counts the library's descriptors in a listing (/proc/PID/fd or a thread's): its files in the
+ * test's directory and its /proc readings of pid; checks each is high and close-on-exec. The
+ * pidfd of a worker with its own table (through which it borrows stderr) is counted apart. */
+static int
+library_fds_in(int pid, const char *task, int *pidfds)
 {
-	struct th_probe run;
-	char line[512];
-	const char *env[] = {env_in_dir("ROUNDTRIM_STATS", "%p.jsonl"),
-	                     env_in_dir("ROUNDTRIM_LOG", "log"), "ROUNDTRIM_PROFILE=1", NULL};
-	th_start_probe_env(&run, (const char *[]){"idle", NULL}, env, line, sizeof(line));
-	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
-	th_wait_rounds(&run, 1, line, sizeof(line));
-	char dir[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", run.proc.pid);
+	char dir[128], info[128], proc[64];
+	snprintf(dir, sizeof(dir), "/proc/%d%s/fd", pid, task);
+	snprintf(info, sizeof(info), "/proc/%d%s/fdinfo", pid, task);
+	snprintf(proc, sizeof(proc), "/proc/%d/", pid);
 	DIR *d = opendir(dir);
-	cr_assert_not_null(d);
+	cr_assert_not_null(d, "%s", dir);
 	int ours = 0;
 	for (struct dirent *e; (e = readdir(d)) != NULL;) {
 		int fd = atoi(e->d_name);
-		char link[PATH_MAX], target[PATH_MAX] = "";
+		char link[PATH_MAX + 256], target[PATH_MAX] = "";
 		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
-		if (readlink(link, target, sizeof(target) - 1) < 0 || fd <= 2)
+		if (e->d_name[0] == '.' || readlink(link, target, sizeof(target) - 1) < 0)
 			continue;
+		if (!strcmp(target, "anon_inode:[pidfd]")) {
+			(*pidfds)++;
+			cr_assert(close_on_exec(info, fd), "pidfd %d not close-on-exec", fd);
+			continue;
+		}
 		/* What the test runner itself let the probe inherit is not the library's. */
-		if (!strstr(target, th_tmpdir()) && !strstr(target, "/statm"))
+		if (!strstr(target, th_tmpdir()) && strncmp(target, proc, strlen(proc)))
 			continue;
 		ours++;
-		cr_assert_geq(fd, th_fd_floor(), "descriptor %d below the floor", fd);
-		cr_assert(close_on_exec(run.proc.pid, fd), "descriptor %d not close-on-exec", fd);
+		cr_assert_geq(fd, th_fd_floor(), "descriptor %d (%s) below the floor", fd, target);
+		cr_assert(close_on_exec(info, fd), "descriptor %d (%s) not close-on-exec", fd,
+		          target);
 	}
 	closedir(d);
-	/* statm, FIFO, status, stats, log. */
-	cr_assert_eq(ours, 5);
+	return ours;
+}
+
+static void
+start_with_every_file(struct th_probe *run, const char *workload)
+{
+	char line[512];
+	const char *env[] = {env_in_dir("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     env_in_dir("ROUNDTRIM_LOG", "log"), "ROUNDTRIM_PROFILE=1", NULL};
+	th_start_workload(run, workload, NULL, NULL, (const char *[]){"idle", NULL}, env, line,
+	                  sizeof(line));
+	cr_assert(th_fifo_write(run->fifo, "round\n", 6));
+	th_wait_rounds(run, 1, line, sizeof(line));
+}
+
+/* statm, smaps_rollup, stat, the FIFO, the status file, stats, log. */
+#define LIBRARY_FILES 7
+
+/* The worker keeps every file in a descriptor table of its own: the program's holds none of
+ * them, whatever it lists, closes or replaces. */
+Test(invisible, no_descriptor_of_the_library_in_the_programs_table)
+{
+	struct th_probe run;
+	int pidfds = 0;
+	start_with_every_file(&run, "probe");
+	cr_assert_eq(library_fds_in(run.proc.pid, "", &pidfds), 0);
+	cr_assert_eq(pidfds, 0);
+	pid_t worker = th_thread_named(run.proc.pid, "roundtrim");
+	cr_assert_gt(worker, 0);
+	char task[64];
+	snprintf(task, sizeof(task), "/task/%d", (int)worker);
+	cr_assert_eq(library_fds_in(run.proc.pid, task, &pidfds), LIBRARY_FILES);
+	cr_assert_eq(pidfds, 1);
+	th_kill(&run.proc);
+}
+
+/* Where the kernel refuses the worker a table of its own, the library's descriptors are in the
+ * program's: all high and close-on-exec. */
+Test(invisible, shared_table_descriptors_are_high_and_close_on_exec)
+{
+	struct th_probe run;
+	int pidfds = 0;
+	start_with_every_file(&run, "noshare:probe");
+	cr_assert_eq(library_fds_in(run.proc.pid, "", &pidfds), LIBRARY_FILES);
+	cr_assert_eq(pidfds, 0);
 	th_kill(&run.proc);
 }
 
@@ -133,13 +183,61 @@ Test(invisible, shell_reads_its_own_descriptor_3)
 	}
 }
 
-/* The probe closes every descriptor above stderr; the library's FIFO stands down, says so once,
- * takes its files away, and never touches the descriptor the program opens next. */
-Test(invisible, closed_fifo_descriptor_stands_down)
+/* The probe closes every descriptor above stderr: the library's, in the worker's own table, are
+ * not among them; rounds go on, and the program's next file is its own. */
+Test(invisible, program_closing_every_descriptor_leaves_the_library_working)
 {
 	struct th_probe run;
 	char line[512], err[8192];
 	th_start_probe_env(&run, (const char *[]){"closeall", NULL}, NULL, line, sizeof(line));
+	th_write(&run.proc, "go\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "closed");
+	/* The API's round, then one through the FIFO. */
+	th_wait_rounds(&run, 1, line, sizeof(line));
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	th_wait_rounds(&run, 2, line, sizeof(line));
+	th_write(&run.proc, "open\n");
+	th_write(&run.proc, "read\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "mine=mine");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(run.proc.status, 0);
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert_null(strstr(err, " off"), "a feature stood down: %s", err);
+}
+
+/* The program puts a pipe of its own on the number of the library's FIFO: in its own table,
+ * which is not the worker's; the worker goes on reading its FIFO, and the program reads its
+ * pipe whole. */
+Test(invisible, program_descriptor_on_the_fifos_number_is_never_read)
+{
+	struct th_probe run;
+	char line[512], err[8192];
+	th_start_probe_env(&run, (const char *[]){"dupover", NULL}, NULL, line, sizeof(line));
+	th_write(&run.proc, "go\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	th_wait_rounds(&run, 1, line, sizeof(line));
+	th_write(&run.proc, "read\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "got=hello");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert_null(strstr(err, " off"), "a feature stood down: %s", err);
+}
+
+/* In the program's table (unshare refused), the same closing: the FIFO stands down, says so
+ * once, takes its files away, and never touches the descriptor the program opens next. */
+Test(invisible, shared_table_closed_fifo_descriptor_stands_down)
+{
+	struct th_probe run;
+	char line[512], err[8192];
+	th_start_workload(&run, "noshare:probe", NULL, NULL, (const char *[]){"closeall", NULL},
+	                  NULL, line, sizeof(line));
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "closed");
@@ -162,11 +260,12 @@ Test(invisible, closed_fifo_descriptor_stands_down)
 	cr_assert_null(strstr(first + 1, "FIFO trigger off"), "said twice: %s", err);
 }
 
-Test(invisible, replaced_fifo_descriptor_is_never_read)
+Test(invisible, shared_table_replaced_fifo_descriptor_is_never_read)
 {
 	struct th_probe run;
 	char line[512], err[8192];
-	th_start_probe_env(&run, (const char *[]){"dupover", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, "noshare:probe", NULL, NULL, (const char *[]){"dupover", NULL},
+	                  NULL, line, sizeof(line));
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
@@ -328,4 +427,17 @@ Test(invisible, warnings_stay_one_printable_line)
 	cr_assert_not_null(strstr(err, "stats file off"), "%s", err);
 	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "more than one line: %s", err);
 	cr_assert_null(strchr(err, '\x1b'), "%s", err);
+}
+
+/* The main thread ends with pthread_exit and the program's last thread returns: glibc then ends
+ * the process (exit status 0); the library's worker must not keep it alive. */
+Test(invisible, process_ends_when_the_programs_last_thread_exits)
+{
+	struct th_probe run;
+	char line[512];
+	th_start_probe_env(&run, (const char *[]){"lastexit", NULL}, NULL, line, sizeof(line));
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "the process outlived its threads");
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "status %#x",
+	          run.proc.status);
+	cr_assert(th_wait_path(run.fifo, true, TH_TIMEOUT_MS), "FIFO left behind");
 }

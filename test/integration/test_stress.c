@@ -569,26 +569,35 @@ Test(stress, exit_during_action)
 	cr_log_info("%ld of %ld runs left before the trim's status was written", unfinished, runs);
 }
 
-/* The library checks a descriptor (fstat: device and inode), then uses it; the host can close
- * or replace it in between, and the use then reads or writes the host's file. The hostile runs
- * below hit it now and then (the API wake in about one run of six, the worker's read in about
- * one of a hundred); the last two tests hold the thread between check and use and fail every
- * time. Until the library is fixed, make check leaves them to make stress, where they fail. */
+/* Where the worker shares the program's descriptor table (unshare refused), the library checks
+ * a descriptor (fstat: device and inode), then uses it; the host can close or replace it in
+ * between, and the use then reads or writes the host's file. The hostile runs below hit it now
+ * and then (the API wake in about one run of six, the worker's read in about one of a hundred);
+ * the shared-table race tests hold the thread between check and use and fail every time. With
+ * a table of its own the worker has no such window. make check leaves the shared-table ones to
+ * make stress, where they fail. */
 static void
 known_race(void)
 {
 	if (divisor() > 1)
 		cr_skip_test(
-		    "known race: a descriptor replaced between the library's check and its "
-		    "use; make stress runs this test");
+		    "known race of the shared descriptor table: a descriptor replaced between the "
+		    "library's check and its use; make stress runs this test");
 }
 
-/* The host closes (or replaces) every descriptor of the library's while rounds storm: each
- * feature stands down with one line, and no file of the host's is read, written or closed. */
+/* statm, smaps_rollup, stat, the FIFO, the status file, stats, log. */
+#define LIBRARY_FILES 7
+
+/* The host closes (or replaces) every number the library holds while rounds storm, and then
+ * checks that no file of its own was read, written or closed. In the program's table (the
+ * workload "noshare:stress") each feature stands down with one line; in the worker's own table
+ * ("stress") nothing of the library's is touched and the rounds go on. */
 static void
-hostile(const char *how, long full)
+hostile(const char *workload, const char *how, long full)
 {
-	known_race();
+	bool shared = !strncmp(workload, "noshare:", 8);
+	if (shared)
+		known_race();
 	long runs = stress_size(full, 1);
 	char floor[16];
 	snprintf(floor, sizeof(floor), "%d", th_fd_floor());
@@ -600,41 +609,63 @@ hostile(const char *how, long full)
 	for (long r = 0; r < runs; r++) {
 		struct th_probe run;
 		struct storm storms[3];
-		char line[512], err[8192];
+		char line[512], err[8192], expect[64];
 		bool broken;
-		stress_start(&run, NULL, (const char *[]){"hostile", how, floor, NULL}, env);
+		th_start_workload(&run, workload, NULL, fifo_dir(),
+		                  (const char *[]){"hostile", how, floor, NULL}, env, line,
+		                  sizeof(line));
+		cr_assert_eq(strncmp(line, "ready ", 6), 0, "%s", line);
 		storms_start(storms, 3, run.fifo, 0, true, false);
 		th_write(&run.proc, "go\n");
 		cr_assert(th_read_line(&run.proc, line, sizeof(line), deadline_ms()));
-		/* statm, FIFO, status, stats, log */
-		cr_assert_str_eq(line, "hostile fds=5");
-		for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
+		snprintf(expect, sizeof(expect), "hostile fds=%d", LIBRARY_FILES);
+		cr_assert_str_eq(line, expect);
+		for (size_t i = 0; shared && i < sizeof(features) / sizeof(features[0]); i++) {
 			char needle[64];
 			snprintf(needle, sizeof(needle), "%s" STAND_DOWN, features[i]);
 			cr_assert(
 			    th_wait_stderr(&run.proc, needle, err, sizeof(err), deadline_ms()),
 			    "run %ld: no line for %s: %s", r, features[i], err);
 		}
-		cr_assert(th_wait_path(run.fifo, true, deadline_ms()), "FIFO left behind");
-		cr_assert(th_wait_path(run.status, true, deadline_ms()), "status left behind");
-		/* With nobody reading the FIFO any more, every writer breaks. */
-		storms_join(storms, 3, false, &broken);
-		cr_assert(broken);
+		if (shared) {
+			cr_assert(th_wait_path(run.fifo, true, deadline_ms()), "FIFO left behind");
+			cr_assert(th_wait_path(run.status, true, deadline_ms()),
+			          "status left behind");
+		}
+		/* With nobody reading the FIFO any more, every writer breaks; with the worker's
+		 * own table, none does. */
+		long sent = storms_join(storms, 3, !shared, &broken);
+		cr_assert_eq(broken, shared, "run %ld: writers broken: %d", r, broken);
 		th_write(&run.proc, "check\n");
-		read_done(&run, line, sizeof(line));
-		cr_assert_not_null(strstr(line, "intact=5/5"), "run %ld: %s", r, line);
-		finish(&run, 0, true);
+		long api = read_done(&run, line, sizeof(line));
+		snprintf(expect, sizeof(expect), "intact=%d/%d", LIBRARY_FILES, LIBRARY_FILES);
+		cr_assert_not_null(strstr(line, expect), "run %ld: %s", r, line);
+		if (!shared) {
+			char status[4096];
+			wait_rounds(&run, sent + api, status, sizeof(status));
+		}
+		finish(&run, 0, shared);
 	}
 }
 
 Test(stress, host_closes_every_descriptor)
 {
-	hostile("closeall", 100);
+	hostile("stress", "closeall", 100);
 }
 
 Test(stress, host_dup2s_over_every_descriptor)
 {
-	hostile("dupover", 100);
+	hostile("stress", "dupover", 100);
+}
+
+Test(stress, shared_table_host_closes_every_descriptor)
+{
+	hostile("noshare:stress", "closeall", 100);
+}
+
+Test(stress, shared_table_host_dup2s_over_every_descriptor)
+{
+	hostile("noshare:stress", "dupover", 100);
 }
 
 /* Thread tid of pid, stopped by ptrace: waits for its next stop within the deadline. */
@@ -689,17 +720,16 @@ hold_at_call(pid_t tid, long nr, int fd, void (*kick)(struct th_probe *), struct
 	}
 }
 
-/* The descriptor of pid whose link ends in suffix, and the thread named name. */
+/* The number of pid's descriptor whose link ends in suffix: in the program's table, or else in
+ * the worker's own. */
 static int
-fd_ending(pid_t pid, const char *suffix)
+fd_ending_in(const char *dir, const char *suffix)
 {
-	char dir[64];
 	int found = -1;
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
 	DIR *d = opendir(dir);
 	for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
 		char link[PATH_MAX], target[PATH_MAX];
-		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		snprintf(link, sizeof(link), "%.200s/%s", dir, e->d_name);
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
 		size_t len = strlen(suffix);
 		if (n > (ssize_t)len && (target[n] = '\0', !strcmp(target + n - len, suffix)))
@@ -707,27 +737,20 @@ fd_ending(pid_t pid, const char *suffix)
 	}
 	if (d)
 		closedir(d);
-	cr_assert_geq(found, 0, "no descriptor of %d ends in %s", pid, suffix);
 	return found;
 }
 
-static pid_t
-thread_named(pid_t pid, const char *name)
+static int
+fd_ending(pid_t pid, const char *suffix)
 {
 	char dir[64];
-	pid_t found = -1;
-	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
-	DIR *d = opendir(dir);
-	for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-		char path[PATH_MAX], comm[64] = "";
-		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
-		if (th_read_file(path, comm, sizeof(comm)) > 0 &&
-		    !strncmp(comm, name, strlen(name)))
-			found = atoi(e->d_name);
-	}
-	if (d)
-		closedir(d);
-	cr_assert_gt(found, 0, "%d has no thread named %s", pid, name);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	int found = fd_ending_in(dir, suffix);
+	pid_t worker = th_thread_named(pid, "roundtrim");
+	snprintf(dir, sizeof(dir), "/proc/%d/task/%d/fd", pid, worker);
+	if (found < 0 && worker > 0)
+		found = fd_ending_in(dir, suffix);
+	cr_assert_geq(found, 0, "no descriptor of %d ends in %s", pid, suffix);
 	return found;
 }
 
@@ -744,16 +767,18 @@ kick_api(struct th_probe *run)
 }
 
 /* The worker, woken by a round, checks its FIFO descriptor and is held before its read; the
- * program dup2s a pipe holding "hello" over that number; the worker's read then takes the
+ * program dup2s a pipe holding "hello" over that number; the worker's read must not take the
  * program's "hello". */
-Test(stress, worker_reads_a_descriptor_replaced_after_its_check)
+static void
+worker_read_held(const char *workload)
 {
-	known_race();
 	struct th_probe run;
 	char line[512];
-	th_start_probe_env(&run, (const char *[]){"dupover", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, NULL,
+	                  line, sizeof(line));
 	int fifo = fd_ending(run.proc.pid, ".fifo");
-	pid_t worker = thread_named(run.proc.pid, "roundtrim");
+	pid_t worker = th_thread_named(run.proc.pid, "roundtrim");
+	cr_assert_gt(worker, 0, "no worker thread");
 	hold_at_call(worker, SYS_read, fifo, kick_fifo, &run);
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
@@ -765,15 +790,28 @@ Test(stress, worker_reads_a_descriptor_replaced_after_its_check)
 	th_kill(&run.proc);
 }
 
-/* roundtrim_round() wakes the worker with a write of "\n" to the FIFO descriptor, after the
- * same check, from the calling thread: held between the two while the program puts a file of
- * its own on that number, the thread then writes into the program's file. */
-Test(stress, api_wake_writes_a_descriptor_replaced_after_its_check)
+Test(stress, worker_reads_no_descriptor_replaced_after_its_check)
+{
+	worker_read_held("probe");
+}
+
+Test(stress, shared_table_worker_reads_a_descriptor_replaced_after_its_check)
+{
+	known_race();
+	worker_read_held("noshare:probe");
+}
+
+/* In the program's table, roundtrim_round() wakes the worker with a write of "\n" to the FIFO
+ * descriptor, after the same check, from the calling thread: held between the two while the
+ * program puts a file of its own on that number, the thread then writes into the program's
+ * file. */
+Test(stress, shared_table_api_wake_writes_a_descriptor_replaced_after_its_check)
 {
 	known_race();
 	struct th_probe run;
 	char line[512];
-	th_start_probe_env(&run, (const char *[]){"apiwake", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, "noshare:probe", NULL, NULL, (const char *[]){"apiwake", NULL},
+	                  NULL, line, sizeof(line));
 	pid_t caller = (pid_t)th_field(line, "tid");
 	cr_assert_gt(caller, 0, "%s", line);
 	int fifo = fd_ending(run.proc.pid, ".fifo");
@@ -782,6 +820,25 @@ Test(stress, api_wake_writes_a_descriptor_replaced_after_its_check)
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
 	cr_assert_eq(ptrace(PTRACE_DETACH, caller, 0, 0), 0);
+	th_write(&run.proc, "check\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "file=mine offset=0",
+	                 "the library wrote into the program's file: %s", line);
+	th_kill(&run.proc);
+}
+
+/* With the worker's own table, the API's round writes nothing anywhere: the program's file on
+ * the FIFO's number stays as it was, and the worker finds the round on its next tick. */
+Test(stress, api_round_writes_nothing_of_the_programs)
+{
+	struct th_probe run;
+	char line[512];
+	th_start_probe_env(&run, (const char *[]){"apiwake", NULL}, NULL, line, sizeof(line));
+	th_write(&run.proc, "replace\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
+	th_write(&run.proc, "round\n");
+	th_wait_rounds(&run, 1, line, sizeof(line));
 	th_write(&run.proc, "check\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "file=mine offset=0",

@@ -51,3 +51,12 @@ Test(target, answered_when_the_count_moved)
 	cr_assert(rt_target_answered(RT_PROTO_TRIM, &before, &trimmed, &did));
 	cr_assert(did);
 }
+
+Test(target, worker_comm_is_the_library_thread_name_exactly)
+{
+	cr_assert(rt_target_is_worker_comm("roundtrim\n"));
+	cr_assert(rt_target_is_worker_comm("roundtrim"));
+	cr_assert_not(rt_target_is_worker_comm("roundtrim2\n"));
+	cr_assert_not(rt_target_is_worker_comm("python3\n"));
+	cr_assert_not(rt_target_is_worker_comm("round\n"));
+}

@@ -19,13 +19,17 @@
  *                   and waits for EOF
  *   closeall        after a line: close_range(3, ~0), roundtrim_round(); prints "closed"; after
  *                   another line opens a file of its own, writes, reads it back: "mine=TEXT"
- *   dupover         after a line, dup2s a pipe holding "hello" over the library's FIFO
- *                   descriptor and prints "replaced"; after a line reads it: "got=TEXT"
+ *   dupover         after a line, dup2s a pipe holding "hello" over the number of the library's
+ *                   FIFO descriptor (in the program's table, or else in the worker's own) and
+ *                   prints "replaced"; after a line reads it: "got=TEXT"
  *   handler HOW     reports the disposition it finds for SIGRTMIN+8 ("before=default|other"),
  *                   installs its own handler with HOW (sigaction, signal), prints "ready" and
  *                   "handled" once the signal has run it
  *   forkexec N      N times: fork, the child closes every descriptor above 2 (close_range) and
  *                   execs /bin/true; prints "forkexec=N"
+ *   lastexit        prints "ready", starts a thread that allocates and returns 3 from its
+ *                   start routine, and ends the main thread with pthread_exit: the process
+ *                   must then end (exit status 0), as glibc ends it after its last thread
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -41,6 +45,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -539,19 +544,44 @@ mode_closeall(void)
 	return 0;
 }
 
-/* The descriptor whose link ends in ".fifo": the library's FIFO. */
+/* The number in dir (a descriptor listing) whose link ends in ".fifo", or -1. */
 static int
-library_fifo_fd(void)
+fifo_fd_in(const char *dir)
 {
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	int found = -1;
 	while (d && (e = readdir(d)) != NULL) {
-		char link[300], target[512];
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		char link[600], target[512];
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
 		if (n > 5 && (target[n] = '\0', !strcmp(target + n - 5, ".fifo")))
 			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The number of the library's FIFO descriptor: in the program's table, or else in the table of
+ * the worker's own (the thread named roundtrim), where the program cannot reach it. */
+static int
+library_fifo_fd(void)
+{
+	int found = fifo_fd_in("/proc/self/fd");
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (found < 0 && d && (e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		bool worker = fgets(comm, sizeof(comm), f) && !strcmp(comm, "roundtrim\n");
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/fd", e->d_name);
+		if (worker)
+			found = fifo_fd_in(path);
 	}
 	if (d)
 		closedir(d);
@@ -690,6 +720,25 @@ mode_apiwake(void)
 	}
 }
 
+static void *
+lastexit_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000; i++)
+		free(malloc(4096));
+	return (void *)3;
+}
+
+static int
+mode_lastexit(void)
+{
+	pthread_t t;
+	printf("ready %d\n", getpid());
+	if (pthread_create(&t, NULL, lastexit_thread, NULL) != 0)
+		return 1;
+	pthread_exit(NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -727,6 +776,8 @@ main(int argc, char **argv)
 		return mode_forkexec(atoi(argv[2]));
 	if (!strcmp(mode, "apiwake"))
 		return mode_apiwake();
+	if (!strcmp(mode, "lastexit"))
+		return mode_lastexit();
 	if (!strcmp(mode, "execfail")) {
 		char *const args[] = {"missing", NULL};
 		if (execv("/nonexistent/roundtrim-probe", args) == 0)

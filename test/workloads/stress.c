@@ -15,7 +15,8 @@
  *                      one in 2000 is a fork child that keeps allocating until its status file
  *                      appears in DIR, counts 100 rounds of its own FIFO and exits 0
  *   hostile HOW FLOOR  after "go", HOW=closeall: close_range(3, ~0U), then a file of the
- *                      host's on each number the library held (those at or above FLOOR);
+ *                      host's on each number the library held (those at or above FLOOR, in
+ *                      the program's table or else in the worker's own);
  *                      HOW=dupover: the same files dup2'd over them. Prints "hostile fds=N",
  *                      waits for a line "check" and checks that no file of the host was read,
  *                      written or closed: DETAIL is intact=K/N. The churn calls
@@ -691,15 +692,40 @@ struct host_file {
 };
 
 static int
-library_fds(int floor, int *fds, int max)
+fds_at_or_above(const char *dir, int floor, int *fds, int max)
 {
 	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d)) != NULL) {
 		int fd = atoi(e->d_name);
 		if (fd >= floor && fd != dirfd(d) && n < max)
 			fds[n++] = fd;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The numbers the library holds: in the program's table, or else in the worker's own (the
+ * thread named roundtrim), where the host's closing and replacing cannot reach them. */
+static int
+library_fds(int floor, int *fds, int max)
+{
+	int n = fds_at_or_above("/proc/self/fd", floor, fds, max);
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (n == 0 && d && (e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		bool worker = fgets(comm, sizeof(comm), f) && !strcmp(comm, "roundtrim\n");
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/fd", e->d_name);
+		if (worker)
+			n = fds_at_or_above(path, floor, fds, max);
 	}
 	if (d)
 		closedir(d);
