@@ -104,7 +104,7 @@ EOF
 }
 
 # A short frag run through the installed command, as `make demo` does: each round counted with
-# `roundtrim round --wait`, which must answer with a malloc_trim.
+# `roundtrim round --wait`, which must answer with a glibc_release.
 check_frag_run() {
 	local frag=$1 real=$2 to from line answer r rounds=3
 	mkfifo "$WORK/in" "$WORK/out"
@@ -120,7 +120,7 @@ check_frag_run() {
 		grep -q " $real\$" "/proc/$FRAG_PID/maps" || die "frag does not carry $real"
 		answer=$("$ROUNDTRIM" round --wait --timeout "$STEP_TIMEOUT" "$FRAG_PID") ||
 			die "roundtrim round failed: $answer"
-		[[ $answer == "$FRAG_PID frag: round $r: malloc_trim, RSS "* ]] ||
+		[[ $answer == "$FRAG_PID frag: round $r: glibc_release, RSS "* ]] ||
 			die "unexpected answer: $answer"
 		say "$line; $answer"
 		if ((r == rounds)); then
