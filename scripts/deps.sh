@@ -19,6 +19,7 @@ packages=(
 	python3-prometheus-client # the test that parses the Prometheus file with a real parser
 	shellcheck        # lint of scripts/
 	mandoc            # lint of man/roundtrim.7
+	patch             # the test that applies `roundtrim patch --diff` with patch -p0
 	python3           # tests that run a Python host
 	gnuplot-nox       # bench and report plots
 	python3-torch     # the Python client (end-to-end tests and bench)

@@ -1,17 +1,18 @@
-/* patch: adds to a launcher such as NVFlare's startup/sub_start.sh a marked block that preloads
- * the library and sets the options, or takes it out again (roundtrim(1), patch). Kept whole in
- * this file: the NVFlare template, signed kits and --dry-run/--diff replace it as one piece. */
+/* patch: puts the preload block into a launcher such as NVFlare's startup/sub_start.sh, or into
+ * NVFlare's provisioning template, or takes it out (roundtrim(1), patch). Every rule is
+ * rt_patch's; this file parses the options, reads and replaces the file, and prints. */
 #include "rt_cmd.h"
 #include "rt_cmd_lib.h"
 #include "rt_cmd_opt.h"
-#include "rt_parse.h"
+#include "rt_patch.h"
 #include "rt_settings.h"
 #include "rt_version.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,47 +21,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RT_PATCH_BEGIN                                                                             \
-	"# >>> roundtrim " RT_VERSION " >>> added by `roundtrim patch`; undo: `roundtrim patch "   \
-	"--undo FILE`"
-/* A begin marker of any version is recognised. */
-#define RT_PATCH_BEGIN_RE "^# >>> roundtrim [0-9][0-9.]* >>>"
-#define RT_PATCH_END "# <<< roundtrim <<<"
-#define RT_PATCH_BACKUP_SUFFIX ".roundtrim-orig"
-#define RT_PATCH_MATCH_DEFAULT "python*"
-#define RT_PATCH_SHEBANG_RE "^#! *(/usr)?/bin/(env +)?(ba)?sh([[:space:]]|$)"
-#define RT_PATCH_NVFLARE_RE "^[^#]*\\bpython[0-9.]*[[:space:]].*-m[[:space:]]+nvflare\\."
-#define RT_PATCH_LOADS_RE "^[^#]*libroundtrim\\.so"
+/* A launcher or a template is a few KiB: anything this large is something else. */
+#define RT_CMD_PATCH_FILE_MAX (16u << 20)
 
-/* A file in memory, and where its lines start: line i (from 0) is bytes [at[i], at[i + 1]). */
-struct rt_patch_text {
-	char *bytes;
+struct rt_cmd_patch_args {
+	const char *file; /* as typed */
+	bool undo, force, dry_run, diff;
+	const char *values[RT_SETTING_COUNT];
+	char texts[RT_SETTING_COUNT][PATH_MAX + 64];
+	unsigned arena_max;
+	enum rt_role role;
+	bool other_options; /* any option that --undo does not take */
+};
+
+/* The file as read: its real path, bytes, mode and owner. */
+struct rt_cmd_patch_file {
+	char real[PATH_MAX];
+	char *text;
 	size_t len;
-	size_t *at;
-	size_t nlines;
+	struct stat st;
 };
 
-struct rt_patch_setting {
-	const char *name;
-	char value[PATH_MAX + 64];
-};
-
-/* The temporary file in the launcher's directory, removed at exit unless renamed. */
-static char rt_patch_tmp[PATH_MAX];
+/* The temporary file beside the real one, removed at exit unless renamed over it. */
+static char rt_cmd_patch_tmp[PATH_MAX + 32];
 
 static void
-rt_patch_help(void)
+rt_cmd_patch_help(void)
 {
 	fputs("Usage: " RT_CMD_NAME " patch [OPTION]... FILE\n"
-	      "   or: " RT_CMD_NAME " patch --undo FILE\n"
-	      "Add, after the first line of the launcher FILE (such as NVFlare's "
-	      "startup/sub_start.sh), a\n"
-	      "marked block that puts libroundtrim.so first in LD_PRELOAD and sets the options "
-	      "below.\n"
-	      "Patching again with the same options changes nothing; other options replace the "
-	      "block.\n"
-	      "The original is kept as FILE" RT_PATCH_BACKUP_SUFFIX
-	      "; the file keeps its mode.\n\n",
+	      "   or: " RT_CMD_NAME " patch --undo [--dry-run] [--diff] FILE\n"
+	      "Add to the launcher FILE (NVFlare's startup/sub_start.sh, after its first line) or "
+	      "to NVFlare's\n"
+	      "master_template.yml (inside each sub_start scalar) a marked block that puts "
+	      "libroundtrim.so\n"
+	      "first in LD_PRELOAD and exports the options below; --undo removes it and gives "
+	      "back the exact\n"
+	      "bytes. Patching again with the same options changes nothing. No backup is made.\n\n",
 	      stdout);
 	int width = rt_cmd_opt_usage_width(true, (int)strlen("--arena-max N"));
 	for (unsigned i = 0; i < RT_SETTING_COUNT; i++) {
@@ -69,464 +65,409 @@ rt_patch_help(void)
 		if (!s->option || !s->patch)
 			continue;
 		rt_cmd_opt_usage(s, usage, sizeof(usage));
-		printf("  %-*s  %s%s%s", width, usage, s->name, s->flag_value ? "=" : "",
-		       s->flag_value ? s->flag_value : "");
+		printf("  %-*s  %s%s%s: %s", width, usage, s->name, s->flag_value ? "=" : "",
+		       s->flag_value ? s->flag_value : "", s->doc);
 		if (i == RT_SETTING_MATCH)
-			fputs(" (default '" RT_PATCH_MATCH_DEFAULT
-			      "': not the launcher's sleep and cat)",
-			      stdout);
+			fputs(" (default '" RT_PATCH_DEFAULT_MATCH "')", stdout);
 		else if (s->kind == RT_KIND_PATH)
-			fputs(" (absolute; %p is the pid)", stdout);
+			fputs(" (absolute)", stdout);
 		putchar('\n');
 	}
-	printf("  %-*s  MALLOC_ARENA_MAX=N (sub_start.sh would set 4; NVFlare advises 2 on "
-	       "clients)\n",
-	       width, "--arena-max N");
-	printf("  %-*s  patch a sh/bash script that does not start NVFlare\n", width, "--force");
-	printf("  %-*s  restore the original from the backup (or remove the block)\n", width,
-	       "--undo");
+	printf("  %-*s  MALLOC_ARENA_MAX=N, fixed, instead of the role's cap\n", width,
+	       "--arena-max N");
+	printf("  %-*s  patch a script that starts no NVFlare process, starts it in a "
+	       "container,\n  %-*s  or belongs to a signed kit\n",
+	       width, "--force", width, "");
+	printf("  %-*s  change nothing; say what would change\n", width, "--dry-run");
+	printf("  %-*s  print the change as a unified diff (patch -p0 applies it)\n", width,
+	       "--diff");
+	printf("  %-*s  remove the block\n", width, "--undo");
 	printf("  %-*s  this text\n\n", width, "--help");
-	fputs("Exit status: 0 patched, already patched, or restored; 1 FILE refused or not "
-	      "writable; 2 usage\n"
-	      "error.\n",
+	fputs("Rounds need no trigger: the library finds them itself (--auto); --interval and "
+	      "--pressure\n"
+	      "add actions without rounds.\n"
+	      "Exit status: 0 patched, updated, already patched, removed or nothing to undo (also "
+	      "with\n"
+	      "--dry-run); 1 FILE refused or unreadable, or the write failed (FILE unchanged); 2 "
+	      "usage error.\n",
 	      stdout);
 }
 
 static void
-rt_patch_remove_tmp(void)
+rt_cmd_patch_remove_tmp(void)
 {
-	if (rt_patch_tmp[0])
-		unlink(rt_patch_tmp);
+	if (rt_cmd_patch_tmp[0])
+		unlink(rt_cmd_patch_tmp);
 }
 
-static bool
-rt_patch_matches(const char *pattern, const char *text, size_t len)
-{
-	regex_t re;
-	char *line = rt_cmd_alloc(len + 1);
-	memcpy(line, text, len);
-	line[len] = '\0';
-	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
-		rt_cmd_die("cannot compile %s", pattern);
-	bool ok = regexec(&re, line, 0, NULL, 0) == 0;
-	regfree(&re);
-	free(line);
-	return ok;
-}
-
-/* Line i without its newline. */
-static size_t
-rt_patch_line_len(const struct rt_patch_text *t, size_t i)
-{
-	size_t len = t->at[i + 1] - t->at[i];
-	return len && t->bytes[t->at[i] + len - 1] == '\n' ? len - 1 : len;
-}
-
-static bool
-rt_patch_any_line(const struct rt_patch_text *t, const char *pattern)
-{
-	for (size_t i = 0; i < t->nlines; i++)
-		if (rt_patch_matches(pattern, t->bytes + t->at[i], rt_patch_line_len(t, i)))
-			return true;
-	return false;
-}
-
+/* A settings row's option: its value, checked by the row's rule; paths must be absolute. */
 static void
-rt_patch_index(struct rt_patch_text *t)
+rt_cmd_patch_setting(const struct rt_setting *s, const struct rt_cmd_opt *opt, int argc,
+                     char **argv, int *i, struct rt_cmd_patch_args *a)
 {
-	t->nlines = 0;
-	t->at = rt_cmd_realloc(NULL, sizeof(*t->at));
-	t->at[0] = 0;
-	for (size_t i = 0; i < t->len;) {
-		char *nl = memchr(t->bytes + i, '\n', t->len - i);
-		i = nl ? (size_t)(nl - t->bytes) + 1 : t->len;
-		t->at = rt_cmd_realloc(t->at, (t->nlines + 2) * sizeof(*t->at));
-		t->at[++t->nlines] = i;
+	unsigned id = (unsigned)(s - rt_settings);
+	const char *arg = NULL;
+	if (s->option_arg)
+		arg = rt_cmd_opt_value(opt, argc, argv, i);
+	else
+		rt_cmd_opt_no_value(opt);
+	const struct rt_setting_platform platform = {SIGRTMIN, SIGRTMAX};
+	enum rt_parse_result r =
+	    rt_setting_option_value(s, arg, NULL, &platform, a->texts[id], sizeof(a->texts[id]));
+	if (r != RT_PARSE_OK) {
+		const char *shown = arg ? arg : s->flag_value;
+		rt_cmd_usage_error("%s %s: %s", s->option, shown[0] ? shown : "''",
+		                   rt_parse_result_text(r));
 	}
+	a->values[id] = a->texts[id];
+	if (id == RT_SETTING_ROLE) {
+		uint64_t word;
+		rt_setting_parse(s, a->texts[id], &platform, &word);
+		a->role = (enum rt_role)word;
+	}
+	a->other_options = true;
 }
 
 static void
-rt_patch_read(const char *path, struct rt_patch_text *t)
+rt_cmd_patch_parse(int argc, char **argv, struct rt_cmd_patch_args *a)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (int i = 1; i < argc; i++) {
+		struct rt_cmd_opt opt;
+		if (!strcmp(argv[i], "--")) {
+			if (a->file || argc - i != 2)
+				rt_cmd_usage_error("patch takes one FILE");
+			a->file = argv[++i];
+			break;
+		}
+		if (argv[i][0] != '-' || !argv[i][1]) {
+			if (a->file)
+				rt_cmd_usage_error("patch takes one FILE");
+			a->file = argv[i];
+			continue;
+		}
+		rt_cmd_opt_split(argv[i], &opt);
+		const struct rt_setting *s = rt_setting_with_option(opt.name);
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			rt_cmd_patch_help();
+			exit(RT_CMD_OK);
+		} else if (!strcmp(argv[i], "--undo")) {
+			a->undo = true;
+		} else if (!strcmp(argv[i], "--dry-run")) {
+			a->dry_run = true;
+		} else if (!strcmp(argv[i], "--diff")) {
+			a->diff = true;
+		} else if (!strcmp(argv[i], "--force")) {
+			a->force = true;
+			a->other_options = true;
+		} else if (rt_cmd_opt_is(&opt, "--arena-max")) {
+			const char *text = rt_cmd_opt_value(&opt, argc, argv, &i);
+			enum rt_parse_result r = rt_patch_parse_arena_max(text, &a->arena_max);
+			if (r != RT_PARSE_OK)
+				rt_cmd_usage_error("--arena-max %s: %s (--arena-max takes 1 to %d)",
+				                   text[0] ? text : "''", rt_parse_result_text(r),
+				                   INT_MAX);
+			a->other_options = true;
+		} else if (s && s->patch) {
+			rt_cmd_patch_setting(s, &opt, argc, argv, &i, a);
+		} else {
+			rt_cmd_usage_error("unknown option %s", opt.name);
+		}
+	}
+	if (!a->file)
+		rt_cmd_usage_error("missing FILE");
+	if (a->undo && a->other_options)
+		rt_cmd_usage_error("--undo takes no other option but --dry-run and --diff");
+}
+
+/* Follows FILE to the real file and reads it whole. */
+static void
+rt_cmd_patch_read(const char *file, struct rt_cmd_patch_file *f)
+{
+	if (stat(file, &f->st) != 0) {
+		if (errno == ENOENT)
+			rt_cmd_die("%s: no such file", file);
+		rt_cmd_die("%s: %m", file);
+	}
+	if (!S_ISREG(f->st.st_mode))
+		rt_cmd_die("%s: not a regular file", file);
+	if (f->st.st_size > (off_t)RT_CMD_PATCH_FILE_MAX)
+		rt_cmd_die("%s: larger than 16 MiB, not a launcher", file);
+	if (!realpath(file, f->real))
+		rt_cmd_die("%s: %m", file);
+	int fd = open(f->real, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		rt_cmd_die("%s: cannot read: %m", path);
-	size_t cap = 4096;
-	ssize_t n;
-	t->bytes = rt_cmd_alloc(cap);
-	t->len = 0;
-	while ((n = read(fd, t->bytes + t->len, cap - t->len)) != 0) {
+		rt_cmd_die("%s: %m", file);
+	f->text = rt_cmd_alloc(RT_CMD_PATCH_FILE_MAX + 1);
+	f->len = 0;
+	for (;;) {
+		ssize_t n = read(fd, f->text + f->len, RT_CMD_PATCH_FILE_MAX + 1 - f->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			rt_cmd_die("%s: cannot read: %m", path);
-		t->len += (size_t)n;
-		if (t->len == cap)
-			t->bytes = rt_cmd_realloc(t->bytes, cap *= 2);
+			rt_cmd_die("%s: %m", file);
+		if (n == 0)
+			break;
+		f->len += (size_t)n;
+		if (f->len > RT_CMD_PATCH_FILE_MAX)
+			rt_cmd_die("%s: larger than 16 MiB, not a launcher", file);
 	}
 	close(fd);
-	rt_patch_index(t);
+	f->text[f->len] = '\0';
 }
 
+/* dirname(3) of a copy of path. */
 static void
-rt_patch_free(struct rt_patch_text *t)
+rt_cmd_patch_dir_of(const char *path, char *out, size_t size)
 {
-	free(t->bytes);
-	free(t->at);
+	char copy[PATH_MAX];
+	snprintf(copy, sizeof(copy), "%s", path);
+	snprintf(out, size, "%s", dirname(copy));
 }
 
-/* The first roundtrim block's first and last lines; false without one. */
-static bool
-rt_patch_block_lines(const struct rt_patch_text *t, const char *file, size_t *begin, size_t *end)
+/* What signature.json beside the launcher says of it. */
+static enum rt_patch_kit
+rt_cmd_patch_kit(const struct rt_cmd_patch_file *f)
 {
-	size_t i = 0;
-	while (i < t->nlines &&
-	       !rt_patch_matches(RT_PATCH_BEGIN_RE, t->bytes + t->at[i], rt_patch_line_len(t, i)))
-		i++;
-	if (i == t->nlines)
-		return false;
-	*begin = i;
-	for (; i < t->nlines; i++) {
-		size_t len = rt_patch_line_len(t, i);
-		if (len == strlen(RT_PATCH_END) &&
-		    !memcmp(t->bytes + t->at[i], RT_PATCH_END, len)) {
-			*end = i;
-			return true;
-		}
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	rt_cmd_patch_dir_of(f->real, dir, sizeof(dir));
+	DIR *d = opendir(dir);
+	if (!d)
+		return RT_PATCH_KIT_UNSIGNED;
+	const char **names = NULL;
+	char **owned = NULL;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		owned = rt_cmd_realloc(owned, (n + 1) * sizeof(*owned));
+		owned[n] = strdup(e->d_name);
+		if (!owned[n])
+			rt_cmd_die("out of memory");
+		n++;
 	}
-	rt_cmd_die("%s: roundtrim block at line %zu has no end marker; fix it by hand", file,
-	           *begin + 1);
-}
+	closedir(d);
+	names = rt_cmd_alloc((n ? n : 1) * sizeof(*names));
+	for (size_t i = 0; i < n; i++)
+		names[i] = owned[i];
 
-static void
-rt_patch_write_all(int fd, const char *bytes, size_t len, const char *path)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, bytes, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			rt_cmd_die("%s: cannot write: %m", path);
-		bytes += n;
-		len -= (size_t)n;
-	}
-}
-
-/* The temporary file beside real, open for writing. */
-static int
-rt_patch_open_tmp(const char *real)
-{
-	const char *slash = strrchr(real, '/');
-	snprintf(rt_patch_tmp, sizeof(rt_patch_tmp), "%.*s/.%s.roundtrim.XXXXXX",
-	         (int)(slash - real), real, slash + 1);
-	int fd = mkostemp(rt_patch_tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rt_patch_tmp[0] = '\0';
-		rt_cmd_die("cannot make a temporary file beside %s: %m", real);
-	}
-	return fd;
-}
-
-/* The temporary file, with real's mode, takes real's place by rename. */
-static void
-rt_patch_replace(const char *real, int fd)
-{
+	enum rt_patch_signature signature = RT_PATCH_SIGNATURE_UNREADABLE;
+	snprintf(path, sizeof(path), "%s/" RT_PATCH_SIGNATURE_FILE, dir);
 	struct stat st;
-	if (stat(real, &st) != 0 || fchmod(fd, st.st_mode & 07777) != 0 || close(fd) != 0 ||
-	    rename(rt_patch_tmp, real) != 0)
-		rt_cmd_die("%s: cannot replace it: %m", real);
-	rt_patch_tmp[0] = '\0';
-}
-
-/* The file's lines without the block [begin, end], written to fd. */
-static void
-rt_patch_write_without(const struct rt_patch_text *t, size_t begin, size_t end, int fd)
-{
-	rt_patch_write_all(fd, t->bytes, t->at[begin], rt_patch_tmp);
-	rt_patch_write_all(fd, t->bytes + t->at[end + 1], t->len - t->at[end + 1], rt_patch_tmp);
-}
-
-static bool
-rt_patch_same_file(const char *path, const char *bytes, size_t len)
-{
-	struct rt_patch_text other;
-	struct stat st;
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-		return false;
-	rt_patch_read(path, &other);
-	bool same = other.len == len && !memcmp(other.bytes, bytes, len);
-	rt_patch_free(&other);
-	return same;
-}
-
-/* S as one word of a shell script, in single quotes when it needs them. */
-static void
-rt_patch_quote(char *out, size_t size, const char *s)
-{
-	static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	                            "0123456789_./:,+=@%-";
-	size_t w = 0;
-	if (s[0] && s[strspn(s, plain)] == '\0') {
-		snprintf(out, size, "%s", s);
-		return;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= (off_t)RT_CMD_PATCH_FILE_MAX) {
+		char *json = rt_cmd_alloc((size_t)st.st_size + 1);
+		size_t len = 0;
+		ssize_t got;
+		while (len < (size_t)st.st_size &&
+		       ((got = read(fd, json + len, (size_t)st.st_size - len)) > 0 ||
+		        (got < 0 && errno == EINTR)))
+			len += got > 0 ? (size_t)got : 0;
+		json[len] = '\0';
+		const char *slash = strrchr(f->real, '/');
+		signature = rt_patch_read_signature(json, slash ? slash + 1 : f->real);
+		free(json);
 	}
-	out[w++] = '\'';
-	for (; *s && w + 6 < size; s++) {
-		if (*s == '\'') {
-			memcpy(out + w, "'\\''", 4);
-			w += 4;
-		} else {
-			out[w++] = *s;
-		}
-	}
-	out[w++] = '\'';
-	out[w] = '\0';
+	if (fd >= 0)
+		close(fd);
+	enum rt_patch_kit kit = rt_patch_kit_verdict(names, n, signature);
+	for (size_t i = 0; i < n; i++)
+		free(owned[i]);
+	free(owned);
+	free(names);
+	return kit;
 }
 
-/* The block for lib and the settings, one line each, without its last newline. */
+/* The block for the options, or a usage error naming the option whose value cannot go in. */
 static char *
-rt_patch_block(const char *lib, const struct rt_patch_setting *settings, size_t n)
+rt_cmd_patch_block(const struct rt_cmd_patch_args *a, const char *lib)
 {
-	size_t size = 512 + strlen(lib) + n * (2 * sizeof(settings[0].value) + 64);
-	char *block = rt_cmd_alloc(size);
-	size_t w = (size_t)snprintf(block, size,
-	                            RT_PATCH_BEGIN "\nexport LD_PRELOAD=\"%s${LD_PRELOAD:+:$LD_"
-	                                           "PRELOAD}\"\n",
-	                            lib);
+	struct rt_patch_setting settings[RT_PATCH_SETTINGS_MAX];
+	char arena_text[24];
+	size_t n = rt_patch_settings(a->values, a->arena_max, arena_text, settings);
 	for (size_t i = 0; i < n; i++) {
-		char quoted[2 * sizeof(settings[0].value) + 8];
-		rt_patch_quote(quoted, sizeof(quoted), settings[i].value);
-		w += (size_t)snprintf(block + w, size - w, "export %s=%s\n", settings[i].name,
-		                      quoted);
+		const char *why = rt_patch_setting_refusal(&settings[i]);
+		const struct rt_setting *s = rt_setting_named(settings[i].name);
+		if (why)
+			rt_cmd_usage_error("%s: %s", s && s->option ? s->option : "--arena-max",
+			                   why);
 	}
-	snprintf(block + w, size - w, RT_PATCH_END);
+	size_t size = rt_patch_block(RT_VERSION, lib, settings, n, NULL, 0) + 1;
+	char *block = rt_cmd_alloc(size);
+	rt_patch_block(RT_VERSION, lib, settings, n, block, size);
 	return block;
 }
 
-/* The first line (with its newline), the block, then the other lines. */
+/* The temporary file, with the original's mode (and owner, for root), replaces the real file. */
 static void
-rt_patch_write_with(const char *bytes, size_t len, const char *block, int fd)
+rt_cmd_patch_write(const char *file, const struct rt_cmd_patch_file *f, const char *text,
+                   size_t len)
 {
-	const char *nl = memchr(bytes, '\n', len);
-	size_t first = nl ? (size_t)(nl - bytes) + 1 : len;
-	rt_patch_write_all(fd, bytes, first, rt_patch_tmp);
-	if (first == len && (len == 0 || bytes[len - 1] != '\n'))
-		rt_patch_write_all(fd, "\n", 1, rt_patch_tmp);
-	rt_patch_write_all(fd, block, strlen(block), rt_patch_tmp);
-	rt_patch_write_all(fd, "\n", 1, rt_patch_tmp);
-	rt_patch_write_all(fd, bytes + first, len - first, rt_patch_tmp);
+	char dir[PATH_MAX];
+	rt_cmd_patch_dir_of(f->real, dir, sizeof(dir));
+	if (access(dir, W_OK) != 0)
+		rt_cmd_die("%s: not writable (the file is replaced by rename)", dir);
+	if (access(f->real, W_OK) != 0)
+		rt_cmd_die("%s: %m", file);
+	const char *slash = strrchr(f->real, '/');
+	snprintf(rt_cmd_patch_tmp, sizeof(rt_cmd_patch_tmp), "%.*s/.%s.roundtrim.XXXXXX",
+	         (int)(slash - f->real), f->real, slash + 1);
+	int fd = mkostemp(rt_cmd_patch_tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rt_cmd_patch_tmp[0] = '\0';
+		rt_cmd_die("%s: %m", dir);
+	}
+	for (size_t done = 0; done < len;) {
+		ssize_t n = write(fd, text + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rt_cmd_die("%s: %m", file);
+		done += (size_t)n;
+	}
+	if (geteuid() == 0 && fchown(fd, f->st.st_uid, f->st.st_gid) != 0)
+		rt_cmd_die("%s: %m", file);
+	if (fchmod(fd, f->st.st_mode & 07777) != 0 || fsync(fd) != 0)
+		rt_cmd_die("%s: %m", file);
+	if (close(fd) != 0 || rename(rt_cmd_patch_tmp, f->real) != 0)
+		rt_cmd_die("%s: %m", file);
+	rt_cmd_patch_tmp[0] = '\0';
 }
 
-/* A copy of real with its mode, owner and times, as cp -p makes it. */
 static void
-rt_patch_backup(const char *real, const struct rt_patch_text *t, const char *backup)
+rt_cmd_patch_print_diff(const char *file, const struct rt_cmd_patch_file *f, const char *new_text,
+                        size_t new_len)
 {
-	struct stat st;
-	int fd = open(backup, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || stat(real, &st) != 0)
-		rt_cmd_die("%s: cannot create: %m", backup);
-	rt_patch_write_all(fd, t->bytes, t->len, backup);
-	const struct timespec times[2] = {st.st_atim, st.st_mtim};
-	if (fchown(fd, st.st_uid, st.st_gid) != 0) {
-		/* Not the owner: the copy stays the caller's, as with cp -p. */
-	}
-	if (fchmod(fd, st.st_mode & 07777) != 0 || futimens(fd, times) != 0 || close(fd) != 0)
-		rt_cmd_die("%s: cannot write: %m", backup);
+	size_t size = rt_patch_diff(file, f->text, f->len, new_text, new_len, NULL, 0) + 1;
+	char *diff = rt_cmd_alloc(size);
+	rt_patch_diff(file, f->text, f->len, new_text, new_len, diff, size);
+	fputs(diff, stdout);
+	fflush(stdout);
+	free(diff);
 }
 
-static int
-rt_patch_undo(const char *file, const char *real, const char *backup)
+/* What an older roundtrim's backup beside the file becomes once the file is `result`. */
+static void
+rt_cmd_patch_legacy_backup(const char *file, const struct rt_cmd_patch_file *f, bool undo,
+                           bool dry_run, const char *result, size_t result_len)
 {
-	struct rt_patch_text t;
-	size_t begin, end;
+	char backup[PATH_MAX + sizeof(RT_PATCH_LEGACY_BACKUP_SUFFIX)];
 	struct stat st;
-	rt_patch_read(real, &t);
-	if (!rt_patch_block_lines(&t, file, &begin, &end)) {
-		if (lstat(backup, &st) == 0)
-			rt_cmd_die("%s: not patched, but %s exists; compare and remove it by hand",
-			           file, backup);
-		rt_cmd_say("%s: not patched; nothing to undo", file);
-		return RT_CMD_OK;
-	}
-	size_t len = t.at[begin] + (t.len - t.at[end + 1]);
-	char *without = rt_cmd_alloc(len + 1);
-	memcpy(without, t.bytes, t.at[begin]);
-	memcpy(without + t.at[begin], t.bytes + t.at[end + 1], t.len - t.at[end + 1]);
-	if (rt_patch_same_file(backup, without, len)) {
-		/* The original's own bytes and mode. */
-		if (rename(backup, real) != 0)
-			rt_cmd_die("%s: cannot restore %s: %m", file, backup);
-		rt_cmd_say("%s: restored from %s", file, backup);
-	} else {
-		int fd = rt_patch_open_tmp(real);
-		rt_patch_write_without(&t, begin, end, fd);
-		rt_patch_replace(real, fd);
-		if (stat(backup, &st) == 0 && S_ISREG(st.st_mode))
-			rt_cmd_say("%s: changed since it was patched: removed the roundtrim block, "
-			           "kept your changes; the original is still in %s",
-			           file, backup);
-		else
-			rt_cmd_say("%s: removed the roundtrim block (no backup found)", file);
-	}
-	free(without);
-	rt_patch_free(&t);
-	return RT_CMD_OK;
-}
-
-static int
-rt_patch_apply(const char *file, const char *real, const char *backup, bool force,
-               const struct rt_patch_setting *settings, size_t nsettings)
-{
-	char lib[PATH_MAX], why[PATH_MAX + 128];
-	struct rt_patch_text t;
-	size_t begin, end;
-	struct stat st;
-	if (!rt_cmd_lib_find(lib, sizeof(lib), why, sizeof(why)))
-		rt_cmd_die("%s", why);
-	rt_patch_read(real, &t);
-	size_t first_len = t.nlines ? rt_patch_line_len(&t, 0) : 0;
-	if (!rt_patch_matches(RT_PATCH_SHEBANG_RE, t.bytes, first_len)) {
-		char first[61];
-		size_t n = first_len < 60 ? first_len : 60;
-		for (size_t i = 0; i < n; i++)
-			first[i] = t.bytes[i] >= 0x20 && t.bytes[i] < 0x7f ? t.bytes[i] : '?';
-		first[n] = '\0';
-		rt_cmd_die("%s: not a sh or bash script (first line: %s)", file, first);
-	}
-	if (memchr(t.bytes, '\0', t.len))
-		rt_cmd_die("%s: not a text file", file);
-	if (!force && !rt_patch_any_line(&t, RT_PATCH_NVFLARE_RE))
-		rt_cmd_die("%s: starts no NVFlare process (no 'python3 ... -m nvflare.' line); "
-		           "--force patches any sh/bash launcher",
+	snprintf(backup, sizeof(backup), "%s" RT_PATCH_LEGACY_BACKUP_SUFFIX, f->real);
+	if (lstat(backup, &st) != 0)
+		return;
+	if (!undo) {
+		rt_cmd_say("%s" RT_PATCH_LEGACY_BACKUP_SUFFIX
+		           ": an older roundtrim's backup; nothing "
+		           "needs it now, and NVFlare's kit verification fails on it: remove it",
 		           file);
-	char *block = rt_patch_block(lib, settings, nsettings);
-	if (rt_patch_block_lines(&t, file, &begin, &end)) {
-		size_t current = t.at[end] + rt_patch_line_len(&t, end) - t.at[begin];
-		if (current == strlen(block) && !memcmp(t.bytes + t.at[begin], block, current)) {
-			rt_cmd_say("%s: already patched; nothing changed", file);
-			return RT_CMD_OK;
-		}
-		/* A block with other settings: the same original, the new block. */
-		size_t len = t.at[begin] + (t.len - t.at[end + 1]);
-		char *without = rt_cmd_alloc(len + 1);
-		memcpy(without, t.bytes, t.at[begin]);
-		memcpy(without + t.at[begin], t.bytes + t.at[end + 1], t.len - t.at[end + 1]);
-		int fd = rt_patch_open_tmp(real);
-		rt_patch_write_with(without, len, block, fd);
-		rt_patch_replace(real, fd);
-		rt_cmd_say("%s: roundtrim block updated", file);
-		free(without);
-		free(block);
-		rt_patch_free(&t);
-		return RT_CMD_OK;
+		return;
 	}
-	if (rt_patch_any_line(&t, RT_PATCH_LOADS_RE))
-		rt_cmd_die(
-		    "%s: already loads libroundtrim.so outside a roundtrim block; remove those "
-		    "lines first",
-		    file);
-	bool have_backup = lstat(backup, &st) == 0;
-	if (have_backup && !rt_patch_same_file(backup, t.bytes, t.len))
-		rt_cmd_die("%s exists and differs from %s; move it away first", backup, file);
-	int fd = rt_patch_open_tmp(real);
-	if (!have_backup)
-		rt_patch_backup(real, &t, backup);
-	rt_patch_write_with(t.bytes, t.len, block, fd);
-	rt_patch_replace(real, fd);
-	rt_cmd_say("%s: patched (original in %s)", file, backup);
-	free(block);
-	rt_patch_free(&t);
-	return RT_CMD_OK;
-}
-
-/* A value for MALLOC_ARENA_MAX: a positive number, as glibc takes it. */
-static void
-rt_patch_arena_max(const char *text, struct rt_patch_setting *setting)
-{
-	uint64_t n;
-	if (rt_parse_u64(text, UINT32_MAX, &n) != RT_PARSE_OK || n == 0 || text[0] == '0')
-		rt_cmd_usage_error("--arena-max takes a positive number");
-	setting->name = "MALLOC_ARENA_MAX";
-	snprintf(setting->value, sizeof(setting->value), "%s", text);
+	bool same = false;
+	int fd = S_ISREG(st.st_mode) && (size_t)st.st_size == result_len
+	             ? open(backup, O_RDONLY | O_CLOEXEC)
+	             : -1;
+	if (fd >= 0) {
+		char *bytes = rt_cmd_alloc(result_len + 1);
+		size_t len = 0;
+		ssize_t n;
+		while (len < result_len && ((n = read(fd, bytes + len, result_len - len)) > 0 ||
+		                            (n < 0 && errno == EINTR)))
+			len += n > 0 ? (size_t)n : 0;
+		same = len == result_len && memcmp(bytes, result, result_len) == 0;
+		free(bytes);
+		close(fd);
+	}
+	if (!same)
+		rt_cmd_say("%s" RT_PATCH_LEGACY_BACKUP_SUFFIX ": an older roundtrim's backup that "
+		           "differs from %s; compare and remove it by hand",
+		           file, file);
+	else if (dry_run)
+		rt_cmd_say("%s" RT_PATCH_LEGACY_BACKUP_SUFFIX
+		           ": would be removed, an older roundtrim's backup with the same bytes",
+		           file);
+	else if (unlink(backup) != 0)
+		rt_cmd_die("%s" RT_PATCH_LEGACY_BACKUP_SUFFIX ": %m", file);
+	else
+		rt_cmd_say("%s" RT_PATCH_LEGACY_BACKUP_SUFFIX
+		           ": removed, an older roundtrim's backup with the same bytes",
+		           file);
 }
 
 int
 rt_cmd_patch(int argc, char **argv)
 {
-	bool undo = false, force = false;
-	const char *file = NULL;
-	/* ROUNDTRIM_MATCH first, then the others in the order given. */
-	struct rt_patch_setting *settings = rt_cmd_alloc((size_t)(argc + 1) * sizeof(*settings));
-	size_t nsettings = 1;
-	settings[0].name = rt_settings[RT_SETTING_MATCH].name;
-	snprintf(settings[0].value, sizeof(settings[0].value), RT_PATCH_MATCH_DEFAULT);
-	for (int i = 1; i < argc; i++) {
-		struct rt_cmd_opt opt;
-		rt_cmd_opt_split(argv[i], &opt);
-		const struct rt_setting *s = rt_setting_with_option(opt.name);
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			rt_patch_help();
-			exit(RT_CMD_OK);
-		} else if (!strcmp(argv[i], "--undo")) {
-			undo = true;
-		} else if (!strcmp(argv[i], "--force")) {
-			force = true;
-		} else if (!strcmp(argv[i], "--")) {
-			if (argc - i != 2)
-				rt_cmd_usage_error("patch takes one FILE");
-			file = argv[++i];
-		} else if (rt_cmd_opt_is(&opt, "--arena-max")) {
-			rt_patch_arena_max(rt_cmd_opt_value(&opt, argc, argv, &i),
-			                   &settings[nsettings++]);
-		} else if (s && s->patch) {
-			const char *arg = NULL;
-			if (s->option_arg)
-				arg = rt_cmd_opt_value(&opt, argc, argv, &i);
-			else
-				rt_cmd_opt_no_value(&opt);
-			const struct rt_setting_platform platform = {SIGRTMIN, SIGRTMAX};
-			struct rt_patch_setting *to = s == &rt_settings[RT_SETTING_MATCH]
-			                                  ? &settings[0]
-			                                  : &settings[nsettings++];
-			/* The launcher runs elsewhere: paths must be absolute already. */
-			enum rt_parse_result r = rt_setting_option_value(
-			    s, arg, NULL, &platform, to->value, sizeof(to->value));
-			if (r != RT_PARSE_OK)
-				rt_cmd_usage_error("%s %s: %s", s->option,
-				                   arg && arg[0] ? arg : "''",
-				                   rt_parse_result_text(r));
-			to->name = s->name;
-		} else if (argv[i][0] == '-') {
-			rt_cmd_usage_error("unknown option %s", argv[i]);
-		} else {
-			if (file)
-				rt_cmd_usage_error("patch takes one FILE");
-			file = argv[i];
+	static struct rt_cmd_patch_args a;
+	struct rt_cmd_patch_file f;
+	struct rt_patch_file what;
+	char lib[PATH_MAX], why[PATH_MAX + 128], reason[RT_PATCH_WHY_MAX];
+	char *block = NULL;
+	enum rt_patch_kit kit = RT_PATCH_KIT_UNSIGNED;
+	rt_cmd_patch_parse(argc, argv, &a);
+	atexit(rt_cmd_patch_remove_tmp);
+
+	if (!a.undo) {
+		if (!rt_cmd_lib_find(lib, sizeof(lib), why, sizeof(why)))
+			rt_cmd_die("%s", why);
+		const char *refusal = rt_patch_lib_refusal(lib);
+		if (refusal)
+			rt_cmd_die("%s: %s", lib, refusal);
+	}
+	rt_cmd_patch_read(a.file, &f);
+	rt_patch_identify(f.text, f.len, &what);
+	const char *refusal =
+	    a.undo ? rt_patch_undo_refusal(&what, reason, sizeof(reason))
+	           : rt_patch_refusal(&what, a.force, a.role, reason, sizeof(reason));
+	if (refusal)
+		rt_cmd_die("%s: %s", a.file, refusal);
+	if (!a.undo && what.kind == RT_PATCH_LAUNCHER) {
+		kit = rt_cmd_patch_kit(&f);
+		if (kit == RT_PATCH_KIT_SIGNED && !a.force) {
+			char typed_dir[PATH_MAX], start_sh[PATH_MAX + 16];
+			rt_cmd_patch_dir_of(a.file, typed_dir, sizeof(typed_dir));
+			snprintf(start_sh, sizeof(start_sh), "%s/start.sh", typed_dir);
+			const char *slash = strrchr(f.real, '/');
+			size_t size = rt_patch_kit_message(slash + 1, start_sh, a.role, a.arena_max,
+			                                   NULL, 0) +
+			              1;
+			char *message = rt_cmd_alloc(size);
+			rt_patch_kit_message(slash + 1, start_sh, a.role, a.arena_max, message,
+			                     size);
+			rt_cmd_die("%s: %s", a.file, message);
 		}
 	}
-	if (!file)
-		rt_cmd_usage_error("missing FILE");
-	if (undo && (nsettings > 1 || force))
-		rt_cmd_usage_error("--undo takes no other option");
+	if (!a.undo)
+		block = rt_cmd_patch_block(&a, lib);
 
-	struct stat st;
-	char real[PATH_MAX], backup[PATH_MAX + sizeof(RT_PATCH_BACKUP_SUFFIX)];
-	if (stat(file, &st) != 0)
-		rt_cmd_die("%s: no such file", file);
-	if (!realpath(file, real))
-		rt_cmd_die("%s: %m", file);
-	if (!S_ISREG(st.st_mode))
-		rt_cmd_die("%s: not a regular file", file);
-	if (access(real, R_OK | W_OK) != 0)
-		rt_cmd_die("%s: not readable and writable by you", file);
-	snprintf(backup, sizeof(backup), "%s" RT_PATCH_BACKUP_SUFFIX, real);
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(real, '/') - real), real);
-	if (access(dir[0] ? dir : "/", W_OK) != 0)
-		rt_cmd_die("%s: not writable (the file is replaced by rename)", dir[0] ? dir : "/");
-	atexit(rt_patch_remove_tmp);
-	int status = undo ? rt_patch_undo(file, real, backup)
-	                  : rt_patch_apply(file, real, backup, force, settings, nsettings);
-	free(settings);
-	return status;
+	/* The result: the text and at most a block per region, or the text less its blocks. */
+	size_t size = f.len + (block ? RT_PATCH_REGIONS_MAX * 2 * strlen(block) : 0) + 4096;
+	char *result = rt_cmd_alloc(size);
+	size_t result_len;
+	enum rt_patch_change change;
+	for (;;) {
+		change =
+		    a.undo ? rt_patch_remove(f.text, f.len, &what, result, size, &result_len)
+		           : rt_patch_apply(f.text, f.len, &what, block, result, size, &result_len);
+		if (result_len < size)
+			break;
+		size = result_len + 1;
+		result = rt_cmd_realloc(result, size);
+	}
+	if (a.diff)
+		rt_cmd_patch_print_diff(a.file, &f, result, result_len);
+	bool changes =
+	    change == RT_PATCH_ADDED || change == RT_PATCH_REPLACED || change == RT_PATCH_REMOVED;
+	if (changes && !a.dry_run)
+		rt_cmd_patch_write(a.file, &f, result, result_len);
+	const char *note = rt_patch_change_note(&what, change);
+	rt_cmd_say("%s: %s%s%s", a.file, rt_patch_change_text(change, a.dry_run), note ? "; " : "",
+	           note ? note : "");
+	if (kit == RT_PATCH_KIT_SIGNED && !a.dry_run)
+		rt_cmd_say("%s: " RT_PATCH_SIGNATURE_FILE " beside it no longer matches it; --undo "
+		           "gives back the signed bytes",
+		           a.file);
+	rt_cmd_patch_legacy_backup(a.file, &f, a.undo, a.dry_run, result, result_len);
+	free(result);
+	free(block);
+	free(f.text);
+	return RT_CMD_OK;
 }

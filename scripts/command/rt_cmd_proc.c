@@ -5,6 +5,9 @@
 #include "rt_target.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,19 +52,116 @@ rt_cmd_proc_has_library(int pid)
 }
 
 bool
+rt_cmd_proc_stat(int pid, struct rt_target_proc *out)
+{
+	char path[64], stat_line[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, stat_line, sizeof(stat_line) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	stat_line[n] = '\0';
+	return rt_target_parse_stat(stat_line, out) && out->pid == pid;
+}
+
+bool
 rt_cmd_proc_alive(int pid)
 {
-	char path[64], stat_line[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	struct rt_target_proc p;
+	return rt_cmd_proc_stat(pid, &p) && rt_target_alive(&p);
+}
+
+/* The pids that /proc lists, in its order; *n of them. */
+static int *
+rt_cmd_proc_pids(size_t *n)
+{
+	DIR *dir = opendir("/proc");
+	int *pids = NULL;
+	size_t count = 0, cap = 0;
+	if (!dir)
+		rt_cmd_die("cannot read /proc: %m");
+	struct dirent *e;
+	while ((e = readdir(dir)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		if (count == cap) {
+			cap = cap ? cap * 2 : 256;
+			pids = rt_cmd_realloc(pids, cap * sizeof(*pids));
+		}
+		pids[count++] = (int)pid;
+	}
+	closedir(dir);
+	*n = count;
+	return pids;
+}
+
+static int
+rt_cmd_proc_entry_cmp(const void *a, const void *b)
+{
+	int x = ((const struct rt_target_proc *)a)->pid,
+	    y = ((const struct rt_target_proc *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+struct rt_target_proc *
+rt_cmd_proc_table(size_t *n)
+{
+	size_t count;
+	int *pids = rt_cmd_proc_pids(&count);
+	struct rt_target_proc *table = rt_cmd_alloc((count ? count : 1) * sizeof(*table));
+	*n = 0;
+	for (size_t i = 0; i < count; i++)
+		if (rt_cmd_proc_stat(pids[i], &table[*n]))
+			(*n)++;
+	free(pids);
+	qsort(table, *n, sizeof(*table), rt_cmd_proc_entry_cmp);
+	return table;
+}
+
+bool
+rt_cmd_proc_cgroup(int pid, char *out, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return false;
-	size_t n = fread(stat_line, 1, sizeof(stat_line) - 1, f);
+	size_t len = 0;
+	ssize_t got;
+	while (len + 1 < size &&
+	       ((got = read(fd, out + len, size - 1 - len)) > 0 || (got < 0 && errno == EINTR)))
+		len += got > 0 ? (size_t)got : 0;
+	close(fd);
+	out[len] = '\0';
+	return len > 0;
+}
+
+struct rt_target_mount *
+rt_cmd_proc_cgroup_mounts(size_t *n)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct rt_target_mount *mounts = NULL;
+	char *line = NULL;
+	size_t cap = 0, line_size = 0;
+	*n = 0;
+	if (!f)
+		return rt_cmd_alloc(sizeof(*mounts));
+	while (getline(&line, &line_size, f) > 0) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			mounts = rt_cmd_realloc(mounts, cap * sizeof(*mounts));
+		}
+		if (rt_target_parse_mount(line, &mounts[*n]))
+			(*n)++;
+	}
+	free(line);
 	fclose(f);
-	stat_line[n] = '\0';
-	/* "PID (NAME) STATE ...": the name may hold anything, the last ')' ends it. */
-	const char *end = strrchr(stat_line, ')');
-	return end && end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
+	return mounts ? mounts : rt_cmd_alloc(sizeof(*mounts));
 }
 
 /* The library's FIFO among the descriptors listed in dir_path: one whose status file beside it
@@ -172,32 +272,20 @@ rt_cmd_proc_cmp(const void *a, const void *b)
 int *
 rt_cmd_proc_carriers(size_t *n)
 {
-	DIR *dir = opendir("/proc");
-	int *pids = NULL;
-	size_t count = 0, cap = 0;
+	size_t count;
+	int *pids = rt_cmd_proc_pids(&count);
 	uid_t me = geteuid();
 	*n = 0;
-	if (!dir)
-		rt_cmd_die("cannot read /proc: %m");
-	struct dirent *e;
-	while ((e = readdir(dir)) != NULL) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
+	for (size_t i = 0; i < count; i++) {
 		uid_t owner;
 		/* Only the caller's own, even for root (roundtrim(1), --all). */
-		if (*end || pid <= 0 || pid == getpid() || !rt_cmd_proc_owner((int)pid, &owner) ||
-		    owner != me || !rt_cmd_proc_has_library((int)pid))
+		if (pids[i] == getpid() || !rt_cmd_proc_owner(pids[i], &owner) || owner != me ||
+		    !rt_cmd_proc_has_library(pids[i]))
 			continue;
-		if (count == cap) {
-			cap = cap ? cap * 2 : 16;
-			pids = rt_cmd_realloc(pids, cap * sizeof(*pids));
-		}
-		pids[count++] = (int)pid;
+		pids[(*n)++] = pids[i];
 	}
-	closedir(dir);
-	if (count)
-		qsort(pids, count, sizeof(*pids), rt_cmd_proc_cmp);
-	*n = count;
+	if (*n)
+		qsort(pids, *n, sizeof(*pids), rt_cmd_proc_cmp);
 	return pids;
 }
 

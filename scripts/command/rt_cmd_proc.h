@@ -1,5 +1,6 @@
 /* rt_cmd_proc: the user's processes that carry the library, as /proc shows them.
- * Owns reading /proc/PID (owner, maps, descriptors, name) and the reasons a pid is refused. */
+ * Owns reading /proc (owner, maps, descriptors, name, stat, cgroup, mounts) and the reasons a
+ * pid is refused. */
 #ifndef RT_CMD_PROC_H
 #define RT_CMD_PROC_H
 
@@ -8,6 +9,7 @@
 #include <stddef.h>
 
 #include "rt_cmd_status_file.h"
+#include "rt_target.h"
 
 enum rt_cmd_proc_result {
 	RT_CMD_PROC_TARGET,     /* carries the library, its FIFO open, its status file read */
@@ -34,5 +36,13 @@ int *rt_cmd_proc_carriers(size_t *n);
 void rt_cmd_proc_name(int pid, char *out, size_t size);
 /* Whether the process still runs (not gone, not a zombie). */
 bool rt_cmd_proc_alive(int pid);
+/* The process's /proc/PID/stat fields; false when it is gone. */
+bool rt_cmd_proc_stat(int pid, struct rt_target_proc *out);
+/* Every process /proc shows, whoever owns it, sorted by pid; *n of them. Free the array. */
+struct rt_target_proc *rt_cmd_proc_table(size_t *n);
+/* The text of /proc/PID/cgroup into out (NUL-terminated); false when it cannot be read. */
+bool rt_cmd_proc_cgroup(int pid, char *out, size_t size);
+/* The cgroup filesystems mounted here (/proc/self/mountinfo); *n of them. Free the array. */
+struct rt_target_mount *rt_cmd_proc_cgroup_mounts(size_t *n);
 
 #endif

@@ -3,6 +3,7 @@
 #include "rt_cmd.h"
 #include "rt_cmd_opt.h"
 #include "rt_cmd_proc.h"
+#include "rt_cmd_select.h"
 #include "rt_cmd_table.h"
 #include "rt_parse.h"
 #include "rt_report.h"
@@ -42,17 +43,26 @@ static void
 rt_cmd_status_help(void)
 {
 	fputs("Usage: " RT_CMD_NAME " status [--json] [PID...]\n"
-	      "Show the processes of yours that carry libroundtrim.so (all of them, or the PIDs "
-	      "given): pid,\n"
-	      "program, allocator, rounds counted, N, last action and when, RSS, live heap, "
-	      "memory released\n"
-	      "so far, and the triggers (FIFO, signal).\n"
+	      "   or: " RT_CMD_NAME " status [--json] [--under PID] [--cgroup PATH] [--match "
+	      "GLOBS]\n"
+	      "Show the processes of yours that carry libroundtrim.so (all of them, in every "
+	      "session, or the\n"
+	      "PIDs given, or those selected): pid, program, allocator, rounds counted, N, last "
+	      "action and\n"
+	      "when, RSS, live heap, memory released so far, and the triggers (FIFO, signal).\n"
 	      "\n"
-	      "  --json   a JSON array of the processes' status objects (roundtrim(7), STATUS "
-	      "FILE)\n"
-	      "  --help   this text\n"
+	      "  --json           a JSON array of the processes' status objects (roundtrim(7), "
+	      "STATUS FILE)\n"
+	      "  --under PID      PID and its descendants\n"
+	      "  --cgroup PATH    those in a cgroup or below it: a /sys/fs/cgroup/... directory, "
+	      "or a\n"
+	      "                   cgroup path as /proc/PID/cgroup shows it\n"
+	      "  --match GLOBS    only programs matching one of the comma-separated globs\n"
+	      "  --help           this text\n"
 	      "\n"
-	      "Exit status: 0 success; 1 a PID given was refused or is gone; 2 usage error.\n",
+	      "Exit status: 0 success; 1 a PID given was refused or is gone, or the --under PID "
+	      "does not\n"
+	      "exist; 2 usage error.\n",
 	      stdout);
 }
 
@@ -116,6 +126,7 @@ int
 rt_cmd_status(int argc, char **argv)
 {
 	bool json = false;
+	struct rt_cmd_select sel = {0};
 	int *pids = rt_cmd_alloc((size_t)argc * sizeof(*pids));
 	size_t npids = 0;
 	for (int i = 1; i < argc; i++) {
@@ -128,16 +139,25 @@ rt_cmd_status(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
 		} else if (argv[i][0] == '-') {
-			rt_cmd_usage_error("unknown option %s", argv[i]);
+			struct rt_cmd_opt opt;
+			rt_cmd_opt_split(argv[i], &opt);
+			/* Every session: status only reads. */
+			if (rt_cmd_opt_is(&opt, "--all") || rt_cmd_opt_is(&opt, "--any-session") ||
+			    !rt_cmd_select_option(&sel, &opt, argc, argv, &i))
+				rt_cmd_usage_error("unknown option %s", argv[i]);
 		} else {
 			pids[npids++] = rt_cmd_opt_pid(argv[i]);
 		}
 	}
 	bool explicit = npids > 0;
+	if (explicit && sel.first)
+		rt_cmd_usage_error("%s takes no PID", sel.first);
 	if (!explicit) {
 		free(pids);
 		pids = rt_cmd_proc_carriers(&npids);
 	}
+	if (sel.first)
+		rt_cmd_select_begin(&sel, false);
 	int status = RT_CMD_OK;
 	struct rt_cmd_table table;
 	rt_cmd_table_init(&table, RT_COL_COUNT);
@@ -150,12 +170,17 @@ rt_cmd_status(int argc, char **argv)
 	for (size_t i = 0; i < npids; i++) {
 		const char *text = NULL;
 		enum rt_cmd_proc_result r = rt_cmd_proc_target(pids[i], t, why, sizeof(why));
+		char name[64];
+		if (r == RT_CMD_PROC_NO_FIFO)
+			rt_cmd_proc_name(pids[i], name, sizeof(name));
+		if (sel.first && (r == RT_CMD_PROC_TARGET || r == RT_CMD_PROC_NO_FIFO) &&
+		    !rt_cmd_select_takes(
+		        &sel, pids[i], r == RT_CMD_PROC_TARGET ? t->status.read.st.program : name))
+			continue;
 		if (r == RT_CMD_PROC_TARGET) {
 			rt_cmd_status_row(&table, &t->status.read);
 			text = t->status.text;
 		} else if (r == RT_CMD_PROC_NO_FIFO) {
-			char name[64];
-			rt_cmd_proc_name(pids[i], name, sizeof(name));
 			rt_cmd_status_inactive_row(&table, pids[i], name);
 			rt_report_inactive_json(object, sizeof(object), pids[i], name);
 			text = object;
@@ -174,6 +199,7 @@ rt_cmd_status(int argc, char **argv)
 	else
 		rt_cmd_table_print(&table, stdout);
 	rt_cmd_table_free(&table);
+	rt_cmd_select_end(&sel);
 	free(t);
 	free(pids);
 	return status;

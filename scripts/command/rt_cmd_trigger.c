@@ -3,17 +3,18 @@
 #include "rt_cmd.h"
 #include "rt_cmd_opt.h"
 #include "rt_cmd_proc.h"
+#include "rt_cmd_select.h"
 #include "rt_cmd_wait.h"
 #include "rt_parse.h"
 #include "rt_proto.h"
 #include "rt_report.h"
 #include "rt_rounds.h"
-#include "rt_settings.h"
 #include "rt_target.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@ static void
 rt_cmd_trigger_help(const char *verb)
 {
 	printf("Usage: " RT_CMD_NAME " %s [--wait] [--timeout S] PID...\n"
-	       "   or: " RT_CMD_NAME " %s --all [--match GLOBS] [--wait] [--timeout S]\n",
+	       "   or: " RT_CMD_NAME " %s [--all] [--under PID] [--cgroup PATH] [--match GLOBS]\n"
+	       "       [--any-session] [--wait] [--timeout S]\n",
 	       verb, verb);
 	if (!strcmp(verb, "round"))
 		puts("Count one round in each process; the library acts when the count is a "
@@ -42,24 +44,34 @@ rt_cmd_trigger_help(const char *verb)
 	else
 		puts(
 		    "Make each process act now (malloc_trim, jemalloc purge), whatever the count.");
-	fputs("Only processes of yours that carry libroundtrim.so with a FIFO are told; any other "
-	      "pid is\n"
-	      "refused with the reason, and the others still proceed. Nothing is ever sent as a "
-	      "signal.\n"
-	      "\n"
-	      "  --all          every such process of yours\n"
-	      "  --match GLOBS  with --all: only programs matching one of the comma-separated "
-	      "globs\n"
-	      "  --wait         return when each process has handled it, and print its result\n"
-	      "  --timeout S    with --wait: give up after S seconds (default " RT_CMD_WAIT_DEFAULT
-	      ")\n"
-	      "  --help         this text\n"
-	      "\n"
-	      "Exit status: 0 every target was told (and, with --wait, answered); 1 some target "
-	      "was refused,\n"
-	      "gone, could not be told or did not answer in time, or --all found none; 2 usage "
-	      "error.\n",
-	      stdout);
+	fputs(
+	    "Only processes of yours that carry libroundtrim.so with a FIFO are told; any other "
+	    "pid is\n"
+	    "refused with the reason, and the others still proceed. Nothing is ever sent as a "
+	    "signal.\n"
+	    "Without a PID, the selection: --under, --cgroup and --match combine; --all or "
+	    "--match alone\n"
+	    "reach only this session's processes (getsid(2)), unless --any-session.\n"
+	    "\n"
+	    "  --all            every such process of yours in this session\n"
+	    "  --under PID      PID and its descendants (NVFlare: --under $(cat "
+	    "site-1/pid.fl))\n"
+	    "  --cgroup PATH    those in a cgroup or below it: a /sys/fs/cgroup/... directory, "
+	    "or a\n"
+	    "                   cgroup path as /proc/PID/cgroup shows it\n"
+	    "  --match GLOBS    only programs matching one of the comma-separated globs\n"
+	    "  --any-session    with --all or --match: in every session\n"
+	    "  --wait           return when each process has handled it, and print its result\n"
+	    "  --timeout S      with --wait: give up after S seconds (default " RT_CMD_WAIT_DEFAULT
+	    ")\n"
+	    "  --help           this text\n"
+	    "\n"
+	    "Exit status: 0 every target was told (and, with --wait, answered); 1 some target "
+	    "was refused,\n"
+	    "gone, could not be told or did not answer in time, the selection found none, or "
+	    "the --under\n"
+	    "PID does not exist; 2 usage error.\n",
+	    stdout);
 }
 
 /* The one line --wait prints for a target that answered. */
@@ -170,8 +182,9 @@ rt_cmd_trigger(int argc, char **argv)
 {
 	const char *verb = argv[0];
 	enum rt_proto_kind kind = strcmp(verb, "trim") == 0 ? RT_PROTO_TRIM : RT_PROTO_ROUND;
-	bool all = false, wait = false;
-	const char *timeout_text = RT_CMD_WAIT_DEFAULT, *globs = NULL;
+	bool wait = false;
+	const char *timeout_text = RT_CMD_WAIT_DEFAULT;
+	struct rt_cmd_select sel = {0};
 	int *pids = rt_cmd_alloc((size_t)argc * sizeof(*pids));
 	size_t npids = 0;
 	int status = RT_CMD_OK;
@@ -190,51 +203,53 @@ rt_cmd_trigger(int argc, char **argv)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			rt_cmd_trigger_help(verb);
 			exit(RT_CMD_OK);
-		} else if (!strcmp(argv[i], "--all")) {
-			all = true;
 		} else if (!strcmp(argv[i], "--wait")) {
 			wait = true;
 		} else if (rt_cmd_opt_is(&opt, "--timeout")) {
 			timeout_text = rt_cmd_opt_value(&opt, argc, argv, &i);
-		} else if (rt_cmd_opt_is(&opt, "--match")) {
-			globs = rt_cmd_opt_value(&opt, argc, argv, &i);
-		} else {
+		} else if (!rt_cmd_select_option(&sel, &opt, argc, argv, &i)) {
 			rt_cmd_usage_error("unknown option %s", argv[i]);
 		}
 	}
-	uint64_t timeout_us, unused;
+	uint64_t timeout_us;
 	if (rt_parse_seconds(timeout_text, RT_CMD_WAIT_MAX_US, &timeout_us) != RT_PARSE_OK)
 		rt_cmd_usage_error("--timeout takes seconds, not '%s'", timeout_text);
-	if (all && npids)
-		rt_cmd_usage_error("--all takes no PID");
-	if (!all && !npids)
-		rt_cmd_usage_error("missing PID (or --all)");
-	if (!all && globs)
-		rt_cmd_usage_error("--match goes with --all");
-	const struct rt_setting *match = &rt_settings[RT_SETTING_MATCH];
-	enum rt_parse_result r;
-	if (globs && (r = rt_setting_parse(match, globs, &(struct rt_setting_platform){0, 0},
-	                                   &unused)) != RT_PARSE_OK)
-		rt_cmd_usage_error("--match '%s': %s", globs, rt_parse_result_text(r));
+	if (sel.first && npids)
+		rt_cmd_usage_error("%s takes no PID", sel.first);
+	if (!sel.first && !npids)
+		rt_cmd_usage_error("missing PID (or --all, --under, --cgroup, --match)");
+	rt_cmd_select_check(&sel);
 
 	struct rt_cmd_told *told = rt_cmd_alloc(sizeof(*told) * (npids ? npids : 1));
 	size_t ntold = 0;
 	char why[512];
-	if (all) {
+	if (sel.first) {
 		size_t n;
+		rt_cmd_select_begin(&sel, true);
 		int *carriers = rt_cmd_proc_carriers(&n);
 		told = rt_cmd_realloc(told, sizeof(*told) * (n ? n : 1));
 		for (size_t i = 0; i < n; i++) {
 			struct rt_cmd_target *t = &told[ntold].target;
 			if (rt_cmd_proc_target(carriers[i], t, why, sizeof(why)) ==
 			        RT_CMD_PROC_TARGET &&
-			    rt_target_selected(&t->status.read.st, globs))
+			    rt_cmd_select_takes(&sel, carriers[i], t->status.read.st.program))
 				ntold++;
 		}
 		free(carriers);
+		char what[PATH_MAX + 512], left[128] = "";
+		rt_cmd_select_text(&sel, what, sizeof(what));
+		if (sel.other_session)
+			snprintf(left, sizeof(left),
+			         "; %zu more in other sessions (--any-session reaches them)",
+			         sel.other_session);
 		if (ntold == 0)
 			rt_cmd_die("no process of yours carries libroundtrim.so with a FIFO%s%s",
-			           globs ? " and matches " : "", globs ? globs : "");
+			           what, left);
+		if (sel.other_session)
+			rt_cmd_say("left out %zu process%s of yours with libroundtrim.so in other "
+			           "sessions; --any-session reaches them",
+			           sel.other_session, sel.other_session == 1 ? "" : "es");
+		rt_cmd_select_end(&sel);
 	} else {
 		for (size_t i = 0; i < npids; i++) {
 			struct rt_cmd_target *t = &told[ntold].target;

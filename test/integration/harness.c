@@ -434,6 +434,35 @@ th_fifo_write(const char *path, const char *text, size_t len)
 	return ok;
 }
 
+bool
+th_make_cgroup(char *dir, size_t size, const char *name, const char *limit)
+{
+	char self[4096], path[PATH_MAX * 2];
+	if (th_read_file("/proc/self/cgroup", self, sizeof(self)) <= 0)
+		return false;
+	char *v1 = strstr(self, ":memory:");
+	if (v1) {
+		char cg[1024];
+		if (sscanf(v1 + 8, "%1023s", cg) != 1)
+			return false;
+		snprintf(dir, size, "/sys/fs/cgroup/memory%s/%s-%d", strcmp(cg, "/") ? cg : "",
+		         name, getpid());
+		snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", dir);
+	} else {
+		snprintf(dir, size, "/sys/fs/cgroup/%s-%d", name, getpid());
+		snprintf(path, sizeof(path), "%s/memory.max", dir);
+	}
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return false;
+	if (!limit)
+		return true;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return false;
+	bool ok = fputs(limit, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
 /* Appends what fd holds now to buf; false at EOF. */
 static bool
 th_drain(int fd, char *buf, size_t size, size_t *len)

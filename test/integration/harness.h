@@ -74,6 +74,11 @@ int th_count_lines(const char *path, const char *needle);
 /* Writes text to a FIFO without blocking forever; false if nobody reads it. */
 bool th_fifo_write(const char *path, const char *text, size_t len);
 
+/* Makes a memory cgroup of the test's own below the runner's (v1, where the memory controller
+ * is mounted on its own; else v2), named name-PID, with limit in bytes as its memory limit
+ * unless NULL; its directory in dir. False where none can be made (not root, no controller). */
+bool th_make_cgroup(char *dir, size_t size, const char *name, const char *limit);
+
 /* Runs argv to completion with th_spawn's environment plus env, stdin closed; copies what it
  * wrote on stdout and stderr into out and err (NUL-terminated, truncated). Returns its exit
  * status, or -1 when it did not exit normally within TH_TIMEOUT_MS. */

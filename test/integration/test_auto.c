@@ -173,39 +173,10 @@ Test(auto_rounds, interval_leaves_an_idle_process_alone)
 	th_kill(&run.proc);
 }
 
-/* A memory cgroup of the test's own (v1 here, as these machines mount it; v2 where it is the
- * only one), with a limit that frag's rounds cross. */
-static bool
-make_cgroup(char *dir, size_t size, const char *limit)
-{
-	char self[4096], path[PATH_MAX * 2];
-	if (th_read_file("/proc/self/cgroup", self, sizeof(self)) <= 0)
-		return false;
-	char *v1 = strstr(self, ":memory:");
-	if (v1) {
-		char cg[1024];
-		if (sscanf(v1 + 8, "%1023s", cg) != 1)
-			return false;
-		snprintf(dir, size, "/sys/fs/cgroup/memory%s/rt-test-%d", strcmp(cg, "/") ? cg : "",
-		         getpid());
-		snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", dir);
-	} else {
-		snprintf(dir, size, "/sys/fs/cgroup/rt-test-%d", getpid());
-		snprintf(path, sizeof(path), "%s/memory.max", dir);
-	}
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return false;
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return false;
-	bool ok = fputs(limit, f) >= 0;
-	return fclose(f) == 0 && ok;
-}
-
 Test(auto_rounds, pressure_in_a_real_memory_cgroup)
 {
 	char cg[PATH_MAX], script[PATH_MAX * 3], line[2048];
-	if (!make_cgroup(cg, sizeof(cg), "268435456"))
+	if (!th_make_cgroup(cg, sizeof(cg), "rt-test", "268435456"))
 		cr_skip_test(
 		    "cannot make a memory cgroup here (not root, or no memory controller)");
 	struct run r;

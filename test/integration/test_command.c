@@ -1,9 +1,11 @@
 /* The roundtrim command against real processes: run, round and trim (with --wait), status,
- * refusals that leave the target unharmed, --all, patch/undo on an NVFlare-shaped sub_start.sh,
- * report, the drifts of the bash command, and the lint of the scripts and the page. */
+ * refusals that leave the target unharmed, --all, patch/undo on NVFlare's own sub_start.sh and
+ * template, report, the drifts of the bash command, and the lint of the scripts and the page. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "rt_report.h"
+#include "rt_summary.h"
 
 TestSuite(command, .timeout = 120, .fini = th_cleanup);
 
@@ -112,7 +115,8 @@ Test(command, run_round_wait_and_status_on_frag)
 		cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "60", pid_text(p.pid)), 0,
 		             "%s", err);
 		char expect[64];
-		snprintf(expect, sizeof(expect), "%d frag: round %d: glibc_release, RSS ", p.pid, r);
+		snprintf(expect, sizeof(expect), "%d frag: round %d: glibc_release, RSS ", p.pid,
+		         r);
 		expect_in(out, expect);
 		double before, after, released;
 		cr_assert_eq(sscanf(strstr(out, "RSS "), "RSS %lf -> %lf MiB, released %lf",
@@ -600,10 +604,13 @@ Test(command, round_finds_the_status_file_by_the_librarys_rule)
 
 /* ---- patch ---- */
 
+#define FIXTURE_CLIENT RT_SOURCE_DIR "/test/fixtures/nvflare/2.8.1/client/sub_start.sh"
+#define FILE_MAX 65536
+
 static void
 copy_file(const char *from, const char *to, mode_t mode)
 {
-	static char buf[65536];
+	static char buf[FILE_MAX];
 	ssize_t len = th_read_file(from, buf, sizeof(buf));
 	cr_assert_gt(len, 0, "cannot read %s", from);
 	FILE *f = fopen(to, "w");
@@ -613,17 +620,27 @@ copy_file(const char *from, const char *to, mode_t mode)
 	cr_assert_eq(chmod(to, mode), 0);
 }
 
-/* A site: DIR/site/startup/sub_start.sh from the fixture, mode 0750; its path in launcher. */
 static void
-make_site(char *launcher, size_t size)
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "cannot write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A site of its own, DIR/NAME/startup/sub_start.sh, from NVFlare 2.8.1's rendered client, mode
+ * 0750; the launcher's path in launcher, its directory in startup. */
+static void
+make_site(const char *name, char *launcher, size_t size, char *startup, size_t startup_size)
 {
 	char path[PATH_MAX - 32];
-	snprintf(path, sizeof(path), "%s/site", th_tmpdir());
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/site/startup", th_tmpdir());
-	mkdir(path, 0700);
-	snprintf(launcher, size, "%s/sub_start.sh", path);
-	copy_file(RT_SOURCE_DIR "/test/fixtures/sub_start.sh", launcher, 0750);
+	snprintf(path, sizeof(path), "%s/%s", th_tmpdir(), name);
+	cr_assert_eq(mkdir(path, 0700), 0, "%s", path);
+	snprintf(startup, startup_size, "%s/startup", path);
+	cr_assert_eq(mkdir(startup, 0700), 0);
+	snprintf(launcher, size, "%s/sub_start.sh", startup);
+	copy_file(FIXTURE_CLIENT, launcher, 0750);
 }
 
 static mode_t
@@ -634,62 +651,63 @@ mode_of(const char *path)
 	return st.st_mode & 07777;
 }
 
+/* Whether the file holds exactly len bytes of text. */
+static bool
+holds(const char *path, const char *text, ssize_t len)
+{
+	static char now[FILE_MAX];
+	return th_read_file(path, now, sizeof(now)) == len && memcmp(now, text, (size_t)len) == 0;
+}
+
 Test(command, patch_is_idempotent_and_undo_restores_the_exact_bytes)
 {
-	static char original[65536], once[65536], twice[65536], undone[65536];
-	char launcher[PATH_MAX], backup[PATH_MAX + 32];
-	make_site(launcher, sizeof(launcher));
-	snprintf(backup, sizeof(backup), "%s.roundtrim-orig", launcher);
+	static char original[FILE_MAX], once[FILE_MAX], twice[FILE_MAX];
+	char launcher[PATH_MAX], startup[PATH_MAX], expect[PATH_MAX + 64];
+	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
 	ssize_t len = th_read_file(launcher, original, sizeof(original));
 
 	cr_assert_eq(ROUNDTRIM("patch", "--gc-rounds", "2", launcher), 0, "%s", err);
-	th_read_file(launcher, once, sizeof(once));
+	snprintf(expect, sizeof(expect), "roundtrim: %s: patched\n", launcher);
+	cr_assert_str_eq(err, expect);
+	ssize_t once_len = th_read_file(launcher, once, sizeof(once));
 	cr_assert_eq(strncmp(once, "#!/usr/bin/env bash\n# >>> roundtrim 0.1.0 >>>", 45), 0, "%s",
 	             once);
-	char preload[PATH_MAX + 64];
-	snprintf(preload, sizeof(preload),
-	         "\nexport LD_PRELOAD=\"%s${LD_PRELOAD:+:$LD_PRELOAD}\"\n", th_lib());
-	expect_in(once, preload);
-	expect_in(once, "\nexport ROUNDTRIM_GC_ROUNDS=2\n");
-	expect_in(once, "\nexport ROUNDTRIM_MATCH='python*'\n");
+	snprintf(expect, sizeof(expect),
+	         "\nexport LD_PRELOAD=\"%s${LD_PRELOAD:+:$LD_PRELOAD}\"\n"
+	         "export ROUNDTRIM_MATCH='python*'\nexport ROUNDTRIM_GC_ROUNDS=2\n"
+	         "# <<< roundtrim <<<\n",
+	         th_lib());
+	expect_in(once, expect);
 	/* The original follows the block, untouched. */
 	expect_in(once, strchr(original, '\n') + 1);
 	cr_assert_eq(mode_of(launcher), 0750);
-	cr_assert_eq(mode_of(backup), 0750);
+	cr_assert_eq(th_entries_in(startup), 1, "a file appeared beside the launcher");
 
 	cr_assert_eq(ROUNDTRIM("patch", "--gc-rounds", "2", launcher), 0, "%s", err);
-	expect_in(err, "already patched");
-	th_read_file(launcher, twice, sizeof(twice));
-	cr_assert_str_eq(twice, once);
+	expect_in(err, ": already patched; nothing changed");
+	cr_assert(holds(launcher, once, once_len));
 
-	/* Other settings replace the block; the backup stays the original. */
+	/* Other settings replace the block where it stands. */
 	cr_assert_eq(ROUNDTRIM("patch", "--gc-rounds", "3", "--arena-max", "2", launcher), 0);
+	expect_in(err, ": roundtrim block updated");
 	th_read_file(launcher, twice, sizeof(twice));
 	expect_in(twice, "\nexport ROUNDTRIM_GC_ROUNDS=3\nexport MALLOC_ARENA_MAX=2\n");
 	cr_assert_null(strstr(twice, "ROUNDTRIM_GC_ROUNDS=2"));
 
-	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
-	cr_assert_eq(th_read_file(launcher, undone, sizeof(undone)), len);
-	cr_assert_eq(memcmp(undone, original, (size_t)len), 0);
+	/* Through a symbolic link: the file it names changes, the link stays. */
+	char link[PATH_MAX + 16];
+	snprintf(link, sizeof(link), "%s/link.sh", th_tmpdir());
+	cr_assert_eq(symlink(launcher, link), 0);
+	cr_assert_eq(ROUNDTRIM("patch", "--undo", link), 0, "%s", err);
+	expect_in(err, ": roundtrim block removed");
+	cr_assert(holds(launcher, original, len), "undo did not give back the exact bytes");
 	cr_assert_eq(mode_of(launcher), 0750);
-	cr_assert_eq(access(backup, F_OK), -1, "backup left behind");
+	struct stat st;
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode));
+	cr_assert_eq(th_entries_in(startup), 1);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0);
-	expect_in(err, "not patched");
-}
-
-Test(command, undo_without_backup_removes_only_the_block)
-{
-	static char original[65536], undone[65536];
-	char launcher[PATH_MAX], backup[PATH_MAX + 32];
-	make_site(launcher, sizeof(launcher));
-	snprintf(backup, sizeof(backup), "%s.roundtrim-orig", launcher);
-	ssize_t len = th_read_file(launcher, original, sizeof(original));
-	cr_assert_eq(ROUNDTRIM("patch", launcher), 0, "%s", err);
-	cr_assert_eq(unlink(backup), 0);
-	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
-	cr_assert_eq(th_read_file(launcher, undone, sizeof(undone)), len);
-	cr_assert_eq(memcmp(undone, original, (size_t)len), 0);
-	cr_assert_eq(mode_of(launcher), 0750);
+	expect_in(err, ": not patched; nothing to undo");
 }
 
 /* Runs the launcher with --once, a fake python3 first on PATH that reports what it carries. */
@@ -700,14 +718,11 @@ run_patched_site(const char *launcher, const char *extra_env, char *output, size
 	snprintf(bin, sizeof(bin), "%s/bin", th_tmpdir());
 	mkdir(bin, 0700);
 	snprintf(python, sizeof(python), "%s/python3", bin);
-	FILE *f = fopen(python, "w");
-	cr_assert_not_null(f);
-	fputs("#!/bin/sh\n"
-	      "echo \"preload=$LD_PRELOAD\"\n"
-	      "echo \"maps=$(grep -c /libroundtrim.so /proc/$$/maps)\"\n"
-	      "echo \"match=$ROUNDTRIM_MATCH arena=$MALLOC_ARENA_MAX args=$*\"\n",
-	      f);
-	fclose(f);
+	write_text(python, "#!/bin/sh\n"
+	                   "echo \"preload=$LD_PRELOAD\"\n"
+	                   "echo \"maps=$(grep -c /libroundtrim.so /proc/$$/maps)\"\n"
+	                   "echo \"match=$ROUNDTRIM_MATCH role=$ROUNDTRIM_ROLE "
+	                   "arena=$MALLOC_ARENA_MAX args=$*\"\n");
 	cr_assert_eq(chmod(python, 0755), 0);
 	snprintf(path_env, sizeof(path_env), "PATH=%s:%s", bin, getenv("PATH"));
 	const char *argv[] = {"/bin/bash", launcher, "--once", NULL};
@@ -715,20 +730,25 @@ run_patched_site(const char *launcher, const char *extra_env, char *output, size
 	cr_assert_eq(th_run(argv, env, output, size, err, sizeof(err)), 0, "%s", err);
 }
 
-Test(command, patched_launcher_starts_python_with_the_library_first)
+/* NVFlare 2.8.1's client exports MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-4} below the block: the
+ * role's cap, written first as a default, is the one its python3 gets. */
+Test(command, patched_nvflare_client_gets_the_roles_cap_and_the_library_first)
 {
-	char launcher[PATH_MAX], expect[PATH_MAX * 2];
-	make_site(launcher, sizeof(launcher));
-	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", "--arena-max", "2", launcher), 0, "%s",
-	             err);
+	char launcher[PATH_MAX], startup[PATH_MAX], expect[PATH_MAX * 2];
+	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
+	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", launcher), 0, "%s", err);
 
 	run_patched_site(launcher, NULL, out, sizeof(out));
 	snprintf(expect, sizeof(expect), "preload=%s\n", th_lib());
 	expect_in(out, expect);
 	expect_in(out, "maps=");
 	cr_assert_null(strstr(out, "maps=0"), "%s", out);
-	expect_in(out,
-	          "match=python* arena=2 args=-u -m nvflare.private.fed.app.client.client_train");
+	expect_in(out, "match=python* role=client arena=2 args=-u -m "
+	               "nvflare.private.fed.app.client.client_train -m ");
+
+	/* A cap in the site's environment still wins. */
+	run_patched_site(launcher, "MALLOC_ARENA_MAX=8", out, sizeof(out));
+	expect_in(out, " arena=8 ");
 
 	/* NVFlare's jemalloc block appends: the library stays first. */
 	const char *je = th_jemalloc();
@@ -736,6 +756,167 @@ Test(command, patched_launcher_starts_python_with_the_library_first)
 	run_patched_site(launcher, "NVFLARE_ENABLE_JEMALLOC_PRELOAD=true", out, sizeof(out));
 	snprintf(expect, sizeof(expect), "preload=%s:%s\n", th_lib(), je);
 	expect_in(out, expect);
+	/* --once left nothing beside the launcher. */
+	cr_assert_eq(th_entries_in(startup), 1);
+}
+
+Test(command, patch_refuses_a_signed_kit_unless_forced)
+{
+	static char original[FILE_MAX];
+	char launcher[PATH_MAX], startup[PATH_MAX], signature[PATH_MAX + 16];
+	char expect[PATH_MAX * 3];
+	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
+	ssize_t len = th_read_file(launcher, original, sizeof(original));
+	snprintf(signature, sizeof(signature), "%s/signature.json", startup);
+	write_text(signature, "{\"sub_start.sh\": \"c2lnbmVk\", \"fed_client.json\": \"c2ln\"}\n");
+
+	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", launcher), 1);
+	snprintf(expect, sizeof(expect),
+	         "roundtrim: %s: the startup kit is signed (signature.json beside it): NVFlare's "
+	         "kit verification (sub_start.sh --verify) fails once sub_start.sh changes. Start "
+	         "the kit unchanged instead: MALLOC_ARENA_MAX=2 roundtrim run --role client "
+	         "--match 'python*' -- %s/start.sh; or patch NVFlare's master_template.yml and "
+	         "provision again, which signs the patched script; --force patches it anyway\n",
+	         launcher, startup);
+	cr_assert_str_eq(err, expect);
+	cr_assert(holds(launcher, original, len));
+	cr_assert_eq(th_entries_in(startup), 2);
+
+	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", "--force", launcher), 0, "%s", err);
+	expect_in(err, ": patched\n");
+	expect_in(err, ": signature.json beside it no longer matches it; --undo gives back the "
+	               "signed bytes\n");
+	cr_assert_eq(th_entries_in(startup), 2);
+	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
+	cr_assert(holds(launcher, original, len));
+
+	/* A signature.json that does not list the launcher signs nothing that patch changes. */
+	write_text(signature, "{\"fed_client.json\": \"c2ln\"}\n");
+	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", launcher), 0, "%s", err);
+	cr_assert_null(strstr(err, "signature.json"), "%s", err);
+}
+
+/* The launcher's path relative to th_tmpdir(), where `patch -p0` runs. */
+static int
+in_tmpdir(const char *script)
+{
+	const char *argv[] = {"/bin/sh", "-c", script, "sh", th_tmpdir(), command(), NULL};
+	return th_run(argv, (const char *const[]){env_lib(), NULL}, out, sizeof(out), err,
+	              sizeof(err));
+}
+
+Test(command, dry_run_diff_changes_nothing_and_patch_p0_applies_it)
+{
+	static char original[FILE_MAX], patched[FILE_MAX];
+	char a[PATH_MAX], b[PATH_MAX], startup[PATH_MAX];
+	make_site("a", a, sizeof(a), startup, sizeof(startup));
+	make_site("b", b, sizeof(b), startup, sizeof(startup));
+	ssize_t len = th_read_file(a, original, sizeof(original));
+
+	/* A preview of a, then the same change made for real in b. */
+	cr_assert_eq(
+	    in_tmpdir("cd \"$1\" && \"$2\" patch --role client --stats /var/tmp/s-%p.jsonl "
+	              "--dry-run --diff a/startup/sub_start.sh >a.diff && "
+	              "\"$2\" patch --role client --stats /var/tmp/s-%p.jsonl "
+	              "b/startup/sub_start.sh"),
+	    0, "%s", err);
+	expect_in(err, "roundtrim: a/startup/sub_start.sh: would be patched\n");
+	cr_assert(holds(a, original, len), "--dry-run changed the file");
+	cr_assert_eq(th_entries_in(startup), 1);
+	char diff_path[PATH_MAX + 16], diff[FILE_MAX];
+	snprintf(diff_path, sizeof(diff_path), "%s/a.diff", th_tmpdir());
+	cr_assert_gt(th_read_file(diff_path, diff, sizeof(diff)), 0);
+	const char *head = "--- a/startup/sub_start.sh\n+++ a/startup/sub_start.sh\n"
+	                   "@@ -1,4 +1,11 @@\n #!/usr/bin/env bash\n+# >>> roundtrim 0.1.0 >>>";
+	cr_assert_eq(strncmp(diff, head, strlen(head)), 0, "%s", diff);
+
+	cr_assert_eq(in_tmpdir("cd \"$1\" && patch -p0 -s <a.diff"), 0, "%s%s", out, err);
+	ssize_t patched_len = th_read_file(b, patched, sizeof(patched));
+	cr_assert(holds(a, patched, patched_len), "the diff does not give what patch writes");
+
+	/* The same for undo. */
+	cr_assert_eq(in_tmpdir("cd \"$1\" && \"$2\" patch --undo --dry-run --diff "
+	                       "a/startup/sub_start.sh >undo.diff && patch -p0 -s <undo.diff"),
+	             0, "%s", err);
+	expect_in(err, ": roundtrim block would be removed\n");
+	cr_assert(holds(a, original, len));
+}
+
+Test(command, the_master_template_is_patched_and_undone_byte_for_byte)
+{
+	static const char *const versions[] = {"2.8.1", "2.6.3", "2.4.2"};
+	for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		static char original[FILE_MAX], patched[FILE_MAX];
+		char from[PATH_MAX], template[PATH_MAX], expect[PATH_MAX * 2];
+		snprintf(from, sizeof(from),
+		         RT_SOURCE_DIR "/test/fixtures/nvflare/%s/master_template.sub_start.yml",
+		         versions[v]);
+		snprintf(template, sizeof(template), "%s/master_template-%s.yml", th_tmpdir(),
+		         versions[v]);
+		copy_file(from, template, 0644);
+		ssize_t len = th_read_file(template, original, sizeof(original));
+
+		cr_assert_eq(ROUNDTRIM("patch", "--role", "client", template), 1, "%s",
+		             versions[v]);
+		expect_in(err, ": NVFlare renders it for servers, clients and relays alike");
+		cr_assert(holds(template, original, len));
+
+		cr_assert_eq(ROUNDTRIM("patch", "--stats", "/var/tmp/nvflare-%p.jsonl", template),
+		             0, "%s", err);
+		snprintf(
+		    expect, sizeof(expect),
+		    "roundtrim: %s: patched; kits provisioned from now on carry the change; kits "
+		    "made before are as they were\n",
+		    template);
+		cr_assert_str_eq(err, expect);
+		th_read_file(template, patched, sizeof(patched));
+		/* Inside the scalar, at its indentation. */
+		expect_in(patched, "  #!/usr/bin/env bash\n  # >>> roundtrim 0.1.0 >>>");
+		expect_in(patched, "\n  export ROUNDTRIM_STATS=/var/tmp/nvflare-%p.jsonl\n");
+
+		cr_assert_eq(ROUNDTRIM("patch", "--undo", template), 0, "%s", err);
+		cr_assert(holds(template, original, len), "%s: undo lost bytes", versions[v]);
+	}
+}
+
+/* Older versions kept the original as FILE.roundtrim-orig. */
+Test(command, undo_removes_an_older_backup_with_the_same_bytes_and_keeps_another)
+{
+	static char original[FILE_MAX];
+	char launcher[PATH_MAX], startup[PATH_MAX], backup[PATH_MAX + 32], expect[PATH_MAX * 3];
+	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
+	ssize_t len = th_read_file(launcher, original, sizeof(original));
+	snprintf(backup, sizeof(backup), "%s.roundtrim-orig", launcher);
+	copy_file(launcher, backup, 0750);
+
+	cr_assert_eq(ROUNDTRIM("patch", launcher), 0, "%s", err);
+	snprintf(expect, sizeof(expect),
+	         "roundtrim: %s.roundtrim-orig: an older roundtrim's backup; nothing needs it now, "
+	         "and NVFlare's kit verification fails on it: remove it\n",
+	         launcher);
+	expect_in(err, expect);
+	cr_assert_eq(access(backup, F_OK), 0);
+	cr_assert_eq(ROUNDTRIM("patch", "--undo", "--dry-run", launcher), 0, "%s", err);
+	cr_assert_eq(access(backup, F_OK), 0, "--dry-run removed the backup");
+	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
+	snprintf(expect, sizeof(expect),
+	         "roundtrim: %s.roundtrim-orig: removed, an older roundtrim's backup with the same "
+	         "bytes\n",
+	         launcher);
+	expect_in(err, expect);
+	cr_assert_eq(access(backup, F_OK), -1);
+	cr_assert(holds(launcher, original, len));
+
+	/* One that differs is the user's to compare. */
+	write_text(backup, "#!/bin/bash\necho edited\n");
+	cr_assert_eq(ROUNDTRIM("patch", launcher), 0, "%s", err);
+	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
+	snprintf(expect, sizeof(expect),
+	         "roundtrim: %s.roundtrim-orig: an older roundtrim's backup that differs from %s; "
+	         "compare and remove it by hand\n",
+	         launcher, launcher);
+	expect_in(err, expect);
+	cr_assert_eq(access(backup, F_OK), 0);
 }
 
 Test(command, patch_refuses_what_it_does_not_understand)
@@ -747,28 +928,40 @@ Test(command, patch_refuses_what_it_does_not_understand)
 		const char *why;
 	} cases[] = {
 	    {"notes.txt", "python3 -m nvflare.private.fed.app.client.client_train\n",
-	     "not a sh or bash script"},
-	    {"run.py", "#!/usr/bin/env python3\nimport nvflare\n", "not a sh or bash script"},
-	    {"other.sh", "#!/bin/bash\nexec ./server\n", "starts no NVFlare process"},
+	     "not a sh or bash script (first line: python3 -m nvflare.private.fed.app.client."
+	     "client_train), nor NVFlare's master_template.yml"},
+	    {"run.py", "#!/usr/bin/env python3\nimport nvflare\n",
+	     "not a sh or bash script (first line: #!/usr/bin/env python3)"},
+	    {"other.sh", "#!/bin/bash\nexec ./server\n",
+	     "starts no NVFlare process (no 'python3 ... -m nvflare.' line); --force patches any "
+	     "sh/bash launcher"},
+	    {"start.sh", "#!/usr/bin/env bash\nDIR=\"$(dirname \"$0\")\"\n$DIR/sub_start.sh &\n",
+	     "starts no NVFlare process itself"},
+	    {"docker.sh",
+	     "#!/usr/bin/env bash\ndocker run --rm img python3 -u -m "
+	     "nvflare.private.fed.app.client.client_train\n",
+	     "runs NVFlare in a container (docker run)"},
 	    {"hand.sh",
 	     "#!/bin/bash\nexport LD_PRELOAD=/opt/libroundtrim.so\n"
 	     "python3 -u -m nvflare.private.fed.app.client.client_train\n",
-	     "already loads libroundtrim.so outside a roundtrim block"},
+	     "already loads libroundtrim.so outside a roundtrim block (line 2); remove those "
+	     "lines first"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char path[PATH_MAX], backup[PATH_MAX + 32], after[4096];
+		char path[PATH_MAX], after[4096];
 		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].name);
-		FILE *f = fopen(path, "w");
-		cr_assert_not_null(f);
-		fputs(cases[i].text, f);
-		fclose(f);
+		write_text(path, cases[i].text);
 		cr_assert_eq(ROUNDTRIM("patch", path), 1, "%s", cases[i].name);
 		expect_in(err, cases[i].why);
 		th_read_file(path, after, sizeof(after));
 		cr_assert_str_eq(after, cases[i].text);
-		snprintf(backup, sizeof(backup), "%s.roundtrim-orig", path);
-		cr_assert_eq(access(backup, F_OK), -1);
 	}
+	cr_assert_eq(th_entries_in(dir), (int)(sizeof(cases) / sizeof(cases[0])));
+
+	char launcher[PATH_MAX], startup[PATH_MAX];
+	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
+	cr_assert_eq(ROUNDTRIM("patch", "--role", "server", launcher), 1);
+	expect_in(err, ": starts an NVFlare client: --role client, not server\n");
 	char binary[PATH_MAX];
 	snprintf(binary, sizeof(binary), "%s/probe-copy", dir);
 	copy_file(th_workload("probe"), binary, 0755);
@@ -776,8 +969,23 @@ Test(command, patch_refuses_what_it_does_not_understand)
 	char missing[PATH_MAX];
 	snprintf(missing, sizeof(missing), "%s/none.sh", dir);
 	cr_assert_eq(ROUNDTRIM("patch", missing), 1);
-	expect_in(err, "no such file");
-	cr_assert_eq(ROUNDTRIM("patch", "--frob", missing), 2);
+	expect_in(err, ": no such file\n");
+	cr_assert_eq(ROUNDTRIM("patch", dir), 1);
+	expect_in(err, ": not a regular file\n");
+
+	/* Usage errors, the launcher untouched. */
+	cr_assert_eq(ROUNDTRIM("patch", "--frob", launcher), 2);
+	cr_assert_eq(ROUNDTRIM("patch", "--undo", "--role", "client", launcher), 2);
+	expect_in(err, "--undo takes no other option but --dry-run and --diff");
+	cr_assert_eq(ROUNDTRIM("patch", "--arena-max", "0", launcher), 2);
+	cr_assert_eq(ROUNDTRIM("patch", "--stats", "relative.jsonl", launcher), 2);
+	cr_assert_eq(ROUNDTRIM("patch", "--match", "py\tthon*", launcher), 2);
+	expect_in(err, "--match: holds a control character, which would break the block's lines");
+	cr_assert_eq(ROUNDTRIM("patch", launcher, launcher), 2);
+	static char now[FILE_MAX], fixture[FILE_MAX];
+	ssize_t len = th_read_file(FIXTURE_CLIENT, fixture, sizeof(fixture));
+	cr_assert_eq(th_read_file(launcher, now, sizeof(now)), len);
+	cr_assert_eq(memcmp(now, fixture, (size_t)len), 0);
 }
 
 /* ---- report ---- */
@@ -816,17 +1024,20 @@ Test(command, report_writes_a_png_and_the_numbers)
 	cr_assert_not_null(f);
 	/* pid 100: RSS before grows 10 MiB a round, after stays at 20 MiB; pid 200 never acts. */
 	for (int r = 1; r <= 4; r++) {
-		fprintf(f,
-		        "{\"pid\":100,\"round\":%d,\"trigger\":\"fifo\",\"action\":\"malloc_trim\","
-		        "\"rss_before_kib\":%d,\"rss_after_kib\":20480,\"live_kib\":10240,"
-		        "\"released_kib\":%d,\"duration_us\":1000,\"allocator\":\"glibc\",\"note\":"
-		        "\"\","
-		        "\"unix_time\":1795397620.000000}\n",
-		        r, (90 + 10 * r) * 1024, (70 + 10 * r) * 1024);
+		fprintf(
+		    f,
+		    "{\"pid\":100,\"round\":%d,\"trigger\":\"fifo\",\"action\":\"malloc_trim\","
+		    "\"rss_before_kib\":%d,\"rss_after_kib\":20480,\"anon_kib\":0,\"file_kib\":0,"
+		    "\"lazyfree_kib\":0,\"live_kib\":10240,"
+		    "\"released_kib\":%d,\"duration_us\":1000,\"allocator\":\"glibc\",\"note\":"
+		    "\"\","
+		    "\"unix_time\":1795397620.000000}\n",
+		    r, (90 + 10 * r) * 1024, (70 + 10 * r) * 1024);
 		fprintf(
 		    f,
 		    "{\"pid\":200,\"round\":%d,\"trigger\":\"signal\",\"action\":\"none\","
-		    "\"rss_before_kib\":%d,\"rss_after_kib\":%d,\"live_kib\":0,"
+		    "\"rss_before_kib\":%d,\"rss_after_kib\":%d,\"anon_kib\":0,\"file_kib\":0,"
+		    "\"lazyfree_kib\":0,\"live_kib\":0,"
 		    "\"released_kib\":0,\"duration_us\":0,\"allocator\":\"jemalloc\",\"note\":\"\","
 		    "\"unix_time\":1795397620.000000}\n",
 		    r, 51200 + 5120 * r, 51200 + 5120 * r);
@@ -863,12 +1074,14 @@ Test(command, report_leaves_out_a_line_cut_short)
 	FILE *f = fopen(stats, "w");
 	cr_assert_not_null(f);
 	for (int r = 1; r <= 3; r++)
-		fprintf(f,
-		        "{\"pid\":100,\"round\":%d,\"trigger\":\"fifo\",\"action\":\"malloc_trim\","
-		        "\"rss_before_kib\":%d,\"rss_after_kib\":20480,\"live_kib\":10240,"
-		        "\"released_kib\":%d,\"duration_us\":1000,\"allocator\":\"glibc\","
-		        "\"note\":\"\",\"unix_time\":1795397620.000000}\n",
-		        r, (90 + 10 * r) * 1024, (70 + 10 * r) * 1024);
+		fprintf(
+		    f,
+		    "{\"pid\":100,\"round\":%d,\"trigger\":\"fifo\",\"action\":\"malloc_trim\","
+		    "\"rss_before_kib\":%d,\"rss_after_kib\":20480,\"anon_kib\":0,\"file_kib\":0,"
+		    "\"lazyfree_kib\":0,\"live_kib\":10240,"
+		    "\"released_kib\":%d,\"duration_us\":1000,\"allocator\":\"glibc\","
+		    "\"note\":\"\",\"unix_time\":1795397620.000000}\n",
+		    r, (90 + 10 * r) * 1024, (70 + 10 * r) * 1024);
 	fputs("{\"pid\":100,\"round\":4,\"trigger\":\"fifo\",\"action\":\"malloc_trim\","
 	      "\"rss_before_kib\":1310",
 	      f);
@@ -897,4 +1110,131 @@ Test(command, shellcheck_and_man_lint_pass)
 	                        NULL};
 	cr_assert_eq(th_run(mandoc, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s%s", out, err);
 	cr_assert_str_eq(out, "");
+}
+
+/* ---- The end-to-end run the issue asks for ---- */
+
+#define E2E_ROUNDS 20
+
+/* The one stats file in dir (the client's, named after its pid). */
+static void
+find_stats(const char *dir, char *path, size_t size)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	path[0] = '\0';
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		size_t len = strlen(e->d_name);
+		if (len > 6 && !strcmp(e->d_name + len - 6, ".jsonl")) {
+			cr_assert_eq(path[0], '\0', "two stats files in %s", dir);
+			snprintf(path, size, "%s/%s", dir, e->d_name);
+		}
+	}
+	closedir(d);
+	cr_assert_neq(path[0], '\0', "no stats file in %s", dir);
+}
+
+/* NVFlare's rendered 2.8.1 client, patched with --role client and nothing else, starts the PyTorch
+ * client (fl_client.py, scaled down, pausing between rounds as a client waiting for its server
+ * does); nothing announces a round. The library finds them (trigger "auto") and acts, and RSS at
+ * the end of each round grows at most 1 MiB a round over the 20 rounds (least squares, as
+ * `roundtrim report` computes it). Without the library it grows about 3 MiB a round. */
+Test(command, patched_nvflare_client_stays_flat_with_no_trigger, .timeout = 300)
+{
+	static char block[FILE_MAX];
+	char launcher[PATH_MAX], startup[PATH_MAX], stats_opt[PATH_MAX], bin[PATH_MAX];
+	char python[PATH_MAX + 16], path_env[PATH_MAX * 2], line[1024];
+	const char *dir = th_tmpdir();
+	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
+	snprintf(stats_opt, sizeof(stats_opt), "%s/stats-%%p.jsonl", dir);
+	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", "--stats", stats_opt, launcher), 0,
+	             "%s", err);
+	th_read_file(launcher, block, sizeof(block));
+	static const char *const triggers[] = {"ROUNDTRIM_SIGNAL",   "ROUNDTRIM_INTERVAL",
+	                                       "ROUNDTRIM_PRESSURE", "ROUNDTRIM_RSS_LIMIT",
+	                                       "ROUNDTRIM_AUTO",     "ROUNDTRIM_GC_ROUNDS"};
+	for (size_t i = 0; i < sizeof(triggers) / sizeof(triggers[0]); i++)
+		cr_assert_null(strstr(block, triggers[i]), "the block sets %s", triggers[i]);
+
+	/* python3 is Debian's, running the client instead of NVFlare. */
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	cr_assert_eq(mkdir(bin, 0700), 0);
+	snprintf(python, sizeof(python), "%s/python3", bin);
+	FILE *f = fopen(python, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+	        "#!/bin/sh\nexec /usr/bin/python3 %s/test/workloads/fl_client.py --rounds %d "
+	        "--scale 0.25 --pause 0.6:0.8\n",
+	        RT_SOURCE_DIR, E2E_ROUNDS);
+	fclose(f);
+	cr_assert_eq(chmod(python, 0755), 0);
+	snprintf(path_env, sizeof(path_env), "PATH=%s:%s", bin, getenv("PATH"));
+	struct th_proc site;
+	th_spawn(&site, (const char *[]){"/bin/bash", launcher, "--once", NULL},
+	         (const char *[]){path_env, NULL});
+
+	/* RSS at the end of each round, as the client itself reads it. */
+	struct rt_summary client;
+	rt_summary_init(&client, site.pid);
+	int64_t rss[E2E_ROUNDS + 1];
+	for (int r = 1; r <= E2E_ROUNDS;) {
+		/* The first round waits for torch's import on a busy machine. */
+		cr_assert(th_read_line(&site, line, sizeof(line), 3 * TH_TIMEOUT_MS),
+		          "no round %d: %.*s", r, (int)site.errlen, site.errbuf);
+		int round;
+		long kib;
+		if (sscanf(line, "round %d rss_kib=%ld", &round, &kib) != 2)
+			continue;
+		cr_assert_eq(round, r, "%s", line);
+		rss[r] = kib;
+		struct rt_round_record rec = {.round = (uint64_t)r,
+		                              .trigger = "auto",
+		                              .action = "none",
+		                              .allocator = "glibc",
+		                              .rss_before_kib = (uint64_t)kib,
+		                              .rss_after_kib = (uint64_t)kib,
+		                              .note = ""};
+		rt_summary_add(&client, &rec);
+		r++;
+	}
+	cr_assert(th_wait(&site, 3 * TH_TIMEOUT_MS), "the client did not end");
+	cr_assert(WIFEXITED(site.status) && WEXITSTATUS(site.status) == 0, "status %d",
+	          site.status);
+
+	/* What the library did: every round it saw, it found itself. */
+	char stats[PATH_MAX];
+	find_stats(dir, stats, sizeof(stats));
+	static char text[1 << 20];
+	cr_assert_gt(th_read_file(stats, text, sizeof(text) - 1), 0);
+	int found = 0, acted = 0;
+	struct rt_summary library;
+	rt_summary_init(&library, 0);
+	for (char *at = text, *nl; *at; at = nl + 1) {
+		nl = strchr(at, '\n');
+		cr_assert_not_null(nl, "a stats line cut short");
+		*nl = '\0';
+		struct rt_round_read read;
+		cr_assert_eq(rt_report_read_json(at, &read), RT_READ_OK, "%s", at);
+		cr_assert_str_eq(read.rec.trigger, "auto", "%s", at);
+		found++;
+		acted += strcmp(read.rec.action, "none") != 0;
+		rt_summary_add(&library, &read.rec);
+	}
+	double slope = rt_summary_after_mib_per_round(&client);
+	char per_round[E2E_ROUNDS * 8 + 1];
+	size_t w = 0;
+	for (int r = 1; r <= E2E_ROUNDS; r++)
+		w += (size_t)snprintf(per_round + w, sizeof(per_round) - w, " %.1f",
+		                      (double)rss[r] / 1024.0);
+	cr_log_info("e2e: client RSS MiB at the end of rounds 1-%d:%s", E2E_ROUNDS, per_round);
+	cr_log_info("e2e: RSS after rounds 1, 10, 20: %ld, %ld, %ld KiB; slope %.3f MiB/round; "
+	            "%d rounds found (auto), %d acted on; report: before %.3f, after %.3f "
+	            "MiB/round",
+	            (long)rss[1], (long)rss[10], (long)rss[E2E_ROUNDS], slope, found, acted,
+	            rt_summary_before_mib_per_round(&library),
+	            rt_summary_after_mib_per_round(&library));
+	/* The library must have done the work: most round ends found, each one acted on. */
+	cr_assert_geq(found, E2E_ROUNDS / 2, "only %d of %d rounds found", found, E2E_ROUNDS);
+	cr_assert_eq(acted, found);
+	cr_assert_leq(slope, 1.0, "RSS grows %.3f MiB a round", slope);
 }
