@@ -149,8 +149,8 @@ endif
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
 lint:
-	shellcheck -x scripts/*.sh scripts/deb/*.sh test/fixtures/*.sh \
-		test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
+	shellcheck -x scripts/*.sh scripts/deb/*.sh scripts/deb/postinst scripts/deb/prerm \
+		test/fixtures/*.sh test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
 bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
