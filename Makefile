@@ -149,8 +149,8 @@ endif
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
 lint:
-	shellcheck -x scripts/*.sh scripts/deb/*.sh test/fixtures/*.sh \
-		test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
+	shellcheck -x scripts/*.sh scripts/deb/*.sh scripts/deb/postinst scripts/deb/prerm \
+		test/fixtures/*.sh test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
 bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
@@ -191,6 +191,14 @@ LIBDIR ?= $(PREFIX)/lib$(if $(DEB_HOST_MULTIARCH),/$(DEB_HOST_MULTIARCH))
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# The Python module goes where Debian's python3 looks: for PREFIX=/usr (the package) the
+# version-independent /usr/lib/python3/dist-packages; otherwise PREFIX/lib/python3.X/dist-packages,
+# which for PREFIX=/usr/local is on python3's path (Debian has no version-independent local one).
+PYTHON3 ?= /usr/bin/python3
+PYTHON3_VERSION = $(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' \
+	2>/dev/null || echo 3.11)
+PYTHONDIR_VERSIONED = $(PREFIX)/lib/python$(PYTHON3_VERSION)/dist-packages
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PYTHONDIR_VERSIONED))
 REALNAME := libroundtrim.so.$(VERSION)
 # What the command preloads and roundtrim.pc's preload variable says.
 PRELOAD_LIB = $(LIBDIR)/$(SONAME)
@@ -235,6 +243,7 @@ install: $(LIB) $(CMD) $(BUILD)/gen/roundtrim.pc
 	install -D -m 0755 $(CMD) $(DESTDIR)$(BINDIR)/roundtrim
 	install -D -m 0644 man/roundtrim.1 $(DESTDIR)$(MANDIR)/man1/roundtrim.1
 	install -D -m 0644 man/roundtrim.7 $(DESTDIR)$(MANDIR)/man7/roundtrim.7
+	install -D -m 0644 scripts/python/roundtrim.py $(DESTDIR)$(PYTHONDIR)/roundtrim.py
 ifeq ($(DESTDIR)$(shell id -u),0)
 	ldconfig
 endif
@@ -245,7 +254,8 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libroundtrim.so $(DESTDIR)$(PREFIX)/lib/libroundtrim.so \
 		$(DESTDIR)$(INCLUDEDIR)/roundtrim.h $(DESTDIR)$(PKGCONFIGDIR)/roundtrim.pc \
 		$(DESTDIR)$(BINDIR)/roundtrim $(DESTDIR)$(MANDIR)/man1/roundtrim.1 \
-		$(DESTDIR)$(MANDIR)/man7/roundtrim.7
+		$(DESTDIR)$(MANDIR)/man7/roundtrim.7 $(DESTDIR)$(PYTHONDIR)/roundtrim.py \
+		$(DESTDIR)$(PYTHONDIR)/__pycache__/roundtrim.*.pyc
 ifeq ($(DESTDIR)$(shell id -u),0)
 	ldconfig
 endif

@@ -3,6 +3,7 @@
 #ifndef ROUNDTRIM_H
 #define ROUNDTRIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -21,6 +22,13 @@ struct roundtrim_thread_counts {
 int roundtrim_round(void);
 /* Acts now, whatever the count, as the FIFO line "trim" would. Same return values. */
 int roundtrim_trim(void);
+/* Copies the status JSON object of roundtrim(7), STATUS FILE, as the worker last published it
+ * (at its start and after every round it handled), with or without a status file: at most
+ * size - 1 bytes and a NUL into buf. Returns the object's whole length (a result >= size means
+ * it was cut: call again with a larger buffer), 0 before the worker's first publication (just
+ * after start-up, or after a fork child's first call), or -1 when the library is inactive in
+ * this process. Like roundtrim_round, a call in a fork child starts the child's library. */
+int roundtrim_status_json(char *buf, size_t size);
 /* Copies the calling thread's counts. */
 void roundtrim_thread_counts(struct roundtrim_thread_counts *out);
 /* The library's version, "MAJOR.MINOR.PATCH". */

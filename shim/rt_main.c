@@ -35,6 +35,12 @@ struct rt_shim rt_shim;
 static atomic_bool rt_main_child_waiting;
 static int64_t rt_main_child_settled_ns;
 
+/* The status the worker last published, for roundtrim_status_json. The lock is held only to copy
+ * the text in or out: never around anything that allocates or waits. */
+static pthread_mutex_t rt_main_status_lock = PTHREAD_MUTEX_INITIALIZER;
+static char rt_main_status[RT_REPORT_LINE_MAX * 4];
+static size_t rt_main_status_len;
+
 static int64_t
 rt_main_now_ns(void)
 {
@@ -84,6 +90,10 @@ rt_main_atfork_child(void)
 	rt_files_forget_parent();
 	rt_signal_forget_parent();
 	rt_python_forget_parent();
+	/* The parent's status is not the child's, and a thread of the parent may have held the
+	 * lock at the fork: it stays held, by nobody, unless made anew. */
+	pthread_mutex_init(&rt_main_status_lock, NULL);
+	rt_main_status_len = 0;
 	rt_main_child_settled_ns = rt_main_now_ns() + RT_MAIN_CHILD_SETTLE_NS;
 	atomic_store(&rt_main_child_waiting, true);
 	/* The forking thread is the child's only thread; threads it starts begin cold anyway. */
@@ -198,6 +208,33 @@ RT_EXPORT int
 roundtrim_trim(void)
 {
 	return rt_main_ready_for_request() && rt_worker_request_trim() ? 0 : -1;
+}
+
+void
+rt_main_keep_status(const char *json, size_t len)
+{
+	if (len > sizeof(rt_main_status))
+		len = sizeof(rt_main_status);
+	pthread_mutex_lock(&rt_main_status_lock);
+	memcpy(rt_main_status, json, len);
+	rt_main_status_len = len;
+	pthread_mutex_unlock(&rt_main_status_lock);
+}
+
+RT_EXPORT int
+roundtrim_status_json(char *buf, size_t size)
+{
+	if (!rt_main_ready_for_request())
+		return -1;
+	pthread_mutex_lock(&rt_main_status_lock);
+	size_t len = rt_main_status_len;
+	if (size) {
+		size_t n = len < size ? len : size - 1;
+		memcpy(buf, rt_main_status, n);
+		buf[n] = '\0';
+	}
+	pthread_mutex_unlock(&rt_main_status_lock);
+	return (int)len;
 }
 
 RT_EXPORT const char *

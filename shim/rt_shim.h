@@ -54,5 +54,8 @@ uint64_t rt_main_allocation_event(void);
 /* rt_main: a fork child's library starts once the child is known to keep running without
  * exec (roundtrim(7), FORK AND EXEC); called by the API, which is such a sign itself. */
 void rt_main_start_child_now(void);
+/* rt_main: keeps a copy of the status JSON the worker just published, for
+ * roundtrim_status_json. From the worker only. */
+void rt_main_keep_status(const char *json, size_t len);
 
 #endif

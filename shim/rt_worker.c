@@ -91,17 +91,21 @@ rt_worker_facts(void)
 	};
 }
 
-/* The status and Prometheus files, after every batch handled. */
+/* The status (its copy for the API, its file) and the Prometheus file, at the start and after
+ * every batch handled. */
 static void
 rt_worker_publish(void)
 {
 	struct rt_ledger_facts facts = rt_worker_facts();
 	char text[RT_REPORT_LINE_MAX * 4];
-	if (rt_files_have_status()) {
-		struct rt_status_record st;
-		rt_ledger_status(&rt_w, &facts, &st);
-		rt_files_write_status(text, rt_report_status_json(text, sizeof(text), &st));
-	}
+	/* With or without a status file: roundtrim_status_json serves the copy. First the copy,
+	 * then the file, so that a reader who saw the file sees the copy as new. */
+	struct rt_status_record st;
+	rt_ledger_status(&rt_w, &facts, &st);
+	size_t len = rt_report_status_json(text, sizeof(text), &st);
+	rt_main_keep_status(text, len);
+	if (rt_files_have_status())
+		rt_files_write_status(text, len);
 	if (rt_shim.cfg.prom[0]) {
 		struct rt_prom_record pr;
 		rt_ledger_prom(&rt_w, &facts, RT_VERSION, &pr);

@@ -2,7 +2,8 @@
 # build-deb.sh: turns the tree that `make install PREFIX=/usr DESTDIR=STAGE/debian/roundtrim`
 # wrote into a Debian binary package with dpkg-deb alone (no debhelper): strips the ELF files,
 # gzips the man pages, adds /usr/share/doc/roundtrim, takes Depends from dpkg-shlibdeps, and
-# writes DEBIAN/control, shlibs, triggers and md5sums. `make deb` runs it.
+# writes DEBIAN/control, shlibs, triggers and md5sums, with postinst and prerm, which byte-compile
+# the Python module and remove its byte code. `make deb` runs it.
 #
 # Usage: scripts/deb/build-deb.sh STAGE OUT.deb VERSION ARCH SONAME
 set -euo pipefail
@@ -98,6 +99,7 @@ printf 'activate-noawait ldconfig\n' >"$root/DEBIAN/triggers"
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z |
 	xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 chmod 0644 "$root/DEBIAN/"*
+install -m 0755 "$here/postinst" "$here/prerm" "$root/DEBIAN/"
 touch -h -d "@$SOURCE_DATE_EPOCH" "$root/DEBIAN" "$root/DEBIAN/"*
 
 dpkg-deb --root-owner-group -Zxz --build "$root" "$out"

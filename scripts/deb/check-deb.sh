@@ -2,7 +2,8 @@
 # check-deb.sh: installs the package into a throwaway copy of this machine and proves it: dpkg -i;
 # the library's file, SONAME, links and ld.so cache entry; pkg-config; a program built against
 # roundtrim.h; a short frag run through the installed command (run, round --wait, status,
-# report) with no ROUNDTRIM_LIB; patch; then dpkg --purge and that nothing of it is left.
+# report) with no ROUNDTRIM_LIB; patch; the Python module, byte-compiled, in a python3 with and
+# without the library; then dpkg --purge and that nothing of it is left (byte code included).
 #
 # The copy is an overlay of / in a private mount namespace, its changes in a tmpfs, entered with
 # chroot: this machine is not changed, and after the purge every file the overlay still holds
@@ -154,6 +155,38 @@ check_patch() {
 	say "patch writes LD_PRELOAD=\"$preload...\"; the command runs with it in LD_PRELOAD"
 }
 
+# The module as the package installed it (python3 -I: no PYTHONPATH, no user site, no current
+# directory), in a python3 that carries the library: round() is counted, the status it returns
+# says so with the trigger "api" and an action; without the library: nothing, and one line saying why.
+PY_MODULE_ROUND='
+import time, roundtrim
+assert roundtrim.__file__ == "/usr/lib/python3/dist-packages/roundtrim.py", roundtrim.__file__
+assert roundtrim.round() is True
+for _ in range(1200):  # 60 s, as wait_for_file
+    status = roundtrim.status()
+    if status and status["actions"] == 1:
+        break
+    time.sleep(0.05)
+print(status["rounds"], status["last_trigger"], status["last_action"] != "none")
+'
+check_python_module() {
+	local preload=$1 got
+	[[ -x /usr/bin/python3 ]] || die "no /usr/bin/python3 (scripts/deps.sh installs it)"
+	compgen -G '/usr/lib/python3/dist-packages/__pycache__/roundtrim.cpython-*.pyc' >/dev/null ||
+		die "postinst did not byte-compile roundtrim.py"
+	got=$(cd / && env LD_PRELOAD="$preload" ROUNDTRIM_FIFO="$WORK/%p.fifo" ROUNDTRIM_GC_ROUNDS=1 \
+		timeout "$STEP_TIMEOUT" /usr/bin/python3 -I -c "$PY_MODULE_ROUND" 2>"$WORK/py-err") ||
+		die "python3 with the library: $(cat "$WORK/py-err")"
+	[[ $got == "1 api True" ]] || die "roundtrim.status() after round(): '$got'"
+	got=$(cd / && env -u LD_PRELOAD timeout "$STEP_TIMEOUT" /usr/bin/python3 -I -c \
+		'import roundtrim; print(roundtrim.round(), roundtrim.round(), roundtrim.status())' \
+		2>"$WORK/py-err") || die "python3 without the library: $(cat "$WORK/py-err")"
+	[[ $got == "False False None" && $(wc -l <"$WORK/py-err") == 1 ]] ||
+		die "python3 without the library: '$got', stderr: $(cat "$WORK/py-err")"
+	say "python3 imports roundtrim from the package: round() counted a round, acted on with" \
+		"the trigger api; without the library: False, None and one warning"
+}
+
 check_purged() {
 	local list=$1 path left=()
 	installed && die "roundtrim is still installed after the purge"
@@ -192,6 +225,7 @@ inside() {
 	check_api_program "$version"
 	check_frag_run "$dir/frag" "$real"
 	check_patch "$preload"
+	check_python_module "$preload"
 	dpkg-query -L roundtrim | grep -v '^/\.$' >"$WORK/list"
 	dpkg --purge roundtrim
 	check_purged "$WORK/list"

@@ -1,0 +1,50 @@
+"""api_calls: the roundtrim module (scripts/python/roundtrim.py) driven from stdin, one command a
+line, one answer a line.
+
+round, trim, loaded: the call's result. status: the dict as compact JSON, or None. maps: whether
+libroundtrim is mapped into this process. fork: os.fork(); the child takes over stdin and stdout
+and answers "child PID", and the parent, once the child has gone, "child exited CODE". exit: a
+fork child leaves through os._exit(0). EOF ends the program. Stdin is read through mainloop, so
+that the main thread keeps coming back to bytecode, as a training loop does."""
+import json
+import os
+
+import mainloop
+import roundtrim
+
+
+def answer(value):
+    print(value, flush=True)
+
+
+def main():
+    child = False
+    answer("ready")
+    for line in mainloop.lines():
+        if line == "round":
+            answer(roundtrim.round())
+        elif line == "trim":
+            answer(roundtrim.trim())
+        elif line == "loaded":
+            answer(roundtrim.loaded())
+        elif line == "status":
+            status = roundtrim.status()
+            answer("None" if status is None else json.dumps(status, separators=(",", ":")))
+        elif line == "maps":
+            with open("/proc/self/maps", encoding="utf-8") as maps:
+                answer("libroundtrim" in maps.read())
+        elif line == "fork":
+            pid = os.fork()
+            if pid == 0:
+                child = True
+                answer(f"child {os.getpid()}")
+            else:
+                _, status = os.waitpid(pid, 0)
+                answer(f"child exited {os.waitstatus_to_exitcode(status)}")
+        elif line == "exit" and child:
+            os._exit(0)
+        else:
+            answer(f"unknown command {line!r}")
+
+
+main()
