@@ -1,7 +1,9 @@
 #include "rt_procfs.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool
@@ -43,30 +45,43 @@ rt_procfs_smaps_rollup(const char *text, struct rt_procfs_rss *out)
 }
 
 bool
-rt_procfs_stat_threads(const char *text, uint64_t *threads)
+rt_procfs_stat(const char *text, struct rt_procfs_stat *out)
 {
-	const char *end = strrchr(text, ')');
-	if (!end)
+	char *end;
+	long pid = strtol(text, &end, 10);
+	const char *close = strrchr(text, ')');
+	if (end == text || pid <= 0 || pid > INT_MAX || strncmp(end, " (", 2) != 0 || !close ||
+	    close < end + 1 || close[1] != ' ' || !close[2] || close[3] != ' ')
 		return false;
-	/* After ")": state (3) ... num_threads (20): skip 17 fields. */
-	const char *at = end + 1;
-	for (int field = 3; field < 20; field++) {
-		at += strspn(at, " ");
-		size_t len = strcspn(at, " ");
-		if (len == 0)
+	/* PPID, PGRP, SESSION: numbers from 0 up. */
+	const char *at = close + 4;
+	long fields[3];
+	for (int i = 0; i < 3; i++) {
+		if (*at < '0' || *at > '9')
 			return false;
+		fields[i] = strtol(at, &end, 10);
+		if ((*end != ' ' && *end != '\n' && *end != '\0') || fields[i] > INT_MAX)
+			return false;
+		at = *end == ' ' ? end + 1 : end;
+	}
+	*out = (struct rt_procfs_stat){
+	    .pid = (int)pid, .ppid = (int)fields[0], .sid = (int)fields[2], .state = close[2]};
+	/* From SESSION (field 6) on to num_threads (field 20). */
+	for (int field = 7; field < 20; field++) {
+		at += strspn(at, " ");
+		size_t len = strcspn(at, " \n");
+		if (len == 0)
+			return true;
 		at += len;
 	}
-	return sscanf(at, " %" SCNu64, threads) == 1;
+	uint64_t threads;
+	if (sscanf(at, " %" SCNu64, &threads) == 1)
+		out->threads = threads;
+	return true;
 }
 
 bool
-rt_procfs_stat_alone(const char *text)
+rt_procfs_stat_alone(const struct rt_procfs_stat *st)
 {
-	uint64_t threads;
-	const char *end = strrchr(text, ')');
-	if (!end || !rt_procfs_stat_threads(text, &threads))
-		return false;
-	char state = end[1] == ' ' ? end[2] : '?';
-	return threads == 1 || (threads == 2 && state == 'Z');
+	return st->threads == 1 || (st->threads == 2 && st->state == 'Z');
 }

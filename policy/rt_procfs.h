@@ -1,5 +1,5 @@
-/* rt_procfs: what the library reads of /proc about itself, and how its text is read: statm for
- * RSS, smaps_rollup for RSS split into anonymous and file-backed, with LazyFree apart. */
+/* rt_procfs: how the text of /proc is read: statm for RSS, smaps_rollup for RSS split into
+ * anonymous and file-backed with LazyFree apart, stat for a process's parent, session and threads. */
 #ifndef RT_PROCFS_H
 #define RT_PROCFS_H
 
@@ -20,12 +20,20 @@ struct rt_procfs_rss {
 };
 bool rt_procfs_smaps_rollup(const char *text, struct rt_procfs_rss *out);
 
-/* /proc/self/stat: the number of threads (field 20; the command name before it may hold blanks
- * and parentheses, so fields count from the last ')'). */
-bool rt_procfs_stat_threads(const char *text, uint64_t *threads);
-/* /proc/self/stat: whether the worker is the last thread that runs: the only one, or one of
- * two beside a thread-group leader that has exited (its state 'Z': the main thread called
- * pthread_exit and stays a zombie until the group ends). */
-bool rt_procfs_stat_alone(const char *text);
+/* /proc/PID/stat: "PID (NAME) STATE PPID PGRP SESSION ..." (NAME may hold anything, the last
+ * ')' ends it); false when the text is not such a line. threads (field 20) is 0 when the line
+ * stops before it. */
+struct rt_procfs_stat {
+	int pid;
+	int ppid;
+	int sid; /* its session (setsid(2)): the session leader's pid */
+	char state;
+	uint64_t threads;
+};
+bool rt_procfs_stat(const char *text, struct rt_procfs_stat *out);
+/* Whether the worker reading its process's stat is the last of its threads that runs: the only
+ * one, or one of two beside a thread-group leader that has exited (its state 'Z': the main
+ * thread called pthread_exit and stays a zombie until the group ends). */
+bool rt_procfs_stat_alone(const struct rt_procfs_stat *st);
 
 #endif

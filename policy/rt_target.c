@@ -55,32 +55,7 @@ rt_target_is_worker_comm(const char *comm)
 /* ---- Processes. */
 
 bool
-rt_target_parse_stat(const char *text, struct rt_target_proc *out)
-{
-	char *end;
-	long pid = strtol(text, &end, 10);
-	const char *close = strrchr(text, ')');
-	if (end == text || pid <= 0 || pid > INT_MAX || strncmp(end, " (", 2) != 0 || !close ||
-	    close < end + 1 || close[1] != ' ' || !close[2] || close[3] != ' ')
-		return false;
-	/* PPID, PGRP, SESSION: numbers from 0 up. */
-	const char *at = close + 4;
-	long fields[3];
-	for (int i = 0; i < 3; i++) {
-		if (*at < '0' || *at > '9')
-			return false;
-		fields[i] = strtol(at, &end, 10);
-		if ((*end != ' ' && *end != '\n' && *end != '\0') || fields[i] > INT_MAX)
-			return false;
-		at = *end == ' ' ? end + 1 : end;
-	}
-	*out = (struct rt_target_proc){
-	    .pid = (int)pid, .ppid = (int)fields[0], .sid = (int)fields[2], .state = close[2]};
-	return true;
-}
-
-bool
-rt_target_alive(const struct rt_target_proc *p)
+rt_target_alive(const struct rt_procfs_stat *p)
 {
 	return p->state != 'Z' && p->state != 'X' && p->state != 'x';
 }
@@ -88,12 +63,12 @@ rt_target_alive(const struct rt_target_proc *p)
 static int
 rt_target_proc_cmp(const void *key, const void *entry)
 {
-	int pid = *(const int *)key, other = ((const struct rt_target_proc *)entry)->pid;
+	int pid = *(const int *)key, other = ((const struct rt_procfs_stat *)entry)->pid;
 	return (pid > other) - (pid < other);
 }
 
-const struct rt_target_proc *
-rt_target_lookup(const struct rt_target_proc *procs, size_t n, int pid)
+const struct rt_procfs_stat *
+rt_target_lookup(const struct rt_procfs_stat *procs, size_t n, int pid)
 {
 	if (n == 0)
 		return NULL;
@@ -101,13 +76,13 @@ rt_target_lookup(const struct rt_target_proc *procs, size_t n, int pid)
 }
 
 bool
-rt_target_descends(const struct rt_target_proc *procs, size_t n, int pid, int root)
+rt_target_descends(const struct rt_procfs_stat *procs, size_t n, int pid, int root)
 {
 	/* Each step moves to another process: a chain longer than the table loops. */
 	for (size_t steps = 0; steps <= n; steps++) {
 		if (pid == root)
 			return true;
-		const struct rt_target_proc *p = pid > 0 ? rt_target_lookup(procs, n, pid) : NULL;
+		const struct rt_procfs_stat *p = pid > 0 ? rt_target_lookup(procs, n, pid) : NULL;
 		if (!p)
 			return false;
 		pid = p->ppid;
@@ -329,8 +304,8 @@ rt_target_needs_cgroup(const struct rt_target_filter *f)
 }
 
 enum rt_target_verdict
-rt_target_verdict(const struct rt_target_filter *f, const struct rt_target_proc *procs, size_t n,
-                  const struct rt_target_proc *p, const char *program, const char *cgroup)
+rt_target_verdict(const struct rt_target_filter *f, const struct rt_procfs_stat *procs, size_t n,
+                  const struct rt_procfs_stat *p, const char *program, const char *cgroup)
 {
 	if (f->under && !rt_target_descends(procs, n, p->pid, f->under))
 		return RT_TARGET_NOT_UNDER;

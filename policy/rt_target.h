@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rt_procfs.h"
 #include "rt_proto.h"
 #include "rt_report.h"
 
@@ -28,29 +29,18 @@ bool rt_target_selected(const char *program, const char *globs);
 bool rt_target_answered(enum rt_proto_kind kind, const struct rt_status_record *before,
                         const struct rt_status_record *now, bool *acted);
 
-/* ---- Processes: /proc/PID/stat. */
+/* ---- Processes: /proc/PID/stat, read by rt_procfs_stat. */
 
-/* What the selection needs of a process. */
-struct rt_target_proc {
-	int pid;
-	int ppid;
-	int sid; /* its session (setsid(2)): the session leader's pid */
-	char state;
-};
-
-/* Reads "PID (NAME) STATE PPID PGRP SESSION ..." (the text of /proc/PID/stat; NAME may hold
- * anything, the last ')' ends it); false when the text is not such a line. */
-bool rt_target_parse_stat(const char *text, struct rt_target_proc *out);
 /* Whether the process still runs: not a zombie, not dead. */
-bool rt_target_alive(const struct rt_target_proc *p);
+bool rt_target_alive(const struct rt_procfs_stat *p);
 /* The entry of pid in procs (n of them, sorted by pid), or NULL. */
-const struct rt_target_proc *rt_target_lookup(const struct rt_target_proc *procs, size_t n,
+const struct rt_procfs_stat *rt_target_lookup(const struct rt_procfs_stat *procs, size_t n,
                                               int pid);
 /* Whether pid is root or descends from it through the parents in procs (n of them, sorted by
  * pid): false when the chain leaves the table (a process gone, or outside the namespace),
  * reaches pid 0, or loops. A process whose parent exited has been adopted by a reaper and no
  * longer descends from that parent's ancestors. */
-bool rt_target_descends(const struct rt_target_proc *procs, size_t n, int pid, int root);
+bool rt_target_descends(const struct rt_procfs_stat *procs, size_t n, int pid, int root);
 
 /* ---- Control groups: /proc/self/mountinfo and /proc/PID/cgroup. */
 
@@ -117,8 +107,8 @@ bool rt_target_needs_cgroup(const struct rt_target_filter *f);
  * text of its /proc/PID/cgroup (NULL: unreadable, which no --cgroup selects). The filters
  * combine: a target passes each one given. */
 enum rt_target_verdict rt_target_verdict(const struct rt_target_filter *f,
-                                         const struct rt_target_proc *procs, size_t n,
-                                         const struct rt_target_proc *p, const char *program,
+                                         const struct rt_procfs_stat *procs, size_t n,
+                                         const struct rt_procfs_stat *p, const char *program,
                                          const char *cgroup);
 /* The filters in words, after "carries libroundtrim.so with a FIFO": " under pid 42",
  * " in cgroup /a/b", " matching 'python*'", " in this session"; "" with none. */

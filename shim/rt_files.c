@@ -710,7 +710,9 @@ bool
 rt_files_alone(void)
 {
 	char buf[1024];
-	return rt_files_pread(&rt_f.stat, buf, sizeof(buf)) && rt_procfs_stat_alone(buf);
+	struct rt_procfs_stat st;
+	return rt_files_pread(&rt_f.stat, buf, sizeof(buf)) && rt_procfs_stat(buf, &st) &&
+	       rt_procfs_stat_alone(&st);
 }
 
 bool

@@ -52,7 +52,7 @@ rt_cmd_proc_has_library(int pid)
 }
 
 bool
-rt_cmd_proc_stat(int pid, struct rt_target_proc *out)
+rt_cmd_proc_stat(int pid, struct rt_procfs_stat *out)
 {
 	char path[64], stat_line[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
@@ -64,13 +64,13 @@ rt_cmd_proc_stat(int pid, struct rt_target_proc *out)
 	if (n <= 0)
 		return false;
 	stat_line[n] = '\0';
-	return rt_target_parse_stat(stat_line, out) && out->pid == pid;
+	return rt_procfs_stat(stat_line, out) && out->pid == pid;
 }
 
 bool
 rt_cmd_proc_alive(int pid)
 {
-	struct rt_target_proc p;
+	struct rt_procfs_stat p;
 	return rt_cmd_proc_stat(pid, &p) && rt_target_alive(&p);
 }
 
@@ -103,17 +103,17 @@ rt_cmd_proc_pids(size_t *n)
 static int
 rt_cmd_proc_entry_cmp(const void *a, const void *b)
 {
-	int x = ((const struct rt_target_proc *)a)->pid,
-	    y = ((const struct rt_target_proc *)b)->pid;
+	int x = ((const struct rt_procfs_stat *)a)->pid,
+	    y = ((const struct rt_procfs_stat *)b)->pid;
 	return (x > y) - (x < y);
 }
 
-struct rt_target_proc *
+struct rt_procfs_stat *
 rt_cmd_proc_table(size_t *n)
 {
 	size_t count;
 	int *pids = rt_cmd_proc_pids(&count);
-	struct rt_target_proc *table = rt_cmd_alloc((count ? count : 1) * sizeof(*table));
+	struct rt_procfs_stat *table = rt_cmd_alloc((count ? count : 1) * sizeof(*table));
 	*n = 0;
 	for (size_t i = 0; i < count; i++)
 		if (rt_cmd_proc_stat(pids[i], &table[*n]))

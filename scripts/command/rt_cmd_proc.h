@@ -37,9 +37,9 @@ void rt_cmd_proc_name(int pid, char *out, size_t size);
 /* Whether the process still runs (not gone, not a zombie). */
 bool rt_cmd_proc_alive(int pid);
 /* The process's /proc/PID/stat fields; false when it is gone. */
-bool rt_cmd_proc_stat(int pid, struct rt_target_proc *out);
+bool rt_cmd_proc_stat(int pid, struct rt_procfs_stat *out);
 /* Every process /proc shows, whoever owns it, sorted by pid; *n of them. Free the array. */
-struct rt_target_proc *rt_cmd_proc_table(size_t *n);
+struct rt_procfs_stat *rt_cmd_proc_table(size_t *n);
 /* The text of /proc/PID/cgroup into out (NUL-terminated); false when it cannot be read. */
 bool rt_cmd_proc_cgroup(int pid, char *out, size_t size);
 /* The cgroup filesystems mounted here (/proc/self/mountinfo); *n of them. Free the array. */

@@ -83,7 +83,7 @@ rt_cmd_select_begin(struct rt_cmd_select *s, bool session_rule)
 		s->filter.any_session = true;
 	s->filter.session = (int)getsid(0);
 	s->procs = rt_cmd_proc_table(&s->nprocs);
-	struct rt_target_proc root;
+	struct rt_procfs_stat root;
 	if (s->filter.under && !rt_cmd_proc_stat(s->filter.under, &root))
 		rt_cmd_die("--under %d: no such process", s->filter.under);
 	s->other_session = 0;
@@ -92,8 +92,8 @@ rt_cmd_select_begin(struct rt_cmd_select *s, bool session_rule)
 bool
 rt_cmd_select_takes(struct rt_cmd_select *s, int pid, const char *program)
 {
-	struct rt_target_proc self;
-	const struct rt_target_proc *p = rt_target_lookup(s->procs, s->nprocs, pid);
+	struct rt_procfs_stat self;
+	const struct rt_procfs_stat *p = rt_target_lookup(s->procs, s->nprocs, pid);
 	/* Started after the table was read: its ancestors are in it. */
 	if (!p) {
 		if (!rt_cmd_proc_stat(pid, &self))

@@ -15,7 +15,7 @@ struct rt_cmd_select {
 	const char *cgroup_arg; /* --cgroup as typed */
 	struct rt_target_cgroup cgroup;
 	struct rt_target_filter filter;
-	struct rt_target_proc *procs; /* every process, from rt_cmd_select_begin */
+	struct rt_procfs_stat *procs; /* every process, from rt_cmd_select_begin */
 	size_t nprocs;
 	size_t other_session; /* carriers the session rule left out so far */
 };

@@ -28,23 +28,35 @@ Test(procfs, smaps_rollup_splits_rss)
 
 Test(procfs, stat_threads_whatever_the_name)
 {
-	uint64_t n;
-	cr_assert(rt_procfs_stat_threads("36458 (cat) R 30727 36458 30727 0 -1 4194304 107 0 0 0 0 0 "
-	                                 "0 0 20 0 1 0 12622376 5574656 416 18446744073709551615\n",
-	                                 &n));
-	cr_assert_eq(n, 1);
-	cr_assert(rt_procfs_stat_threads("9 (a) b (c) R 1 9 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 7 0 1 1 1\n",
-	                                 &n));
-	cr_assert_eq(n, 7);
-	cr_assert_not(rt_procfs_stat_threads("9 (x) R 1 2\n", &n));
+	struct rt_procfs_stat st;
+	cr_assert(rt_procfs_stat("36458 (cat) R 30727 36458 30727 0 -1 4194304 107 0 0 0 0 0 "
+	                         "0 0 20 0 1 0 12622376 5574656 416 18446744073709551615\n",
+	                         &st));
+	cr_assert_eq(st.threads, 1);
+	cr_assert_eq(st.ppid, 30727);
+	cr_assert(rt_procfs_stat("9 (a) b (c) R 1 9 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 7 0 1 1 1\n", &st));
+	cr_assert_eq(st.threads, 7);
+	/* Cut before field 20: the rest reads, the thread count is unknown. */
+	cr_assert(rt_procfs_stat("9 (x) R 1 2 3 0\n", &st));
+	cr_assert_eq(st.threads, 0);
+	cr_assert_eq(st.sid, 3);
+}
+
+static bool
+alone(const char *text)
+{
+	struct rt_procfs_stat st;
+	cr_assert(rt_procfs_stat(text, &st), "%s", text);
+	return rt_procfs_stat_alone(&st);
 }
 
 Test(procfs, alone_beside_an_exited_main_thread)
 {
-	cr_assert(rt_procfs_stat_alone("5 (p) S 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 1\n"));
-	cr_assert(rt_procfs_stat_alone("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 1 1 1\n"));
-	cr_assert_not(rt_procfs_stat_alone("5 (p) S 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 1 1 1\n"),
+	cr_assert(alone("5 (p) S 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 1\n"));
+	cr_assert(alone("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 1 1 1\n"));
+	cr_assert_not(alone("5 (p) S 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 1 1 1\n"),
 	              "the main thread and the worker");
-	cr_assert_not(rt_procfs_stat_alone("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1\n"),
+	cr_assert_not(alone("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1\n"),
 	              "a thread of the program still runs");
+	cr_assert_not(alone("5 (p) Z 1 5 1 0\n"), "no thread count");
 }

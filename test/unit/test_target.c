@@ -65,19 +65,19 @@ Test(target, worker_comm_is_the_library_thread_name_exactly)
 
 Test(target, stat_lines_whatever_the_name_holds)
 {
-	struct rt_target_proc p;
-	cr_assert(rt_target_parse_stat("4242 (python3) S 4200 4200 17 0 -1 4194560 1 0\n", &p));
+	struct rt_procfs_stat p;
+	cr_assert(rt_procfs_stat("4242 (python3) S 4200 4200 17 0 -1 4194560 1 0\n", &p));
 	cr_assert_eq(p.pid, 4242);
 	cr_assert_eq(p.ppid, 4200);
 	cr_assert_eq(p.sid, 17);
 	cr_assert_eq(p.state, 'S');
 	cr_assert(rt_target_alive(&p));
 	/* A name may hold blanks and parentheses: the last ')' ends it. */
-	cr_assert(rt_target_parse_stat("7 (a) b (c)) Z 1 7 7 0", &p));
+	cr_assert(rt_procfs_stat("7 (a) b (c)) Z 1 7 7 0", &p));
 	cr_assert_eq(p.ppid, 1);
 	cr_assert_eq(p.sid, 7);
 	cr_assert_not(rt_target_alive(&p));
-	cr_assert(rt_target_parse_stat("2 (kthreadd) S 0 0 0 0 -1", &p));
+	cr_assert(rt_procfs_stat("2 (kthreadd) S 0 0 0 0 -1", &p));
 	cr_assert_eq(p.ppid, 0);
 	cr_assert_eq(p.sid, 0);
 	const char *bad[] = {"",
@@ -90,12 +90,12 @@ Test(target, stat_lines_whatever_the_name_holds)
 	                     "12 (a) S 1 1 1x",
 	                     "12 (a) S 1 1 99999999999"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_not(rt_target_parse_stat(bad[i], &p), "%s", bad[i]);
+		cr_assert_not(rt_procfs_stat(bad[i], &p), "%s", bad[i]);
 }
 
 /* NVFlare's site: the watchdog bash (100), the subshell in pid.fl (120, adopted by init once
  * its parent subshell exited), python3 (121) and its worker (122); elsewhere a sibling (130). */
-static const struct rt_target_proc tree[] = {
+static const struct rt_procfs_stat tree[] = {
     {.pid = 1, .ppid = 0, .sid = 1, .state = 'S'},
     {.pid = 100, .ppid = 50, .sid = 50, .state = 'S'},
     {.pid = 120, .ppid = 1, .sid = 50, .state = 'S'},
@@ -244,7 +244,7 @@ Test(target, membership_is_the_cgroup_and_those_below_it)
 static enum rt_target_verdict
 verdict(const struct rt_target_filter *f, int pid, const char *program, const char *cgroup)
 {
-	const struct rt_target_proc *p = NULL;
+	const struct rt_procfs_stat *p = NULL;
 	for (size_t i = 0; i < TREE_N; i++)
 		if (tree[i].pid == pid)
 			p = &tree[i];
