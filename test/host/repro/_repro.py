@@ -2,7 +2,8 @@
 
 Every reproduction runs as plain `python3 FILE` (it must then print "ok" and exit 0) and under
 the library (LD_PRELOAD=.../libroundtrim.so, any ROUNDTRIM_* settings): exit 0 when the host
-sees nothing, 1 with a line starting "BUG:" when it does. They drive rounds themselves, through
+sees nothing, 1 with a line starting "BUG:" when it does, 3 with a line starting "LIMIT:" when
+what it sees is a documented limit of a setting that is off by default. They drive rounds themselves, through
 the library's API or their children's FIFOs, so that no storm is needed around them.
 """
 
@@ -25,18 +26,29 @@ def library():
 
 
 def fifo_of(pid):
-    """The FIFO that the library of process pid holds open, or None."""
+    """The FIFO that the library of process pid holds open, or None: in the descriptor table of
+    its worker thread (named roundtrim), or in the process's where the kernel refused the worker
+    one of its own."""
+    tables = [f"/proc/{pid}/fd"]
     try:
-        fds = os.listdir(f"/proc/{pid}/fd")
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read() == "roundtrim\n":
+                    tables.insert(0, f"/proc/{pid}/task/{tid}/fd")
     except OSError:
-        return None
-    for fd in fds:
+        pass
+    for table in tables:
         try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            fds = os.listdir(table)
         except OSError:
             continue
-        if target.endswith(f"/{pid}.fifo"):
-            return target
+        for fd in fds:
+            try:
+                target = os.readlink(f"{table}/{fd}")
+            except OSError:
+                continue
+            if target.endswith(f"/{pid}.fifo"):
+                return target
     return None
 
 
@@ -112,6 +124,13 @@ def storm(interval=0.002):
 def bug(message):
     print(f"BUG: {message}", flush=True)
     sys.exit(1)
+
+
+def limit(message):
+    """What the host sees is a limit roundtrim(7) documents, of a setting that is off by default
+    (exit 3: reported, not a failure)."""
+    print(f"LIMIT: {message}", flush=True)
+    sys.exit(3)
 
 
 def ok(message):
