@@ -1,5 +1,6 @@
 /* The readers of the library's formats, for the command and the tests: json-c for the JSON,
  * a strict scanner for the [RSS] line. Kept out of the library, which only writes. */
+#include "rt_json_read.h"
 #include "rt_report.h"
 
 #include <errno.h>
@@ -9,27 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Parses a whole JSON object: NULL when text holds anything else (blanks aside). */
-static json_object *
-rt_read_object(const char *text)
-{
-	json_tokener *tok = json_tokener_new();
-	if (!tok)
-		return NULL;
-	size_t len = strlen(text);
-	json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
-	size_t used = (size_t)json_tokener_get_parse_end(tok);
-	bool whole = obj && json_tokener_get_error(tok) == json_tokener_success &&
-	             strspn(text + used, " \t\r\n") == len - used &&
-	             json_object_is_type(obj, json_type_object);
-	json_tokener_free(tok);
-	if (!whole) {
-		json_object_put(obj);
-		return NULL;
-	}
-	return obj;
-}
 
 static bool
 rt_read_u64(json_object *obj, const char *key, uint64_t *out)
@@ -109,7 +89,7 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	memset(out, 0, sizeof(*out));
 	rt_read_point(out);
 	out->rec.gc_collected = -1;
-	json_object *obj = rt_read_object(line);
+	json_object *obj = rt_json_read_object(line);
 	if (!obj)
 		return RT_READ_BAD;
 	int64_t pid = 0;
@@ -221,7 +201,7 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	st->fifo = out->fifo;
 	st->action_limits = out->action_limits;
 	st->stats = out->stats;
-	json_object *obj = rt_read_object(text);
+	json_object *obj = rt_json_read_object(text);
 	if (!obj)
 		return RT_READ_TORN;
 	int64_t pid = 0, signal = 0;
