@@ -85,7 +85,7 @@ $(LIB): $(SHIM_OBJ) $(POLICY_LIB_OBJ) shim/exports.map
 
 $(UNIT): $(UNIT_SRC) $(POLICY_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion -ljson-c
+	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion -ljson-c -lm
 
 $(INTEGRATION): $(INTEGRATION_SRC) $(POLICY_OBJ) $(wildcard test/integration/*.h test/bench/*.h)
 	@mkdir -p $(@D)
