@@ -62,6 +62,8 @@
 /* Python names: function and file per frame, for the sites that have Python frames. */
 #define RT_SAMPLER_NAME_MAX 96
 #define RT_SAMPLER_PY_SITES 8192
+/* Every this many samples of a thread, and each report, libunwind's pipe is checked in full. */
+#define RT_SAMPLER_FULL_CHECK 64
 
 struct rt_sampler_value {
 	uint32_t site;
@@ -87,6 +89,7 @@ struct rt_sampler_pynames {
 struct rt_sampler_thread {
 	uint64_t left; /* bytes until the next sampled byte; 0 before the first draw */
 	uint64_t rng;
+	uint64_t samples;
 	bool busy;    /* inside the sampler: what it allocates or frees is not sampled */
 	bool pending; /* the allocation under way was sampled; its stack follows */
 	uint16_t nframes, npy;
@@ -303,15 +306,19 @@ rt_sampler_site(const struct rt_sampler_thread *t)
 
 /* --- Taking a sample. */
 
+/* Whether libunwind's pipe is still its own: what each descriptor refers to (fstat) when full,
+ * else only that both are open and close-on-exec, which a close, close_range or dup2 over them
+ * undoes, at a third of the cost. */
 static bool
-rt_sampler_pipe_intact(void)
+rt_sampler_pipe_intact(bool full)
 {
 	if (!rt_sp.pipe_known)
 		return true;
 	for (int i = 0; i < 2; i++) {
 		struct stat st;
-		if (fstat(rt_sp.pipe_fd[i], &st) != 0 || st.st_dev != rt_sp.pipe_dev[i] ||
-		    st.st_ino != rt_sp.pipe_ino[i])
+		if (full ? fstat(rt_sp.pipe_fd[i], &st) != 0 || st.st_dev != rt_sp.pipe_dev[i] ||
+		               st.st_ino != rt_sp.pipe_ino[i]
+		         : fcntl(rt_sp.pipe_fd[i], F_GETFD) != FD_CLOEXEC)
 			return false;
 	}
 	return true;
@@ -319,12 +326,12 @@ rt_sampler_pipe_intact(void)
 
 /* False, once sampling stood down, when the program closed or replaced libunwind's pipe: an
  * unwind through a frame without unwind information would read and write whatever the program
- * put at its numbers. Checked before each unwind. The pipe is in the program's table, not in
- * the worker's own, which cannot check it. */
+ * put at its numbers. Checked before each unwind, in full before every 64th of a thread. The
+ * pipe is in the program's table, not in the worker's own, which cannot check it. */
 static bool
-rt_sampler_keep_sampling(void)
+rt_sampler_keep_sampling(bool full)
 {
-	if (rt_sampler_pipe_intact())
+	if (rt_sampler_pipe_intact(full))
 		return true;
 	bool was = true;
 	if (atomic_compare_exchange_strong(&rt_sp.sampling, &was, false))
@@ -337,7 +344,7 @@ rt_sampler_keep_sampling(void)
 static void
 rt_sampler_capture(struct rt_sampler_thread *t)
 {
-	if (!rt_sampler_keep_sampling())
+	if (!rt_sampler_keep_sampling(++t->samples % RT_SAMPLER_FULL_CHECK == 0))
 		return;
 	pthread_rwlock_rdlock(&rt_sp.fork_lock);
 	int n = rt_sp.backtrace((void **)t->raw, RT_SAMPLER_RAW_MAX);

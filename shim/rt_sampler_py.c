@@ -8,10 +8,12 @@
  * malloc: unusable here. What is cheap is to read the chain: the thread's own state
  * (PyGILState_GetThisThreadState, which allocates nothing), its innermost frames' code objects,
  * and, once per new site, their names. A thread's chain changes only when that thread runs
- * Python, which it does not while it is inside malloc, so it needs no GIL; but a daemon thread's
- * state is freed under it when the interpreter finalizes, so every read goes through
- * process_vm_readv on this process, which fails on a stale pointer instead of faulting.
- * Cost: two reads, and one per frame, per sample; two more per name for a new site.
+ * Python, which it does not while it is inside malloc. A thread that holds the GIL
+ * (PyGILState_Check) reads it directly: nothing can free it meanwhile. One that does not (C code
+ * that released the GIL: PyTorch's operators) may be a daemon thread whose state the finalizing
+ * interpreter frees under it, so its reads go through process_vm_readv on this process, which
+ * fails on a stale pointer instead of faulting: two system calls, and one per frame, per sample
+ * (a few microseconds); two more per name for a new site.
  *
  * The layout is CPython 3.11's (Debian 12's): in other versions the frames are not read, and the
  * report shows the native frames only. */
@@ -46,26 +48,32 @@
 
 static struct {
 	void *(*this_thread_state)(void);
+	int (*holds_gil)(void);
 	int (*is_finalizing)(void);
 	uintptr_t code_type;
 	atomic_int pid;
 } rt_spy;
 
-/* Copies len bytes at addr of this process into dst; false when any of them cannot be read. */
+/* Copies len bytes at addr of this process into dst; false when any of them cannot be read.
+ * direct: the caller holds the GIL, and what it reads cannot go away. */
 static bool
-rt_sampler_py_read(void *dst, uintptr_t addr, size_t len)
+rt_sampler_py_read(void *dst, uintptr_t addr, size_t len, bool direct)
 {
 	if (addr < 4096)
 		return false;
+	if (direct) {
+		memcpy(dst, (const void *)addr, len);
+		return true;
+	}
 	struct iovec local = {dst, len}, remote = {(void *)addr, len};
 	return process_vm_readv(atomic_load_explicit(&rt_spy.pid, memory_order_relaxed), &local, 1,
 	                        &remote, 1, 0) == (ssize_t)len;
 }
 
 static bool
-rt_sampler_py_word(uintptr_t addr, uintptr_t *out)
+rt_sampler_py_word(uintptr_t addr, uintptr_t *out, bool direct)
 {
-	return rt_sampler_py_read(out, addr, sizeof(*out));
+	return rt_sampler_py_read(out, addr, sizeof(*out), direct);
 }
 
 bool
@@ -83,15 +91,17 @@ rt_sampler_py_init(void)
 		return false;
 	}
 	*(void **)&rt_spy.this_thread_state = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	*(void **)&rt_spy.holds_gil = dlsym(RTLD_DEFAULT, "PyGILState_Check");
 	*(void **)&rt_spy.is_finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
 	rt_spy.code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
 	atomic_store(&rt_spy.pid, getpid());
 	uintptr_t probe = 0, self = (uintptr_t)&rt_spy;
-	if (!rt_spy.this_thread_state || !rt_spy.is_finalizing || !rt_spy.code_type) {
+	if (!rt_spy.this_thread_state || !rt_spy.holds_gil || !rt_spy.is_finalizing ||
+	    !rt_spy.code_type) {
 		rt_warn("sites: Python frames off: this interpreter lacks part of the C API");
 		return false;
 	}
-	if (!rt_sampler_py_word((uintptr_t)&self, &probe) || probe != self) {
+	if (!rt_sampler_py_word((uintptr_t)&self, &probe, false) || probe != self) {
 		rt_warn("sites: Python frames off: process_vm_readv is refused here");
 		return false;
 	}
@@ -104,19 +114,29 @@ rt_sampler_py_forget_parent(void)
 	atomic_store(&rt_spy.pid, getpid());
 }
 
+/* Whether the calling thread may read its frames directly; false also when it should not read
+ * them at all (*skip). */
+static bool
+rt_sampler_py_direct(bool *skip)
+{
+	bool direct = rt_spy.holds_gil() == 1;
+	/* A daemon thread outside the GIL while the interpreter finalizes: its state is going. */
+	*skip = !direct && rt_spy.is_finalizing();
+	return direct;
+}
+
 unsigned
 rt_sampler_py_frames(uintptr_t *codes, unsigned max)
 {
-	if (rt_spy.is_finalizing())
-		return 0;
 	uintptr_t tstate = (uintptr_t)rt_spy.this_thread_state(), cframe, frame;
-	if (!tstate || !rt_sampler_py_word(tstate + RT_PY311_TSTATE_CFRAME, &cframe) ||
-	    !rt_sampler_py_word(cframe + RT_PY311_CFRAME_CURRENT, &frame))
+	bool skip, direct = tstate ? rt_sampler_py_direct(&skip) : (skip = true, false);
+	if (skip || !rt_sampler_py_word(tstate + RT_PY311_TSTATE_CFRAME, &cframe, direct) ||
+	    !rt_sampler_py_word(cframe + RT_PY311_CFRAME_CURRENT, &frame, direct))
 		return 0;
 	unsigned n = 0;
 	while (frame && n < max) {
 		uintptr_t head[(RT_PY311_FRAME_PREVIOUS + 8) / sizeof(uintptr_t)];
-		if (!rt_sampler_py_read(head, frame, sizeof(head)))
+		if (!rt_sampler_py_read(head, frame, sizeof(head), direct))
 			break;
 		codes[n++] = head[RT_PY311_FRAME_CODE / sizeof(uintptr_t)];
 		frame = head[RT_PY311_FRAME_PREVIOUS / sizeof(uintptr_t)];
@@ -127,11 +147,11 @@ rt_sampler_py_frames(uintptr_t *codes, unsigned max)
 /* A str object's text: ASCII as it is, Latin-1 with '?' for what is not ASCII; from its end
  * when it does not fit (file paths), marked "...". */
 static void
-rt_sampler_py_text(uintptr_t str, char *out, size_t size, bool keep_end)
+rt_sampler_py_text(uintptr_t str, char *out, size_t size, bool keep_end, bool direct)
 {
 	unsigned char head[RT_PY311_COMPACT_DATA];
 	snprintf(out, size, "?");
-	if (!rt_sampler_py_read(head, str, sizeof(head)))
+	if (!rt_sampler_py_read(head, str, sizeof(head), direct))
 		return;
 	uint64_t length;
 	uint32_t state;
@@ -148,7 +168,7 @@ rt_sampler_py_text(uintptr_t str, char *out, size_t size, bool keep_end)
 		memcpy(out, "...", 3);
 		at = 3;
 	}
-	if (!rt_sampler_py_read(out + at, data + from, take))
+	if (!rt_sampler_py_read(out + at, data + from, take, direct))
 		return;
 	for (size_t i = at; i < at + take; i++)
 		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] > 0x7e)
@@ -169,13 +189,15 @@ rt_sampler_py_names(uintptr_t code, char *function, size_t fsize, char *file, si
 	snprintf(function, fsize, "?");
 	snprintf(file, size, "?");
 	*line = 0;
-	if (!rt_sampler_py_read(head, code, sizeof(head)) ||
+	bool skip, direct = rt_sampler_py_direct(&skip);
+	if (skip || !rt_sampler_py_read(head, code, sizeof(head), direct) ||
 	    head[RT_PY311_OBJECT_TYPE / sizeof(uintptr_t)] != rt_spy.code_type)
 		return;
 	int32_t first;
 	memcpy(&first, (unsigned char *)head + RT_PY311_CODE_FIRSTLINENO, sizeof(first));
 	*line = first > 0 ? (uint32_t)first : 0;
-	rt_sampler_py_text(head[RT_PY311_CODE_QUALNAME / sizeof(uintptr_t)], function, fsize,
-	                   false);
-	rt_sampler_py_text(head[RT_PY311_CODE_FILENAME / sizeof(uintptr_t)], file, size, true);
+	rt_sampler_py_text(head[RT_PY311_CODE_QUALNAME / sizeof(uintptr_t)], function, fsize, false,
+	                   direct);
+	rt_sampler_py_text(head[RT_PY311_CODE_FILENAME / sizeof(uintptr_t)], file, size, true,
+	                   direct);
 }
