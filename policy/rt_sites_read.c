@@ -2,32 +2,14 @@
  * every field its writer puts. Kept out of the library, which only writes. */
 #include "rt_sites.h"
 
+#include "rt_json_read.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static json_object *
-rt_sites_object(const char *text)
-{
-	json_tokener *tok = json_tokener_new();
-	if (!tok)
-		return NULL;
-	size_t len = strlen(text);
-	json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
-	size_t used = (size_t)json_tokener_get_parse_end(tok);
-	bool whole = obj && json_tokener_get_error(tok) == json_tokener_success &&
-	             strspn(text + used, " \t\r\n") == len - used &&
-	             json_object_is_type(obj, json_type_object);
-	json_tokener_free(tok);
-	if (!whole) {
-		json_object_put(obj);
-		return NULL;
-	}
-	return obj;
-}
 
 static bool
 rt_sites_u64(json_object *obj, const char *key, uint64_t *out)
@@ -188,7 +170,7 @@ enum rt_sites_line
 rt_sites_read_line(const char *line, struct rt_sites_read *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_object *obj = rt_sites_object(line);
+	json_object *obj = rt_json_read_object(line);
 	if (!obj)
 		return out->kind = RT_SITES_LINE_BAD;
 	json_object *unused;
