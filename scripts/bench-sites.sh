@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-sites.sh: figure 6 of `make bench`, what finding the call sites that grow costs. The same
+# bench-sites.sh: figure 8 of `make bench`, what finding the call sites that grow costs. The same
 # allocation-heavy loop (alloc_bench, 1 thread) runs without the library, with it and
 # ROUNDTRIM_SITES off, with it on (ROUNDTRIM_SAMPLE_BYTES at its default, 512 KiB), and under
 # heaptrack (Debian's), which records every allocation, and without the library a second time (the
@@ -7,7 +7,7 @@
 # machine hits all alike. Time: per round, each ratio;
 # median [min–max] over rounds. Memory: the program's own peak RSS, and the largest peak RSS of
 # any process of the run (heaptrack's interpreter runs beside the program). BENCH_PAIRS: rounds
-# (default 7, 3 with BENCH_QUICK=1). Writes $RAW/fig6.md and summary rows (see bench-lib.sh). A
+# (default 7, 3 with BENCH_QUICK=1). Writes $RAW/fig8.md and summary rows (see bench-lib.sh). A
 # missed goal is reported, not failed.
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -70,7 +70,7 @@ ratio_row() {
 		[[ $verdict == met ]] ||
 			loss "Sites: with ROUNDTRIM_SITES on, the allocation-heavy loop takes $(fmt "$m" 3)× the time it takes without the library (goal $goal)."
 	fi
-	summary_row 6 "$what" "$goal" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
+	summary_row 8 "$what" "$goal" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
 	echo "| $what | $(fmt "$m" 3) | $(fmt "$lo" 3) | $(fmt "$hi" 3) | $goal | $verdict |"
 }
 
@@ -112,7 +112,7 @@ main() {
 		sort -n "$RAW/sites/$name.rounds" | cut -d' ' -f2- >"$RAW/sites/$name.txt"
 	done
 	{
-		echo "## Figure 6: sites"
+		echo "## Figure 8: sites"
 		echo
 		echo "What ROUNDTRIM_SITES costs, on one workload side by side: \`alloc_bench\` (1 thread,"
 		echo "$ops malloc/free/realloc/calloc of 16 B..8 KiB) without the library, with it and"
@@ -147,15 +147,15 @@ main() {
 			awk '{ printf "%.3f\n", ($2 - $5) / 1024 }')
 		local m lo hi
 		read -r m lo hi < <(spread <<<"$extra")
-		summary_row 6 "sites on − sites off: the program's peak RSS (MiB)" "—" "$(fmt "$m" 2)" \
+		summary_row 8 "sites on − sites off: the program's peak RSS (MiB)" "—" "$(fmt "$m" 2)" \
 			"$(fmt "$lo" 2)" "$(fmt "$hi" 2)" "no goal"
 		echo "With sites on the program's peak RSS is $(fmt "$m" 2) MiB [$(fmt "$lo" 2)–$(fmt "$hi" 2)] above"
 		echo "sites off: libunwind and its per-thread cache, and the pages of the tables that samples"
 		echo "touched."
 		echo
-	} >"$RAW/fig6.md"
+	} >"$RAW/fig8.md"
 	note_load "sites: after"
-	cat "$RAW/fig6.md"
+	cat "$RAW/fig8.md"
 }
 
 main "$@"
