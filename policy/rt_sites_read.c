@@ -12,34 +12,9 @@
 #include <string.h>
 
 static bool
-rt_sites_u64(json_object *obj, const char *key, uint64_t *out)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	errno = 0;
-	*out = json_object_get_uint64(v);
-	return errno == 0 && (json_object_get_int64(v) >= 0 || *out > INT64_MAX);
-}
-
-static bool
 rt_sites_int(json_object *obj, const char *key, int64_t min, int64_t max, int64_t *out)
 {
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	*out = json_object_get_int64(v);
-	return *out >= min && *out <= max;
-}
-
-static bool
-rt_sites_str(json_object *obj, const char *key, char *out, size_t size)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
-		return false;
-	int n = snprintf(out, size, "%s", json_object_get_string(v));
-	return n >= 0 && (size_t)n < size;
+	return rt_json_i64(obj, key, out) && *out >= min && *out <= max;
 }
 
 /* "0x..." as the writer puts addresses and offsets. */
@@ -47,36 +22,12 @@ static bool
 rt_sites_hex(json_object *obj, const char *key, uint64_t *out)
 {
 	char text[32], *end;
-	if (!rt_sites_str(obj, key, text, sizeof(text)) || strncmp(text, "0x", 2) || !text[2] ||
+	if (!rt_json_str(obj, key, text, sizeof(text)) || strncmp(text, "0x", 2) || !text[2] ||
 	    strspn(text + 2, "0123456789abcdef") != strlen(text + 2))
 		return false;
 	errno = 0;
 	*out = strtoull(text + 2, &end, 16);
 	return errno == 0 && *end == '\0';
-}
-
-/* "SECONDS.MICROS" as written. */
-static bool
-rt_sites_unix_us(json_object *obj, const char *key, int64_t *out)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) ||
-	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
-		return false;
-	const char *text = json_object_get_string(v);
-	long long sec = 0, micro = 0;
-	int used = 0;
-	const char *dot = strchr(text, '.');
-	if (dot && strlen(dot + 1) == 6 && sscanf(text, "%lld.%6lld%n", &sec, &micro, &used) == 2 &&
-	    text[used] == '\0') {
-		*out = sec * 1000000 + micro;
-		return true;
-	}
-	if (!dot && sscanf(text, "%lld%n", &sec, &used) == 1 && text[used] == '\0') {
-		*out = sec * 1000000;
-		return true;
-	}
-	return false;
 }
 
 static json_object *
@@ -110,7 +61,7 @@ rt_sites_read_site(json_object *obj, struct rt_sites_site_read *out)
 		fr->module = out->modules[i];
 		if (!json_object_is_type(f, json_type_object) ||
 		    !rt_sites_hex(f, "addr", &fr->addr) ||
-		    !rt_sites_str(f, "module", out->modules[i], sizeof(out->modules[i])) ||
+		    !rt_json_str(f, "module", out->modules[i], sizeof(out->modules[i])) ||
 		    !rt_sites_hex(f, "offset", &fr->offset))
 			return false;
 	}
@@ -122,8 +73,8 @@ rt_sites_read_site(json_object *obj, struct rt_sites_site_read *out)
 		py->function = out->functions[i];
 		py->file = out->files[i];
 		if (!json_object_is_type(f, json_type_object) ||
-		    !rt_sites_str(f, "function", out->functions[i], sizeof(out->functions[i])) ||
-		    !rt_sites_str(f, "file", out->files[i], sizeof(out->files[i])) ||
+		    !rt_json_str(f, "function", out->functions[i], sizeof(out->functions[i])) ||
+		    !rt_json_str(f, "file", out->files[i], sizeof(out->files[i])) ||
 		    !rt_sites_int(f, "line", 0, UINT32_MAX, &line))
 			return false;
 		py->line = (uint32_t)line;
@@ -136,12 +87,12 @@ rt_sites_read_round(json_object *obj, struct rt_sites_round *r)
 {
 	int64_t pid;
 	if (!rt_sites_int(obj, "pid", 0, INT32_MAX, &pid) ||
-	    !rt_sites_u64(obj, "round", &r->round) || !rt_sites_u64(obj, "since", &r->since) ||
-	    !rt_sites_unix_us(obj, "unix_time", &r->unix_time_us) ||
-	    !rt_sites_u64(obj, "sample_bytes", &r->sample_bytes) ||
-	    !rt_sites_u64(obj, "samples", &r->samples) ||
-	    !rt_sites_u64(obj, "live_bytes", &r->live_bytes) ||
-	    !rt_sites_u64(obj, "dropped", &r->dropped))
+	    !rt_json_u64(obj, "round", &r->round) || !rt_json_u64(obj, "since", &r->since) ||
+	    !rt_json_unix_us(obj, "unix_time", &r->unix_time_us) ||
+	    !rt_json_u64(obj, "sample_bytes", &r->sample_bytes) ||
+	    !rt_json_u64(obj, "samples", &r->samples) ||
+	    !rt_json_u64(obj, "live_bytes", &r->live_bytes) ||
+	    !rt_json_u64(obj, "dropped", &r->dropped))
 		return false;
 	r->pid = (int)pid;
 	json_object *grew = rt_sites_array(obj, "grew", RT_SITES_TOP);
@@ -155,8 +106,8 @@ rt_sites_read_round(json_object *obj, struct rt_sites_round *r)
 		uint64_t live, delta, sd;
 		if (!json_object_is_type(g, json_type_object) ||
 		    !rt_sites_int(g, "site", 0, UINT32_MAX, &site) ||
-		    !rt_sites_u64(g, "live_bytes", &live) ||
-		    !rt_sites_u64(g, "delta_bytes", &delta) || !rt_sites_u64(g, "sd_bytes", &sd))
+		    !rt_json_u64(g, "live_bytes", &live) ||
+		    !rt_json_u64(g, "delta_bytes", &delta) || !rt_json_u64(g, "sd_bytes", &sd))
 			return false;
 		c->site = (uint32_t)site;
 		c->live = (double)live;

@@ -453,6 +453,22 @@ rt_sampler_child(void)
 
 /* --- Start-up. */
 
+/* The addresses an object's loaded segments span; lo >= hi when it has none. */
+static void
+rt_sampler_object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = UINTPTR_MAX;
+	*hi = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		*lo = start < *lo ? start : *lo;
+		*hi = start + ph->p_memsz > *hi ? start + ph->p_memsz : *hi;
+	}
+}
+
 struct rt_sampler_find {
 	uintptr_t addr;
 	uintptr_t lo, hi;
@@ -464,17 +480,8 @@ rt_sampler_find_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct rt_sampler_find *f = arg;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-		if (start < lo)
-			lo = start;
-		if (start + ph->p_memsz > hi)
-			hi = start + ph->p_memsz;
-	}
+	uintptr_t lo, hi;
+	rt_sampler_object_span(info, &lo, &hi);
 	if (f->addr < lo || f->addr >= hi)
 		return 0;
 	f->lo = lo;
@@ -620,15 +627,8 @@ rt_sampler_module(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)arg;
 	if (rt_sw.nmodules == RT_SAMPLER_MODULES)
 		return 1;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-		lo = start < lo ? start : lo;
-		hi = start + ph->p_memsz > hi ? start + ph->p_memsz : hi;
-	}
+	uintptr_t lo, hi;
+	rt_sampler_object_span(info, &lo, &hi);
 	if (lo >= hi)
 		return 0;
 	unsigned i = rt_sw.nmodules++;
