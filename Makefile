@@ -85,7 +85,7 @@ $(LIB): $(SHIM_OBJ) $(POLICY_LIB_OBJ) shim/exports.map
 
 $(UNIT): $(UNIT_SRC) $(POLICY_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion -ljson-c
+	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(POLICY_OBJ) -lcriterion -ljson-c -lm
 
 $(INTEGRATION): $(INTEGRATION_SRC) $(POLICY_OBJ) $(wildcard test/integration/*.h test/bench/*.h)
 	@mkdir -p $(@D)
@@ -339,7 +339,8 @@ fuzz: $(FUZZ_BIN)
 #   purges (the stress test runs a second time with jemalloc behind the wrappers) as usual.
 # - shim/rt_malloc.c, rt_tally.c and rt_real.c run before any runtime is initialised (ld.so and the
 #   runtimes' own start-up call malloc), when ASan's shadow memory and TSan's thread state do
-#   not exist yet: they are built without ASan's and TSan's instrumentation.
+#   not exist yet: they are built without ASan's and TSan's instrumentation; so is rt_sampler.c,
+#   whose hooks every cold path of theirs calls.
 # - Debian 12's shared TSan runtime needs libstdc++, whose constructor calls the runtime's
 #   __cxa_atexit before the runtime is initialised (a crash before main, even for a program
 #   built with -fsanitize=thread -shared-libsan): the workloads get a .preinit_array entry
@@ -395,7 +396,8 @@ SAN_CFLAGS := -fsanitize=$(SANITIZE) -Wno-unknown-attributes
 SAN_LDFLAGS := -fsanitize=$(SANITIZE) -shared-libsan -Wl,-rpath,$(CLANG_RTDIR)
 SAN_HELPERS :=
 ifneq ($(filter address thread,$(SANITIZE)),)
-$(BUILD)/shim/rt_malloc.o $(BUILD)/shim/rt_real.o $(BUILD)/shim/rt_tally.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
+$(BUILD)/shim/rt_malloc.o $(BUILD)/shim/rt_real.o $(BUILD)/shim/rt_tally.o \
+		$(BUILD)/shim/rt_sampler.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
 endif
 ifeq ($(SANITIZE),address)
 SAN_PRELOAD := $(CLANG_RTDIR)/libclang_rt.asan-x86_64.so

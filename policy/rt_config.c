@@ -4,6 +4,7 @@
 #include "rt_path.h"
 #include "rt_report.h"
 #include "rt_settings.h"
+#include "rt_sites.h"
 
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -182,6 +183,42 @@ rt_config_signal(const struct rt_config_reader *r, struct rt_config *cfg)
 	rt_config_diag(r, s->name, text, rt_parse_result_text(res), RT_CONFIG_SIGNAL_OFF_TEXT);
 }
 
+/* ROUNDTRIM_SITES and ROUNDTRIM_SAMPLE_BYTES: the records go beside the stats file, so there is
+ * none without one; a mean of 0 bytes would sample every byte of every allocation. */
+static void
+rt_config_sites(const struct rt_config_reader *r, struct rt_config *cfg)
+{
+	const struct rt_setting *bytes_row = &rt_settings[RT_SETTING_SAMPLE_BYTES];
+	const struct rt_setting_platform platform = rt_config_setting_platform(r);
+	cfg->sample_bytes = rt_config_scalar(r, RT_SETTING_SAMPLE_BYTES, RT_SITES_SAMPLE_DEFAULT,
+	                                     RT_SITES_SAMPLE_DEFAULT, NULL);
+	if (cfg->sample_bytes == 0) {
+		char fallback[32];
+		rt_setting_value_text(bytes_row, RT_SITES_SAMPLE_DEFAULT, fallback,
+		                      sizeof(fallback));
+		rt_config_diag(r, bytes_row->name, rt_config_get(r, bytes_row->name), "zero",
+		               fallback);
+		cfg->sample_bytes = RT_SITES_SAMPLE_DEFAULT;
+	}
+	cfg->sites[0] = '\0';
+	if (!rt_config_scalar(r, RT_SETTING_SITES, 0, 0, NULL))
+		return;
+	const char *name = rt_settings[RT_SETTING_SITES].name;
+	uint64_t unused;
+	if (!cfg->stats[0]) {
+		rt_config_diag(r, name, rt_config_get(r, name),
+		               "set without ROUNDTRIM_STATS (its records go beside the stats file)",
+		               "off");
+	} else if (!rt_sites_path(cfg->sites, sizeof(cfg->sites), cfg->stats) ||
+	           rt_setting_parse(&rt_settings[RT_SETTING_STATS], cfg->sites, &platform,
+	                            &unused) != RT_PARSE_OK) {
+		cfg->sites[0] = '\0';
+		rt_config_diag(r, name, rt_config_get(r, name),
+		               "set, but the sites file beside ROUNDTRIM_STATS would be too long",
+		               "off");
+	}
+}
+
 void
 rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_lookup_fn lookup,
                void *lookup_ctx, rt_diag_fn diag, void *diag_ctx)
@@ -252,6 +289,7 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	cfg->pressure_percent = (uint32_t)rt_config_scalar(r, RT_SETTING_PRESSURE, 0, 0, NULL);
 	cfg->rss_limit_bytes = rt_config_scalar(r, RT_SETTING_RSS_LIMIT, 0, 0, NULL);
 	rt_config_path(r, RT_SETTING_TRACE, cfg->trace, "", "no trace file");
+	rt_config_sites(r, cfg);
 }
 
 bool

@@ -46,6 +46,9 @@ struct rt_config {
 	uint32_t pressure_percent;      /* 0 = off */
 	uint64_t rss_limit_bytes;       /* 0 = off */
 	char trace[RT_CONFIG_PATH_MAX]; /* "" = no trace file */
+	/* ROUNDTRIM_SITES: the sites file's template, beside the stats file's; "" = off. */
+	char sites[RT_CONFIG_PATH_MAX];
+	uint64_t sample_bytes; /* ROUNDTRIM_SAMPLE_BYTES: mean bytes between two samples */
 };
 
 /* Returns the value of an environment variable, or NULL when unset. */

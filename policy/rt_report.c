@@ -151,8 +151,7 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 	return rt_report_clamp(n, size);
 }
 
-/* Writes s as a JSON string body: paths and program names may hold quotes or control bytes. */
-static size_t
+size_t
 rt_report_json_string(char *buf, size_t size, const char *s)
 {
 	size_t w = 0;

@@ -73,6 +73,10 @@ uint64_t rt_report_released_kib(const struct rt_round_record *rec);
  * every byte outside printable ASCII. "..." marks what was cut. out must hold max * 4 + 4. */
 void rt_report_escape(char *out, size_t size, const char *in, size_t max, bool quoted);
 
+/* Writes s as a JSON string body, escaped (paths and program names may hold quotes or control
+ * bytes); returns the length it needed, truncated to size - 1 like snprintf. */
+size_t rt_report_json_string(char *buf, size_t size, const char *s);
+
 /* Process-wide figures for the Prometheus file (node_exporter's textfile collector). */
 struct rt_prom_record {
 	int pid;

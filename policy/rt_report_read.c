@@ -11,67 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool
-rt_read_u64(json_object *obj, const char *key, uint64_t *out)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	errno = 0;
-	*out = json_object_get_uint64(v);
-	return errno == 0 && (json_object_get_int64(v) >= 0 || *out > INT64_MAX);
-}
-
 /* A field later versions added: a line from an earlier one lacks it (0), but one that has it
  * must have it right. */
 static bool
 rt_read_u64_since(json_object *obj, const char *key, uint64_t *out)
 {
 	*out = 0;
-	return !json_object_object_get_ex(obj, key, NULL) || rt_read_u64(obj, key, out);
-}
-
-static bool
-rt_read_i64(json_object *obj, const char *key, int64_t *out)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	*out = json_object_get_int64(v);
-	return true;
-}
-
-static bool
-rt_read_str(json_object *obj, const char *key, char *out, size_t size)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
-		return false;
-	int n = snprintf(out, size, "%s", json_object_get_string(v));
-	return n >= 0 && (size_t)n < size;
-}
-
-/* "SECONDS.MICROS" as written (a double would lose the microseconds), in µs. */
-static bool
-rt_read_unix_us(json_object *obj, const char *key, int64_t *out)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(obj, key, &v) ||
-	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
-		return false;
-	const char *text = json_object_get_string(v);
-	long long sec = 0, micro = 0;
-	int used = 0;
-	if (sscanf(text, "%lld.%6lld%n", &sec, &micro, &used) == 2 && text[used] == '\0' &&
-	    strlen(strchr(text, '.') + 1) == 6) {
-		*out = sec * 1000000 + micro;
-		return true;
-	}
-	if (sscanf(text, "%lld%n", &sec, &used) == 1 && text[used] == '\0') {
-		*out = sec * 1000000;
-		return true;
-	}
-	return false;
+	return !json_object_object_get_ex(obj, key, NULL) || rt_json_u64(obj, key, out);
 }
 
 static void
@@ -93,25 +39,25 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	if (!obj)
 		return RT_READ_BAD;
 	int64_t pid = 0;
-	bool ok = rt_read_i64(obj, "pid", &pid) && rt_read_u64(obj, "round", &out->rec.round) &&
-	          rt_read_str(obj, "trigger", out->trigger, sizeof(out->trigger)) &&
-	          rt_read_str(obj, "action", out->action, sizeof(out->action)) &&
-	          rt_read_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
-	          rt_read_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
+	bool ok = rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "round", &out->rec.round) &&
+	          rt_json_str(obj, "trigger", out->trigger, sizeof(out->trigger)) &&
+	          rt_json_str(obj, "action", out->action, sizeof(out->action)) &&
+	          rt_json_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
+	          rt_json_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
 	          rt_read_u64_since(obj, "anon_kib", &out->rec.anon_kib) &&
 	          rt_read_u64_since(obj, "file_kib", &out->rec.file_kib) &&
 	          rt_read_u64_since(obj, "lazyfree_kib", &out->rec.lazyfree_kib) &&
-	          rt_read_u64(obj, "live_kib", &out->rec.live_kib) &&
-	          rt_read_u64(obj, "duration_us", &out->rec.duration_us) &&
-	          rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
-	          rt_read_str(obj, "note", out->note, sizeof(out->note)) &&
-	          rt_read_unix_us(obj, "unix_time", &out->rec.unix_time_us);
+	          rt_json_u64(obj, "live_kib", &out->rec.live_kib) &&
+	          rt_json_u64(obj, "duration_us", &out->rec.duration_us) &&
+	          rt_json_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
+	          rt_json_str(obj, "note", out->note, sizeof(out->note)) &&
+	          rt_json_unix_us(obj, "unix_time", &out->rec.unix_time_us);
 	out->rec.pid = (int)pid;
-	if (ok && rt_read_str(obj, "python", out->python, sizeof(out->python))) {
+	if (ok && rt_json_str(obj, "python", out->python, sizeof(out->python))) {
 		out->rec.python = out->python;
 		out->rec.cuda = out->cuda;
-		ok = rt_read_i64(obj, "gc_collected", &out->rec.gc_collected) &&
-		     rt_read_str(obj, "cuda", out->cuda, sizeof(out->cuda));
+		ok = rt_json_i64(obj, "gc_collected", &out->rec.gc_collected) &&
+		     rt_json_str(obj, "cuda", out->cuda, sizeof(out->cuda));
 	}
 	json_object_put(obj);
 	return ok ? RT_READ_OK : RT_READ_BAD;
@@ -207,31 +153,31 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	int64_t pid = 0, signal = 0;
 	uint64_t gc_rounds = 0, seq_end = 0;
 	bool ok =
-	    rt_read_i64(obj, "pid", &pid) && rt_read_u64(obj, "seq", &st->seq) &&
-	    rt_read_str(obj, "mode", out->mode, sizeof(out->mode)) &&
-	    rt_read_str(obj, "last_trigger", out->last_trigger, sizeof(out->last_trigger)) &&
-	    rt_read_u64(obj, "seq_end", &seq_end) &&
-	    rt_read_str(obj, "program", out->program, sizeof(out->program)) &&
-	    rt_read_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
-	    rt_read_u64(obj, "rounds", &st->rounds) && rt_read_u64(obj, "gc_rounds", &gc_rounds) &&
-	    rt_read_u64(obj, "actions", &st->actions) &&
-	    rt_read_u64(obj, "last_action_round", &st->last_action_round) &&
-	    rt_read_str(obj, "last_action", out->last_action, sizeof(out->last_action)) &&
-	    rt_read_unix_us(obj, "last_action_unix_time", &st->last_action_unix_us) &&
-	    rt_read_u64(obj, "last_rss_before_kib", &st->last_rss_before_kib) &&
-	    rt_read_u64(obj, "last_rss_after_kib", &st->last_rss_after_kib) &&
-	    rt_read_u64(obj, "last_released_kib", &out->last_released_kib) &&
-	    rt_read_u64(obj, "last_duration_us", &st->last_duration_us) &&
-	    rt_read_str(obj, "last_note", out->last_note, sizeof(out->last_note)) &&
-	    rt_read_u64(obj, "rss_kib", &st->rss_kib) &&
-	    rt_read_u64(obj, "live_kib", &st->live_kib) &&
-	    rt_read_u64(obj, "released_total_kib", &st->released_total_kib) &&
-	    rt_read_str(obj, "action_limits", out->action_limits, sizeof(out->action_limits)) &&
-	    rt_read_str(obj, "fifo", out->fifo, sizeof(out->fifo)) &&
-	    rt_read_i64(obj, "signal", &signal) &&
-	    rt_read_str(obj, "stats", out->stats, sizeof(out->stats)) &&
-	    rt_read_u64(obj, "unknown_lines", &st->unknown_lines) &&
-	    rt_read_u64(obj, "oversized_lines", &st->oversized_lines);
+	    rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "seq", &st->seq) &&
+	    rt_json_str(obj, "mode", out->mode, sizeof(out->mode)) &&
+	    rt_json_str(obj, "last_trigger", out->last_trigger, sizeof(out->last_trigger)) &&
+	    rt_json_u64(obj, "seq_end", &seq_end) &&
+	    rt_json_str(obj, "program", out->program, sizeof(out->program)) &&
+	    rt_json_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
+	    rt_json_u64(obj, "rounds", &st->rounds) && rt_json_u64(obj, "gc_rounds", &gc_rounds) &&
+	    rt_json_u64(obj, "actions", &st->actions) &&
+	    rt_json_u64(obj, "last_action_round", &st->last_action_round) &&
+	    rt_json_str(obj, "last_action", out->last_action, sizeof(out->last_action)) &&
+	    rt_json_unix_us(obj, "last_action_unix_time", &st->last_action_unix_us) &&
+	    rt_json_u64(obj, "last_rss_before_kib", &st->last_rss_before_kib) &&
+	    rt_json_u64(obj, "last_rss_after_kib", &st->last_rss_after_kib) &&
+	    rt_json_u64(obj, "last_released_kib", &out->last_released_kib) &&
+	    rt_json_u64(obj, "last_duration_us", &st->last_duration_us) &&
+	    rt_json_str(obj, "last_note", out->last_note, sizeof(out->last_note)) &&
+	    rt_json_u64(obj, "rss_kib", &st->rss_kib) &&
+	    rt_json_u64(obj, "live_kib", &st->live_kib) &&
+	    rt_json_u64(obj, "released_total_kib", &st->released_total_kib) &&
+	    rt_json_str(obj, "action_limits", out->action_limits, sizeof(out->action_limits)) &&
+	    rt_json_str(obj, "fifo", out->fifo, sizeof(out->fifo)) &&
+	    rt_json_i64(obj, "signal", &signal) &&
+	    rt_json_str(obj, "stats", out->stats, sizeof(out->stats)) &&
+	    rt_json_u64(obj, "unknown_lines", &st->unknown_lines) &&
+	    rt_json_u64(obj, "oversized_lines", &st->oversized_lines);
 	json_object_put(obj);
 	st->pid = (int)pid;
 	st->signal = (int)signal;

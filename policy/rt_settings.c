@@ -279,6 +279,29 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .option = "--trace",
             .option_arg = "FILE",
         },
+    [RT_SETTING_SITES] =
+        {
+            .name = "ROUNDTRIM_SITES",
+            RT_WORDS(rt_switch_words),
+            .values = "on/off: sample allocations, report the sites that grow",
+            .default_text = "off",
+            .doc = "the growing call sites, each action round, beside the stats file",
+            .option = "--sites",
+            .flag_value = "on",
+            .patch = true,
+        },
+    [RT_SETTING_SAMPLE_BYTES] =
+        {
+            .name = "ROUNDTRIM_SAMPLE_BYTES",
+            .kind = RT_KIND_SIZE,
+            .max = UINT64_C(1) << 40,
+            .values = "a size (bytes, `K`, `M`, `G`), at least 1",
+            .default_text = "512K",
+            .doc = "mean bytes between two sampled allocations",
+            .option = "--sample-bytes",
+            .option_arg = "SIZE",
+            .patch = true,
+        },
 };
 
 const struct rt_setting *

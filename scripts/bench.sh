@@ -6,6 +6,7 @@
 #   3 latency   from a round's trigger to the end of its handling (bench-latency.sh)
 #   4 stall     worst malloc+free of another thread during a release (bench-stall.sh)
 #   5 start-up  cost for a short program that does not match (bench-startup.sh)
+#   6 sites     time and memory of ROUNDTRIM_SITES on and off, against heaptrack (bench-sites.sh)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
@@ -86,10 +87,10 @@ main() {
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md
-	for piece in overhead latency startup stall memory; do
+	for piece in overhead latency startup stall memory sites; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
-	for n in 1 2 3 4 5; do
+	for n in 1 2 3 4 5 8; do
 		[[ -s $RAW/fig$n.md ]] || die "figure $n was not produced"
 		awk -F'\t' -v n="$n" '$1 == n { found = 1 } END { exit !found }' "$RAW/summary.tsv" ||
 			die "figure $n has no summary row"
@@ -98,7 +99,7 @@ main() {
 	{
 		header "$load_before" "$load_after" "$(($(date +%s) - start))"
 		summary
-		for n in 1 2 3 4 5; do
+		for n in 1 2 3 4 5 8; do
 			cat "$RAW/fig$n.md"
 		done
 		echo "## Commands"

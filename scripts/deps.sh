@@ -14,7 +14,10 @@ packages=(
 	mount             # make check-deb: the overlay it installs the package into
 	libcriterion-dev  # unit and integration tests
 	libjemalloc-dev   # tests and bench under jemalloc (libjemalloc2 comes with it)
-	libunwind-dev
+	libunwind-dev     # and libunwind8: the stacks of ROUNDTRIM_SITES (dlopen'ed, never linked)
+	binutils          # addr2line: report --sites names frames offline
+	heaptrack         # bench figure 8: the reference that records every allocation
+	time              # bench figure 8: /usr/bin/time, peak RSS of a run
 	libjson-c-dev     # the command's and the tests' readers of the library's JSON
 	python3-prometheus-client # the test that parses the Prometheus file with a real parser
 	shellcheck        # lint of scripts/

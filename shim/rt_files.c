@@ -43,7 +43,7 @@ static struct {
 	struct rt_fd fifo, status, statm, smaps, stat;
 	struct rt_fd mem_used, mem_limit, meminfo; /* ROUNDTRIM_PRESSURE's readings */
 	enum rt_pressure_source mem_source;
-	struct rt_output stats, log, prom, trace;
+	struct rt_output stats, log, prom, trace, sites;
 	char fifo_path[RT_CONFIG_PATH_MAX];
 	char status_path[RT_FILES_STATUS_PATH_MAX];
 	size_t status_len; /* the longest content written, which shorter ones pad over */
@@ -61,6 +61,7 @@ static struct {
     .log = {.fd = RT_FD_NONE("log file")},
     .prom = {.fd = RT_FD_NONE("Prometheus file")},
     .trace = {.fd = RT_FD_NONE("trace file")},
+    .sites = {.fd = RT_FD_NONE("sites file")},
     .mem_used = RT_FD_NONE("pressure trigger"),
     .mem_limit = RT_FD_NONE("pressure trigger"),
     .meminfo = RT_FD_NONE("pressure trigger"),
@@ -414,6 +415,7 @@ rt_files_open(void)
 	rt_files_open_output(&rt_f.stats, cfg->stats);
 	rt_files_open_output(&rt_f.prom, cfg->prom);
 	rt_files_open_output(&rt_f.trace, cfg->trace);
+	rt_files_open_output(&rt_f.sites, cfg->sites);
 	if (cfg->pressure_percent)
 		rt_files_open_pressure();
 	rt_files_open_fifo(forked);
@@ -433,7 +435,7 @@ rt_files_forget_output(struct rt_output *out)
 static struct rt_fd *const rt_files_all[] = {
     &rt_f.fifo,  &rt_f.status,    &rt_f.statm,     &rt_f.smaps,         &rt_f.stat,
     &rt_f.mem_used, &rt_f.mem_limit, &rt_f.meminfo, &rt_f.stats.fd, &rt_f.log.fd,
-    &rt_f.prom.fd, &rt_f.trace.fd,
+    &rt_f.prom.fd, &rt_f.trace.fd, &rt_f.sites.fd,
 };
 #define RT_FILES_ALL (sizeof(rt_files_all) / sizeof(rt_files_all[0]))
 
@@ -479,6 +481,7 @@ rt_files_forget_parent(void)
 	rt_files_forget_output(&rt_f.log);
 	rt_files_forget_output(&rt_f.prom);
 	rt_files_forget_output(&rt_f.trace);
+	rt_files_forget_output(&rt_f.sites);
 	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
 	rt_f.status_len = 0;
 	atomic_store(&rt_f.owner, 0);
@@ -684,6 +687,18 @@ rt_files_memory(uint64_t *used, uint64_t *limit)
 }
 
 void
+rt_files_sites_line(const char *line, size_t len)
+{
+	rt_files_output_line(&rt_f.sites, line, len);
+}
+
+bool
+rt_files_have_sites(void)
+{
+	return rt_fd_valid(&rt_f.sites.fd);
+}
+
+void
 rt_files_trace_line(const char *line, size_t len)
 {
 	rt_files_output_line(&rt_f.trace, line, len);
@@ -788,6 +803,7 @@ rt_files_remove(void)
 	}
 	rt_files_remove_unused(&rt_f.stats);
 	rt_files_remove_unused(&rt_f.log);
+	rt_files_remove_unused(&rt_f.sites);
 	/* A per-process Prometheus file would be scraped for ever after the process is gone. */
 	if (rt_f.prom.per_process && atomic_load(&rt_f.prom.written))
 		unlink(rt_f.prom.path);

@@ -1,6 +1,6 @@
 /* rt_files: every file and descriptor the library keeps: the FIFO and the status file beside it,
- * /proc's statm, the stats and log files; made at start-up, set aside around exec, removed at exit.
- */
+ * /proc's statm, the stats, sites and log files; made at start-up, set aside around exec,
+ * removed at exit. */
 #ifndef RT_FILES_H
 #define RT_FILES_H
 
@@ -53,6 +53,9 @@ bool rt_files_rss_split(struct rt_procfs_rss *out);
 /* Memory in use and its limit, in bytes: the memory cgroup's when it has a limit, else the
  * machine's (ROUNDTRIM_PRESSURE); false when neither can be read. */
 bool rt_files_memory(uint64_t *used, uint64_t *limit);
+/* One line of the sites file (ROUNDTRIM_SITES), beside the stats file. */
+void rt_files_sites_line(const char *line, size_t len);
+bool rt_files_have_sites(void);
 /* One line of the detector's readings (ROUNDTRIM_TRACE). */
 void rt_files_trace_line(const char *line, size_t len);
 bool rt_files_have_trace(void);

@@ -8,6 +8,7 @@
 #include "rt_python.h"
 #include "rt_real.h"
 #include "rt_report.h"
+#include "rt_sampler.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
 #include "rt_tally.h"
@@ -154,6 +155,8 @@ rt_main_init(void)
 	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim.active = rt_main_start();
+	if (rt_shim.active)
+		rt_sampler_init();
 }
 
 /* A process where roundtrim stayed inactive (most often one that does not match) has no worker

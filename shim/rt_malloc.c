@@ -6,6 +6,7 @@
  * tallies, and rt_main's allocation event. */
 #include "roundtrim.h"
 #include "rt_real.h"
+#include "rt_sampler.h"
 #include "rt_shim.h"
 #include "rt_tally.h"
 
@@ -61,12 +62,14 @@ rt_cold(size_t size)
 	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
 	if (!rt_t.registered)
 		rt_tally_register();
+	/* What the budget counted since it was armed, this allocation included. */
+	uint64_t consumed = RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left) + size;
 	/* Allocations made by the event itself (starting a worker allocates) take the hot path
 	 * under a large budget and never start a second event. */
 	rt_rearm(RT_PERIOD_NONE, size);
 	if (!rt_t.in_event) {
 		rt_t.in_event = true;
-		uint64_t period = rt_main_allocation_event();
+		uint64_t period = rt_sampler_event(consumed, rt_main_allocation_event());
 		rt_t.in_event = false;
 		rt_rearm(period, 0);
 	}
@@ -78,7 +81,7 @@ rt_malloc_cold(size_t size)
 {
 	if (!rt_cold(size))
 		return rt_real_bootstrap_alloc(size, 0);
-	return rt_real.malloc(size);
+	return rt_sampler_took(rt_real.malloc(size), size);
 }
 
 RT_EXPORT void *
@@ -109,7 +112,7 @@ rt_calloc_cold(size_t count, size_t size)
 	}
 	if (!rt_cold(total))
 		return rt_real_bootstrap_alloc(total, 0); /* static, hence zeroed */
-	return rt_real.calloc(count, size);
+	return rt_sampler_took(rt_real.calloc(count, size), total);
 }
 
 RT_EXPORT void *
@@ -126,14 +129,15 @@ rt_realloc_cold(void *ptr, size_t size)
 {
 	if (ptr && rt_real_is_bootstrap(ptr)) {
 		size_t old = rt_real_bootstrap_size(ptr);
-		void *p = rt_cold(size) ? rt_real.malloc(size) : rt_real_bootstrap_alloc(size, 0);
+		void *p = rt_cold(size) ? rt_sampler_took(rt_real.malloc(size), size)
+		                        : rt_real_bootstrap_alloc(size, 0);
 		if (p)
 			memcpy(p, ptr, old < size ? old : size);
 		return p;
 	}
 	if (!rt_cold(size))
 		return rt_real_bootstrap_alloc(size, 0);
-	return rt_real.realloc(ptr, size);
+	return rt_sampler_took(rt_real.realloc(ptr, size), size);
 }
 
 RT_EXPORT void *
@@ -167,16 +171,8 @@ reallocarray(void *ptr, size_t count, size_t size)
 enum rt_aligned_kind { RT_POSIX_MEMALIGN, RT_ALIGNED_ALLOC, RT_MEMALIGN, RT_VALLOC, RT_PVALLOC };
 
 static void *
-rt_aligned(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
+rt_aligned_call(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
 {
-	*err = 0;
-	if (RT_UNLIKELY(!rt_take(size)) && !rt_cold(size)) {
-		if (kind == RT_PVALLOC)
-			size = (size + 4095) & ~(size_t)4095;
-		void *p = rt_real_bootstrap_alloc(size, alignment);
-		*err = p ? 0 : ENOMEM;
-		return p;
-	}
 	switch (kind) {
 	case RT_POSIX_MEMALIGN: {
 		void *p = NULL;
@@ -193,6 +189,28 @@ rt_aligned(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
 		return rt_real.pvalloc(size);
 	}
 	return NULL;
+}
+
+RT_COLD static void *
+rt_aligned_cold(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
+{
+	if (!rt_cold(size)) {
+		if (kind == RT_PVALLOC)
+			size = (size + 4095) & ~(size_t)4095;
+		void *p = rt_real_bootstrap_alloc(size, alignment);
+		*err = p ? 0 : ENOMEM;
+		return p;
+	}
+	return rt_sampler_took(rt_aligned_call(kind, alignment, size, err), size);
+}
+
+static void *
+rt_aligned(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
+{
+	*err = 0;
+	if (RT_UNLIKELY(!rt_take(size)))
+		return rt_aligned_cold(kind, alignment, size, err);
+	return rt_aligned_call(kind, alignment, size, err);
 }
 
 RT_EXPORT int

@@ -13,6 +13,7 @@
 #include "rt_proto.h"
 #include "rt_python.h"
 #include "rt_report.h"
+#include "rt_sampler.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
 #include "rt_tally.h"
@@ -264,6 +265,8 @@ rt_worker_handle(const struct rt_batch *b)
 	if (plan.read_live && live == UINT64_MAX && rt_heap_has_live())
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "live-skipped");
 	rt_ledger_finish(&rt_w, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec, note);
+	if (plan.act)
+		rt_sampler_round(&rec);
 
 	char line[RT_REPORT_LINE_MAX];
 	if (plan.rss_line)

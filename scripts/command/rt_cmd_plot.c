@@ -87,8 +87,56 @@ rt_cmd_plot_terminal(const char *out)
 	return "png size 900,500 noenhanced";
 }
 
-bool
-rt_cmd_plot_end(struct rt_cmd_plot *p, const char *out, char *why, size_t why_size)
+/* The RSS plot's lines: before and after, per process. */
+static void
+rt_cmd_plot_rss_lines(FILE *f, const struct rt_cmd_plot *p, const void *ctx)
+{
+	(void)ctx;
+	fputs("set title 'RSS before and after each round (roundtrim)'\n"
+	      "set xlabel 'round'\n"
+	      "set ylabel 'RSS (MiB)'\n"
+	      "set yrange [0:*]\n"
+	      "set grid\n"
+	      "set key outside right top\n"
+	      "plot ",
+	      f);
+	for (size_t i = 0; i < p->npids; i++)
+		fprintf(
+		    f,
+		    "%s'%s' index %zu using 1:2 with linespoints dashtype 2 title 'pid %d "
+		    "before', '%s' index %zu using 1:3 with linespoints linewidth 2 title 'pid %d "
+		    "after'",
+		    i ? ", " : "", p->data, i, p->pids[i], p->data, i, p->pids[i]);
+	fputc('\n', f);
+}
+
+struct rt_cmd_plot_titles {
+	const char *title, *ylabel;
+	const char *const *lines;
+};
+
+static void
+rt_cmd_plot_xy_lines(FILE *f, const struct rt_cmd_plot *p, const void *ctx)
+{
+	const struct rt_cmd_plot_titles *t = ctx;
+	fputs("set title ", f);
+	rt_cmd_plot_quoted(f, t->title);
+	fputs("\nset xlabel 'round'\nset ylabel ", f);
+	rt_cmd_plot_quoted(f, t->ylabel);
+	fputs("\nset yrange [0:*]\nset grid\nset key outside right top\nplot ", f);
+	for (size_t i = 0; i < p->npids; i++) {
+		fprintf(f, "%s'%s' index %zu using 1:2 with linespoints linewidth 2 title ",
+		        i ? ", " : "", p->data, i);
+		rt_cmd_plot_quoted(f, t->lines[i]);
+	}
+	fputc('\n', f);
+}
+
+/* Writes the script (its lines by write_lines), runs gnuplot, removes the scratch files. */
+static bool
+rt_cmd_plot_run(struct rt_cmd_plot *p, const char *out,
+                void (*write_lines)(FILE *, const struct rt_cmd_plot *, const void *),
+                const void *ctx, char *why, size_t why_size)
 {
 	char script[96], err[96];
 	bool ok = false;
@@ -105,22 +153,8 @@ rt_cmd_plot_end(struct rt_cmd_plot *p, const char *out, char *why, size_t why_si
 	}
 	fprintf(f, "set terminal %s\nset output ", rt_cmd_plot_terminal(out));
 	rt_cmd_plot_quoted(f, out);
-	fputs("\nset title 'RSS before and after each round (roundtrim)'\n"
-	      "set xlabel 'round'\n"
-	      "set ylabel 'RSS (MiB)'\n"
-	      "set yrange [0:*]\n"
-	      "set grid\n"
-	      "set key outside right top\n"
-	      "plot ",
-	      f);
-	for (size_t i = 0; i < p->npids; i++)
-		fprintf(
-		    f,
-		    "%s'%s' index %zu using 1:2 with linespoints dashtype 2 title 'pid %d "
-		    "before', '%s' index %zu using 1:3 with linespoints linewidth 2 title 'pid %d "
-		    "after'",
-		    i ? ", " : "", p->data, i, p->pids[i], p->data, i, p->pids[i]);
 	fputc('\n', f);
+	write_lines(f, p, ctx);
 	if (fclose(f) != 0) {
 		snprintf(why, why_size, "cannot write %s", script);
 		goto label_return;
@@ -148,4 +182,24 @@ label_return:
 	rmdir(p->dir);
 	free(p->pids);
 	return ok;
+}
+
+bool
+rt_cmd_plot_end(struct rt_cmd_plot *p, const char *out, char *why, size_t why_size)
+{
+	return rt_cmd_plot_run(p, out, rt_cmd_plot_rss_lines, NULL, why, why_size);
+}
+
+void
+rt_cmd_plot_xy(struct rt_cmd_plot *p, uint64_t x, double y)
+{
+	fprintf(p->f, "%" PRIu64 " %.3f\n", x, y);
+}
+
+bool
+rt_cmd_plot_end_lines(struct rt_cmd_plot *p, const char *out, const char *title, const char *ylabel,
+                      const char *const *lines, char *why, size_t why_size)
+{
+	const struct rt_cmd_plot_titles t = {title, ylabel, lines};
+	return rt_cmd_plot_run(p, out, rt_cmd_plot_xy_lines, &t, why, why_size);
 }

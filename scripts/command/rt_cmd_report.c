@@ -1,12 +1,15 @@
 /* report: per process, what its stats lines say (rt_summary), and with -o a plot of RSS before
- * and after each round (roundtrim(1), report). */
+ * and after each round; with --sites, the call sites that grow (rt_cmd_sites) (roundtrim(1),
+ * report). */
 #include "rt_cmd.h"
 #include "rt_cmd_opt.h"
 #include "rt_cmd_plot.h"
+#include "rt_cmd_sites.h"
 #include "rt_report.h"
 #include "rt_summary.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +29,22 @@ struct rt_cmd_rows {
 static void
 rt_cmd_report_help(void)
 {
-	fputs("Usage: " RT_CMD_NAME " report [-o OUT.png|OUT.svg] FILE.jsonl...\n"
+	fputs("Usage: " RT_CMD_NAME " report [--sites] [-o OUT.png|OUT.svg] FILE.jsonl...\n"
 	      "Summarise stats files (ROUNDTRIM_STATS, run --stats): per process the rounds, "
 	      "actions, memory\n"
 	      "released, and how fast RSS grows per round before and after the actions (least "
 	      "squares).\n"
 	      "With -o, also plot RSS before and after each round per process with gnuplot.\n"
+	      "With --sites, instead, the call sites whose sampled live bytes grew round after "
+	      "round\n"
+	      "(ROUNDTRIM_SITES, run --sites), read from the sites file beside each stats file "
+	      "(or\n"
+	      "given as FILE.sites.jsonl): the reports each grew in, its longest run of them in a "
+	      "row,\n"
+	      "its growth per round, its call path named with addr2line; -o plots their live "
+	      "bytes.\n"
 	      "\n"
+	      "  --sites            the growing call sites instead of the RSS summary\n"
 	      "  -o, --output OUT   the plot; its format follows the extension (.png or .svg)\n"
 	      "  --help             this text\n"
 	      "\n"
@@ -105,6 +117,7 @@ int
 rt_cmd_report(int argc, char **argv)
 {
 	const char *out = NULL;
+	bool sites = false;
 	char **files = rt_cmd_alloc((size_t)argc * sizeof(*files));
 	size_t nfiles = 0;
 	for (int i = 1; i < argc; i++) {
@@ -116,6 +129,9 @@ rt_cmd_report(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			rt_cmd_report_help();
 			exit(RT_CMD_OK);
+		} else if (rt_cmd_opt_is(&opt, "--sites")) {
+			rt_cmd_opt_no_value(&opt);
+			sites = true;
 		} else if (!strcmp(argv[i], "-o") || rt_cmd_opt_is(&opt, "--output")) {
 			out = rt_cmd_opt_value(&opt, argc, argv, &i);
 		} else if (argv[i][0] == '-') {
@@ -130,6 +146,11 @@ rt_cmd_report(int argc, char **argv)
 		rt_cmd_usage_error("-o takes a .png or .svg file, not '%s'", out);
 	if (out && !rt_cmd_plot_available())
 		rt_cmd_die("gnuplot not found (Debian: apt-get install gnuplot-nox)");
+	if (sites) {
+		int status = rt_cmd_sites_report(files, nfiles, out);
+		free(files);
+		return status;
+	}
 
 	struct rt_cmd_rows rows = {0};
 	for (size_t i = 0; i < nfiles; i++)

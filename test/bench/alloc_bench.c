@@ -4,14 +4,16 @@
  * bytes (~5% of them 513..8192). The program prints one line:
  *   threads=T ops=N seconds=X
  * X being the wall time of the longest thread's operation loop: thread creation and the final
- * frees are outside it. */
+ * frees are outside it. With --rss it adds " max_rss_kib=M", its own peak RSS (getrusage). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define BENCH_SLOTS 4096
@@ -129,7 +131,7 @@ bench_parse_long(const char *text, long min, long max, long *out)
 static void
 bench_usage(void)
 {
-	fprintf(stderr, "usage: alloc_bench --threads T --ops N [--seed S]\n");
+	fprintf(stderr, "usage: alloc_bench --threads T --ops N [--seed S] [--rss]\n");
 	exit(2);
 }
 
@@ -143,9 +145,15 @@ int
 main(int argc, char **argv)
 {
 	long threads = 1, seed = 1;
+	bool rss = false;
 	bench_ops = 1000000;
 	for (int i = 1; i < argc; i += 2) {
 		const char *name = argv[i], *value = argv[i + 1];
+		if (!strcmp(name, "--rss")) {
+			rss = true;
+			i--;
+			continue;
+		}
 		int bad = -1;
 		if (!value)
 			bench_usage();
@@ -186,6 +194,10 @@ main(int argc, char **argv)
 	}
 	pthread_barrier_destroy(&bench_start);
 	free(pool);
-	printf("threads=%ld ops=%ld seconds=%.6f\n", threads, bench_ops, longest);
+	printf("threads=%ld ops=%ld seconds=%.6f", threads, bench_ops, longest);
+	struct rusage usage;
+	if (rss && getrusage(RUSAGE_SELF, &usage) == 0)
+		printf(" max_rss_kib=%ld", usage.ru_maxrss);
+	printf("\n");
 	return 0;
 }

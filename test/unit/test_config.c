@@ -902,6 +902,67 @@ Test(config, python_bad)
 	cr_assert(cfg.python);
 }
 
+Test(config, sites_defaults_off)
+{
+	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/s-%p.jsonl"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.sites, "");
+	cr_assert_eq(cfg.sample_bytes, 512 * 1024);
+}
+
+/* On: the sites file goes beside the stats file, with its %p. */
+Test(config, sites_beside_the_stats_file)
+{
+	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/s-%p.jsonl"}, {"ROUNDTRIM_SITES", "yes"},
+	             {"ROUNDTRIM_SAMPLE_BYTES", "64K"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.sites, "/tmp/s-%p.sites.jsonl");
+	cr_assert_eq(cfg.sample_bytes, 64 * 1024);
+	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/stats"}, {"ROUNDTRIM_SITES", "1"},
+	             {"ROUNDTRIM_SAMPLE_BYTES", "1"}));
+	expect_no_diag();
+	cr_assert_str_eq(cfg.sites, "/tmp/stats.sites.jsonl");
+	cr_assert_eq(cfg.sample_bytes, 1);
+}
+
+Test(config, sites_without_stats_is_off)
+{
+	read_env(ENV({"ROUNDTRIM_SITES", "on"}));
+	expect_diag("roundtrim: ROUNDTRIM_SITES=\"on\" is set without ROUNDTRIM_STATS (its records "
+	            "go beside the stats file); using off");
+	cr_assert_str_eq(cfg.sites, "");
+	read_env(ENV({"ROUNDTRIM_SITES", "on"}, {"ROUNDTRIM_STATS", "none"}));
+	cr_assert_eq(diags.n, 1);
+	cr_assert_str_eq(cfg.sites, "");
+}
+
+Test(config, sites_bad_values)
+{
+	read_env(ENV({"ROUNDTRIM_STATS", "/tmp/s.jsonl"}, {"ROUNDTRIM_SITES", "sometimes"}));
+	expect_diag("roundtrim: ROUNDTRIM_SITES=\"sometimes\" is not a valid value; using off");
+	cr_assert_str_eq(cfg.sites, "");
+	read_env(ENV({"ROUNDTRIM_SAMPLE_BYTES", "0"}));
+	expect_diag("roundtrim: ROUNDTRIM_SAMPLE_BYTES=\"0\" is zero; using 524288");
+	cr_assert_eq(cfg.sample_bytes, 512 * 1024);
+	read_env(ENV({"ROUNDTRIM_SAMPLE_BYTES", "lots"}));
+	cr_assert_eq(diags.n, 1);
+	cr_assert_str_eq(diags.lines[0], "roundtrim: ROUNDTRIM_SAMPLE_BYTES=\"lots\" is not a "
+	                                 "valid value; using 524288");
+	cr_assert_eq(cfg.sample_bytes, 512 * 1024);
+	read_env(ENV({"ROUNDTRIM_SAMPLE_BYTES", "2T"}));
+	cr_assert_eq(diags.n, 1, "above 1 TiB");
+	/* A sites file whose name would not fit: off, said. */
+	char stats[RT_CONFIG_PATH_MAX];
+	memset(stats, 'a', sizeof(stats));
+	stats[0] = '/';
+	stats[RT_CONFIG_PATH_MAX - 8] = '\0';
+	read_env(ENV({"ROUNDTRIM_STATS", stats}, {"ROUNDTRIM_SITES", "1"}));
+	cr_assert_eq(diags.n, 1);
+	cr_assert_not_null(strstr(diags.lines[0], "would be too long; using off"), "%s",
+	                   diags.lines[0]);
+	cr_assert_str_eq(cfg.sites, "");
+}
+
 /* Diagnostics in general */
 
 Test(config, one_diagnostic_per_bad_variable)
