@@ -13,6 +13,8 @@
  * with the first wrong bytes on stderr; it exits 0 only when E and H are 0.
  *
  * usage: churn [--threads T] [--seconds S] [--no-trim] [--no-fork] */
+#include "options.h"
+
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -264,18 +266,14 @@ int
 main(int argc, char **argv)
 {
 	int threads = 4, seconds = 3, trims = 1, forks = 1;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--no-trim"))
-			trims = 0;
-		else if (!strcmp(argv[i], "--no-fork"))
-			forks = 0;
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			threads = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-			seconds = atoi(argv[++i]);
-		else
-			threads = 0;
-	}
+	const struct wl_option options[] = {
+	    {"threads", WL_OPT_INT, &threads},
+	    {"seconds", WL_OPT_INT, &seconds},
+	    {"no-trim", WL_OPT_CLEAR, &trims},
+	    {"no-fork", WL_OPT_CLEAR, &forks},
+	};
+	if (!WL_PARSE_OPTIONS(argc, argv, options))
+		threads = 0;
 	if (threads < 1 || threads > 64 || seconds < 1) {
 		fprintf(stderr,
 		        "usage: churn [--threads T] [--seconds S] [--no-trim] [--no-fork]\n");

@@ -9,6 +9,7 @@
  *
  * usage: fl_server [--clients K] [--mib M] [--layers L] [--chunk-kib C] [--train MIN:MAX]
  *                  [--rounds R] [--duration S] [--seed S] */
+#include "options.h"
 #include "workload.h"
 
 #include <stdint.h>
@@ -134,31 +135,18 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[++i] : NULL;
-		if (!v)
-			return usage();
-		if (!strcmp(a, "--clients"))
-			opts.clients = atoi(v);
-		else if (!strcmp(a, "--mib"))
-			opts.mib = atol(v);
-		else if (!strcmp(a, "--layers"))
-			opts.layers = atoi(v);
-		else if (!strcmp(a, "--chunk-kib"))
-			opts.chunk_kib = atol(v);
-		else if (!strcmp(a, "--train")) {
-			if (!wl_parse_range(v, &opts.train))
-				return usage();
-		} else if (!strcmp(a, "--rounds"))
-			opts.rounds = atoi(v);
-		else if (!strcmp(a, "--duration"))
-			opts.duration = atof(v);
-		else if (!strcmp(a, "--seed"))
-			opts.seed = strtoull(v, NULL, 10);
-		else
-			return usage();
-	}
+	const struct wl_option options[] = {
+	    {"clients", WL_OPT_INT, &opts.clients},
+	    {"mib", WL_OPT_LONG, &opts.mib},
+	    {"layers", WL_OPT_INT, &opts.layers},
+	    {"chunk-kib", WL_OPT_LONG, &opts.chunk_kib},
+	    {"train", WL_OPT_RANGE, &opts.train},
+	    {"rounds", WL_OPT_INT, &opts.rounds},
+	    {"duration", WL_OPT_DOUBLE, &opts.duration},
+	    {"seed", WL_OPT_U64, &opts.seed},
+	};
+	if (!WL_PARSE_OPTIONS(argc, argv, options))
+		return usage();
 	if (opts.clients < 1 || opts.mib < 1 || opts.layers < 1 || opts.chunk_kib < 1 ||
 	    opts.rounds < 0 || opts.duration < 0)
 		return usage();

@@ -9,6 +9,7 @@
  * usage: phases [--mib M] [--act-mib A] [--train-steps MIN:MAX] [--eval-steps MIN:MAX]
  *               [--step-ms MS] [--gap MIN:MAX] [--pause MIN:MAX] [--rounds R] [--duration S]
  *               [--seed S] */
+#include "options.h"
 #include "workload.h"
 
 #include <stdint.h>
@@ -74,29 +75,20 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[++i] : NULL;
-		if (!v)
-			return usage();
-		if (!strcmp(a, "--mib"))
-			opts.mib = atol(v);
-		else if (!strcmp(a, "--act-mib"))
-			opts.act_mib = atol(v);
-		else if (!strcmp(a, "--step-ms"))
-			opts.step_ms = atof(v);
-		else if (!strcmp(a, "--rounds"))
-			opts.rounds = atoi(v);
-		else if (!strcmp(a, "--duration"))
-			opts.duration = atof(v);
-		else if (!strcmp(a, "--seed"))
-			opts.seed = strtoull(v, NULL, 10);
-		else if (!((!strcmp(a, "--train-steps") && wl_parse_range(v, &opts.train_steps)) ||
-		           (!strcmp(a, "--eval-steps") && wl_parse_range(v, &opts.eval_steps)) ||
-		           (!strcmp(a, "--gap") && wl_parse_range(v, &opts.gap)) ||
-		           (!strcmp(a, "--pause") && wl_parse_range(v, &opts.pause))))
-			return usage();
-	}
+	const struct wl_option options[] = {
+	    {"mib", WL_OPT_LONG, &opts.mib},
+	    {"act-mib", WL_OPT_LONG, &opts.act_mib},
+	    {"train-steps", WL_OPT_RANGE, &opts.train_steps},
+	    {"eval-steps", WL_OPT_RANGE, &opts.eval_steps},
+	    {"step-ms", WL_OPT_DOUBLE, &opts.step_ms},
+	    {"gap", WL_OPT_RANGE, &opts.gap},
+	    {"pause", WL_OPT_RANGE, &opts.pause},
+	    {"rounds", WL_OPT_INT, &opts.rounds},
+	    {"duration", WL_OPT_DOUBLE, &opts.duration},
+	    {"seed", WL_OPT_U64, &opts.seed},
+	};
+	if (!WL_PARSE_OPTIONS(argc, argv, options))
+		return usage();
 	if (opts.mib < 1 || opts.act_mib < 1 || opts.step_ms < 0 || opts.rounds < 0 ||
 	    opts.duration < 0)
 		return usage();

@@ -4,6 +4,7 @@
  * microseconds) and no boundary.
  *
  * usage: steady [--live-mib L] [--mib-per-s R] [--tick-ms MS] [--duration S] [--seed S] */
+#include "options.h"
 #include "workload.h"
 
 #include <stdint.h>
@@ -35,24 +36,15 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[++i] : NULL;
-		if (!v)
-			return usage();
-		if (!strcmp(a, "--live-mib"))
-			opts.live_mib = atol(v);
-		else if (!strcmp(a, "--mib-per-s"))
-			opts.mib_per_s = atof(v);
-		else if (!strcmp(a, "--tick-ms"))
-			opts.tick_ms = atof(v);
-		else if (!strcmp(a, "--duration"))
-			opts.duration = atof(v);
-		else if (!strcmp(a, "--seed"))
-			opts.seed = strtoull(v, NULL, 10);
-		else
-			return usage();
-	}
+	const struct wl_option options[] = {
+	    {"live-mib", WL_OPT_LONG, &opts.live_mib},
+	    {"mib-per-s", WL_OPT_DOUBLE, &opts.mib_per_s},
+	    {"tick-ms", WL_OPT_DOUBLE, &opts.tick_ms},
+	    {"duration", WL_OPT_DOUBLE, &opts.duration},
+	    {"seed", WL_OPT_U64, &opts.seed},
+	};
+	if (!WL_PARSE_OPTIONS(argc, argv, options))
+		return usage();
 	if (opts.live_mib < 1 || opts.mib_per_s <= 0 || opts.tick_ms <= 0 || opts.duration <= 0)
 		return usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
