@@ -4,7 +4,8 @@
  * freed during the next round, after its allocations. After each round the program prints
  *   round R live_kib=L rss_kib=S
  * and, with --wait, reads one line from stdin before the next round (EOF ends the program).
- * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does.
+ * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does;
+ * --self-purge calls jemalloc's mallctl("arena.4096.purge") instead (when jemalloc serves).
  *
  * For round detection (none of these changes the default run): --pause MIN:MAX sleeps a random
  * number of seconds before the first round and after each one, as a client waits for its server;
@@ -13,6 +14,7 @@
  * pause and "boundary R T" once round R's frees are done (T: CLOCK_MONOTONIC microseconds). */
 #include "workload.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -31,6 +33,7 @@ struct frag_opts {
 	size_t max_size;
 	int wait;
 	int self_trim;
+	int self_purge;
 	int seeded;
 	uint64_t seed;
 	struct wl_range pause;
@@ -50,7 +53,8 @@ struct frag_thread {
 	size_t live;
 };
 
-static struct frag_opts opts = {2, 256, 5, 10, 4096, 120 * 1024, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0};
+static struct frag_opts opts = {2, 256, 5, 10,     4096,   120 * 1024, 0, 0,
+                                0, 0,   0, {0, 0}, {0, 0}, 0,          0};
 /* This round's churn in MiB, set by the main thread before the start barrier. */
 static long round_mib;
 static pthread_barrier_t start_barrier, done_barrier;
@@ -146,8 +150,9 @@ static int
 frag_usage(void)
 {
 	fprintf(stderr, "usage: frag [--threads T] [--mib M] [--rounds R] [--keep-one-in K] "
-	                "[--min BYTES] [--max BYTES] [--wait] [--self-trim] [--seed S] "
-	                "[--pause MIN:MAX] [--mib-range MIN:MAX] [--duration S] [--boundaries]\n");
+	                "[--min BYTES] [--max BYTES] [--wait] [--self-trim] [--self-purge] "
+	                "[--seed S] [--pause MIN:MAX] [--mib-range MIN:MAX] [--duration S] "
+	                "[--boundaries]\n");
 	return 2;
 }
 
@@ -161,6 +166,8 @@ main(int argc, char **argv)
 			opts.wait = 1;
 		else if (!strcmp(a, "--self-trim"))
 			opts.self_trim = 1;
+		else if (!strcmp(a, "--self-purge"))
+			opts.self_purge = 1;
 		else if (!strcmp(a, "--boundaries"))
 			opts.boundaries = 1;
 		else if (!v)
@@ -192,6 +199,12 @@ main(int argc, char **argv)
 	    opts.max_size < opts.min_size || opts.duration < 0 ||
 	    (opts.mib_range.max > 0 && opts.mib_range.min < 1))
 		return frag_usage();
+	int (*mallctl)(const char *, void *, size_t *, void *, size_t) = NULL;
+	*(void **)&mallctl = dlsym(RTLD_DEFAULT, "mallctl");
+	if (opts.self_purge && !mallctl) {
+		fprintf(stderr, "frag: --self-purge: jemalloc does not serve malloc here\n");
+		return 2;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pool = calloc((size_t)opts.threads, sizeof(*pool));
 	pthread_barrier_init(&start_barrier, NULL, (unsigned)opts.threads + 1);
@@ -218,6 +231,8 @@ main(int argc, char **argv)
 		pthread_barrier_wait(&done_barrier);
 		if (opts.self_trim)
 			malloc_trim(0);
+		if (opts.self_purge)
+			mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
 		if (opts.boundaries)
 			wl_print_boundary(r, wl_now_us());
 		size_t live = 0;

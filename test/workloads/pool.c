@@ -7,20 +7,28 @@
  * at the end of a round: one small block per thread. After each round it prints
  *   round R live_kib=L rss_kib=S
  * and, with --wait, reads one line from stdin before the next round (EOF ends the program).
- * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does.
+ * --exiting starts the round's threads afresh each round and lets them exit at its end, as
+ * data-loading threads come and go: glibc puts each exited thread's arena, with its free top, on
+ * its free list, and gives it to the next thread that has none.
+ * --self-trim calls malloc_trim(0) after each round, as NVFlare's in-process cleanup does;
+ * --self-purge calls jemalloc's mallctl("arena.4096.purge") instead (when jemalloc serves).
  * --arenas prints, before and after that malloc_trim(0), one line per glibc arena:
  *   arena round=R when=before|after nr=N kind=main|thread heaps=H system_kib=S top_kib=T
- *         bins_kib=B fast_kib=F rss_kib=X
+ *         bins_kib=B fast_kib=F rss_kib=X pool_threads=P
  * from glibc's own malloc_info (free bytes in the top chunk, in the normal bins and in the
- * fastbins, bytes taken from the system) and /proc/self/smaps (resident bytes of the arena's
- * heaps; for the main arena, of [heap]), then one line with the process's totals:
+ * fastbins, bytes taken from the system), /proc/self/smaps (resident bytes of the arena's
+ * heaps; for the main arena, of [heap]) and the pool itself (how many of its threads' live
+ * blocks lie in the arena: 0 for an arena that none of them uses, such as one that another
+ * library's thread took), then one line with the process's totals:
  *   arenas round=R when=before|after rss_kib=S heaps_rss_kib=H lazyfree_kib=Z
- * The arenas are numbered as malloc_info numbers them: the main arena first, then the ring.
- * --arenas-next prints the same lines with when=next for the previous round just before the next
- * one starts (after the line read with --wait): what an outside release, such as roundtrim's
- * action on that round, left. */
+ * The arenas are numbered as malloc_info numbers them: the main arena first, then the ring
+ * (the newest arena first). --arenas-next prints the same lines with when=before at the end of
+ * each round, without trimming, and with when=next for that round just before the next one
+ * starts (after the line read with --wait; after the last round's line, before the program
+ * exits): what an outside release, such as roundtrim's action on that round, left. */
 #include "rt_arena.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <math.h>
@@ -43,8 +51,10 @@ struct pool_opts {
 	size_t live_size;
 	int wait;
 	int self_trim;
+	int self_purge;
 	int arenas;
 	int arenas_next;
+	int exiting;
 };
 
 struct pool_thread {
@@ -54,7 +64,7 @@ struct pool_thread {
 	void *live;
 };
 
-static struct pool_opts opts = {8, 24, 16, 5, 64 * 1024, 1024 * 1024, 4096, 0, 0, 0, 0};
+static struct pool_opts opts = {8, 24, 16, 5, 64 * 1024, 1024 * 1024, 4096, 0, 0, 0, 0, 0, 0};
 static pthread_barrier_t start_barrier, done_barrier;
 static struct pool_thread *pool;
 
@@ -132,6 +142,28 @@ pool_worker(void *arg)
 	return NULL;
 }
 
+static void *
+pool_once(void *arg)
+{
+	pool_round(arg);
+	return NULL;
+}
+
+/* One round of every thread: the persistent pool's, or threads of their own that exit. */
+static void
+pool_run_round(void)
+{
+	if (!opts.exiting) {
+		pthread_barrier_wait(&start_barrier);
+		pthread_barrier_wait(&done_barrier);
+		return;
+	}
+	for (int i = 0; i < opts.threads; i++)
+		pthread_create(&pool[i].thread, NULL, pool_once, &pool[i]);
+	for (int i = 0; i < opts.threads; i++)
+		pthread_join(pool[i].thread, NULL);
+}
+
 static long
 pool_rss_kib(void)
 {
@@ -150,6 +182,7 @@ struct pool_arena {
 	uintptr_t addr; /* 0 for the main arena when no thread arena shows where it is */
 	int heaps;
 	uint64_t system, top, bins, fast, rss_kib;
+	int pool_threads;
 };
 
 /* malloc_info's figures per <heap nr=...>, in its order (the ring from the main arena). */
@@ -245,6 +278,24 @@ pool_arena_addresses(struct pool_arena *arenas, int n)
 	}
 }
 
+/* The arena whose heaps hold addr: a thread arena's heap, found through heap_info.prev from its
+ * top's heap, else the main arena. */
+static struct pool_arena *
+pool_arena_of(struct pool_arena *arenas, int n, uintptr_t addr)
+{
+	uintptr_t base = addr & ~(RT_ARENA_HEAP_MAX - 1);
+	for (int i = 1; i < n; i++) {
+		if (!arenas[i].addr)
+			continue;
+		uintptr_t top = *(const uintptr_t *)(arenas[i].addr + RT_ARENA_TOP);
+		for (uintptr_t h = top & ~(RT_ARENA_HEAP_MAX - 1); h;
+		     h = *(const uintptr_t *)(h + RT_ARENA_HEAP_PREV))
+			if (h == base)
+				return &arenas[i];
+	}
+	return &arenas[0];
+}
+
 /* Resident KiB per arena from /proc/self/smaps: a thread heap's mappings lie inside the heap's
  * aligned reservation; the main arena's is [heap]. Also the process's LazyFree. */
 static void
@@ -263,18 +314,9 @@ pool_arena_rss(struct pool_arena *arenas, int n, uint64_t *heaps_kib, uint64_t *
 				owner = &arenas[0];
 				continue;
 			}
-			uintptr_t base = start & ~(RT_ARENA_HEAP_MAX - 1);
-			for (int i = 1; i < n && !owner; i++) {
-				/* Every heap of arena i: follow heap_info.prev from its top's heap.
-				 */
-				if (!arenas[i].addr)
-					continue;
-				uintptr_t top = *(const uintptr_t *)(arenas[i].addr + RT_ARENA_TOP);
-				for (uintptr_t h = top & ~(RT_ARENA_HEAP_MAX - 1); h && !owner;
-				     h = *(const uintptr_t *)(h + RT_ARENA_HEAP_PREV))
-					if (h == base)
-						owner = &arenas[i];
-			}
+			struct pool_arena *a = pool_arena_of(arenas, n, start);
+			if (a != &arenas[0])
+				owner = a;
 		} else if (sscanf(line, "Rss: %llu kB", &kib) == 1) {
 			if (owner) {
 				owner->rss_kib += kib;
@@ -296,13 +338,16 @@ pool_print_arenas(int round, const char *when)
 	pool_arena_addresses(arenas, n);
 	uint64_t heaps_kib, lazyfree_kib;
 	pool_arena_rss(arenas, n, &heaps_kib, &lazyfree_kib);
+	if (n > 0)
+		for (int t = 0; t < opts.threads; t++)
+			pool_arena_of(arenas, n, (uintptr_t)pool[t].live)->pool_threads++;
 	for (int i = 0; i < n; i++)
 		printf("arena round=%d when=%s nr=%d kind=%s heaps=%d system_kib=%" PRIu64
 		       " top_kib=%" PRIu64 " bins_kib=%" PRIu64 " fast_kib=%" PRIu64
-		       " rss_kib=%" PRIu64 "\n",
+		       " rss_kib=%" PRIu64 " pool_threads=%d\n",
 		       round, when, i, i ? "thread" : "main", i ? arenas[i].heaps : 1,
 		       arenas[i].system / 1024, arenas[i].top / 1024, arenas[i].bins / 1024,
-		       arenas[i].fast / 1024, arenas[i].rss_kib);
+		       arenas[i].fast / 1024, arenas[i].rss_kib, arenas[i].pool_threads);
 	printf("arenas round=%d when=%s rss_kib=%ld heaps_rss_kib=%" PRIu64 " lazyfree_kib=%" PRIu64
 	       "\n",
 	       round, when, pool_rss_kib(), heaps_kib, lazyfree_kib);
@@ -313,7 +358,7 @@ pool_usage(void)
 {
 	fprintf(stderr, "usage: pool [--threads T] [--mib M] [--raise-mib R] [--rounds R] "
 	                "[--min BYTES] [--max BYTES] [--live BYTES] [--wait] [--self-trim] "
-	                "[--arenas] [--arenas-next]\n");
+	                "[--self-purge] [--arenas] [--arenas-next] [--exiting]\n");
 	return 2;
 }
 
@@ -327,6 +372,10 @@ main(int argc, char **argv)
 			opts.wait = 1;
 		else if (!strcmp(a, "--self-trim"))
 			opts.self_trim = 1;
+		else if (!strcmp(a, "--self-purge"))
+			opts.self_purge = 1;
+		else if (!strcmp(a, "--exiting"))
+			opts.exiting = 1;
 		else if (!strcmp(a, "--arenas"))
 			opts.arenas = 1;
 		else if (!strcmp(a, "--arenas-next"))
@@ -353,6 +402,12 @@ main(int argc, char **argv)
 	if (opts.threads < 1 || opts.mib < 0 || opts.raise_mib < 0 || opts.raise_mib > 32 ||
 	    opts.min_size < 1 || opts.max_size < opts.min_size || opts.live_size < 1)
 		return pool_usage();
+	int (*mallctl)(const char *, void *, size_t *, void *, size_t) = NULL;
+	*(void **)&mallctl = dlsym(RTLD_DEFAULT, "mallctl");
+	if (opts.self_purge && !mallctl) {
+		fprintf(stderr, "pool: --self-purge: jemalloc does not serve malloc here\n");
+		return 2;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pool = calloc((size_t)opts.threads, sizeof(*pool));
 	pthread_barrier_init(&start_barrier, NULL, (unsigned)opts.threads + 1);
@@ -360,25 +415,31 @@ main(int argc, char **argv)
 	for (int i = 0; i < opts.threads; i++) {
 		pool[i].index = i;
 		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
-		pthread_create(&pool[i].thread, NULL, pool_worker, &pool[i]);
+		if (!opts.exiting)
+			pthread_create(&pool[i].thread, NULL, pool_worker, &pool[i]);
 	}
 	char line[64];
+	int done = 0; /* the last round whose next line was read */
 	for (int r = 1; opts.rounds == 0 || r <= opts.rounds; r++) {
-		if (opts.arenas_next && r > 1)
-			pool_print_arenas(r - 1, "next");
-		pthread_barrier_wait(&start_barrier);
-		pthread_barrier_wait(&done_barrier);
-		if (opts.arenas)
+		if (opts.arenas_next && done)
+			pool_print_arenas(done, "next");
+		pool_run_round();
+		if (opts.arenas || opts.arenas_next)
 			pool_print_arenas(r, "before");
 		if (opts.self_trim || opts.arenas)
 			malloc_trim(0);
+		if (opts.self_purge)
+			mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
 		if (opts.arenas)
 			pool_print_arenas(r, "after");
 		size_t live = (size_t)opts.threads * opts.live_size;
 		printf("round %d live_kib=%zu rss_kib=%ld\n", r, live / 1024, pool_rss_kib());
 		if (opts.wait && !fgets(line, sizeof(line), stdin))
 			break;
+		done = r;
 	}
+	if (opts.arenas_next && opts.wait && done)
+		pool_print_arenas(done, "next");
 	/* The pool threads block in the barrier; exit ends them. */
 	return 0;
 }
