@@ -251,22 +251,31 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 }
 
 /* On the worker, before the first release: every arena, locked as a release locks it, read and
- * checked, nothing given back; and a chunk the worker just allocated must lie in one of them. */
+ * checked, nothing given back; and a chunk the worker just allocated must lie in one of them.
+ * The walk goes round until it is back at the main arena, not a number of steps: glibc puts
+ * each new arena right after the main one, so that a program thread's arena made meanwhile
+ * would push the last one, the worker's own (taken as it started), out of a counted walk. */
 static const char *
 rt_glibc_validate(void)
 {
 	struct rt_arena_env env = rt_glibc_env();
-	unsigned narenas = 0;
-	const char *why = rt_arena_check_ring(&env, rt_g.main_arena, &narenas);
 	char *mine = rt_g.malloc_fn(200);
 	if (!mine)
 		return "malloc failed";
+	unsigned narenas = 0;
+	const char *why = rt_arena_check_ring(&env, rt_g.main_arena, &narenas);
 	bool found_mine = false;
 	uintptr_t a = rt_g.main_arena;
-	for (unsigned i = 0; !why && i < narenas; i++) {
+	for (unsigned i = 0; !why; i++) {
+		if (i >= env.budget.max_arenas) {
+			why = "the arena ring does not close through the main arena";
+			break;
+		}
 		why = rt_arena_dry_run(&env, a, i == 0, &rt_g.view);
 		found_mine |= !why && rt_arena_view_holds(&rt_g.view, (uintptr_t)mine - 16);
 		a = (uintptr_t)rt_glibc_load(NULL, a + RT_ARENA_NEXT);
+		if (a == rt_g.main_arena)
+			break;
 	}
 	rt_g.free_fn(mine);
 	if (!why && !found_mine)

@@ -114,6 +114,20 @@ rt_heap_set_arena_max(unsigned arena_max)
 		rt_mallopt(M_ARENA_MAX, (int)arena_max);
 }
 
+/* glibc attaches a thread to an arena at its first malloc: an exited thread's arena from its free
+ * list first, with whatever free top that thread left in it, else a new one. A worker whose first
+ * malloc came at its first action (a dlsym that misses, the release's check) took the arena of a
+ * thread that had exited by then, held it for good, and the program's next thread grew a new one
+ * instead: with malloc_trim as the action, which never returns a thread arena's top, that top
+ * stayed resident (roundtrim(7), ALLOCATORS). At start no thread of the program has exited yet:
+ * the worker's arena is a new one of its own, holding only the library's few blocks. */
+void
+rt_heap_take_arena(enum rt_allocator_kind kind)
+{
+	if (kind == RT_ALLOCATOR_GLIBC)
+		rt_real.free(rt_real.malloc(1));
+}
+
 /* A jemalloc control that takes and returns nothing, such as a purge of every arena. */
 static int
 rt_heap_arenas_do(const char *name)

@@ -12,6 +12,8 @@
 enum rt_allocator_kind rt_heap_detect(void);
 /* glibc only: caps the number of arenas (mallopt M_ARENA_MAX). */
 void rt_heap_set_arena_max(unsigned arena_max);
+/* glibc only: the calling thread takes its arena now. The worker calls it as it starts. */
+void rt_heap_take_arena(enum rt_allocator_kind kind);
 /* Runs the action; returns 0, or -1 when the allocator refused it. *done is the action that ran
  * (glibc's release falls back to malloc_trim when it stood down). */
 int rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done);

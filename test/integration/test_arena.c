@@ -17,10 +17,11 @@ struct arena_run {
 	char fifo[PATH_MAX];
 };
 
-/* pool under the library, FIFO rounds, one action per round. */
+/* pool under the library, FIFO rounds, one action per round; extra_arg is one more option of
+ * pool's, or NULL. */
 static void
 arena_start_pool(struct arena_run *run, const char *threads, const char *rounds,
-                 const char *extra_env)
+                 const char *extra_env, const char *extra_arg)
 {
 	const char *dir = th_tmpdir();
 	char env_preload[PATH_MAX], env_stats[PATH_MAX], env_fifo[PATH_MAX];
@@ -28,8 +29,8 @@ arena_start_pool(struct arena_run *run, const char *threads, const char *rounds,
 	snprintf(env_stats, sizeof(env_stats), "ROUNDTRIM_STATS=%s/stats.jsonl", dir);
 	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
 	snprintf(run->stats, sizeof(run->stats), "%s/stats.jsonl", dir);
-	const char *argv[] = {th_workload("pool"), "--threads", threads,  "--mib", "24",
-	                      "--rounds",          rounds,      "--wait", NULL};
+	const char *argv[] = {th_workload("pool"), "--threads", threads,  "--mib",   "24",
+	                      "--rounds",          rounds,      "--wait", extra_arg, NULL};
 	const char *env[] = {env_preload, env_stats, env_fifo, "ROUNDTRIM_GC_ROUNDS=1",
 	                     extra_env,   NULL};
 	th_spawn(&run->proc, argv, env);
@@ -63,7 +64,7 @@ Test(arena, thread_arena_tops_go_back)
 {
 	struct arena_run run;
 	char line[1024], err[4096];
-	arena_start_pool(&run, "4", "3", NULL);
+	arena_start_pool(&run, "4", "3", NULL, NULL);
 	for (int r = 1; r <= 3; r++) {
 		arena_round(&run, r, line, sizeof(line));
 		int64_t before = th_field(line, "rss_before_kib");
@@ -77,6 +78,30 @@ Test(arena, thread_arena_tops_go_back)
 	}
 	arena_finish(&run, err, sizeof(err));
 	cr_assert_null(strstr(err, "arena release off"), "stood down: %s", err);
+}
+
+Test(arena, the_worker_takes_no_arena_that_the_program_would_reuse)
+{
+	/* Each round a new thread grows its arena's free top to about 24 MiB and exits; glibc keeps
+	 * the arena on its free list for the program's next thread. With malloc_trim as the action,
+	 * which never returns a thread arena's top, a worker that took that arena at its first
+	 * malloc (its first action's) would hold it for good, and the next thread would grow a new
+	 * one: 24 MiB more from round 2 on. */
+	struct arena_run run;
+	char line[1024], err[4096];
+	int64_t rss[4] = {0};
+	arena_start_pool(&run, "1", "3", "ROUNDTRIM_GLIBC=trim", "--exiting");
+	for (int r = 1; r <= 3; r++) {
+		arena_round(&run, r, line, sizeof(line));
+		cr_assert_not_null(strstr(line, "\"action\":\"malloc_trim\""), "%s", line);
+		rss[r] = th_field(line, "rss_before_kib");
+		cr_assert_gt(rss[r], 20 * 1024, "round %d left no free top: %s", r, line);
+		th_write(&run.proc, "next\n");
+	}
+	arena_finish(&run, err, sizeof(err));
+	cr_assert_lt(rss[3], rss[1] + 12 * 1024,
+	             "a new thread arena grew: %lld KiB after round 1, %lld after round 3",
+	             (long long)rss[1], (long long)rss[3]);
 }
 
 Test(arena, integrity_while_releases_run_back_to_back)
@@ -112,7 +137,7 @@ Test(arena, stands_down_when_glibc_is_set_up_otherwise)
 	/* With glibc.malloc.hugetlb=2 glibc lays out its heaps and main arena differently. */
 	struct arena_run run;
 	char line[1024], err[4096];
-	arena_start_pool(&run, "2", "2", "GLIBC_TUNABLES=glibc.malloc.hugetlb=2");
+	arena_start_pool(&run, "2", "2", "GLIBC_TUNABLES=glibc.malloc.hugetlb=2", NULL);
 	for (int r = 1; r <= 2; r++) {
 		arena_round(&run, r, line, sizeof(line));
 		/* malloc_trim ran instead: the round still acted, without a failure note. */
