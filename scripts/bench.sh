@@ -87,10 +87,10 @@ main() {
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md
-	for piece in overhead latency startup stall memory sites; do
+	for piece in overhead latency startup stall memory arena sites; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
-	for n in 1 2 3 4 5 8; do
+	for n in 1 2 3 4 5 6 8; do
 		[[ -s $RAW/fig$n.md ]] || die "figure $n was not produced"
 		awk -F'\t' -v n="$n" '$1 == n { found = 1 } END { exit !found }' "$RAW/summary.tsv" ||
 			die "figure $n has no summary row"
@@ -99,7 +99,7 @@ main() {
 	{
 		header "$load_before" "$load_after" "$(($(date +%s) - start))"
 		summary
-		for n in 1 2 3 4 5 8; do
+		for n in 1 2 3 4 5 6 8; do
 			cat "$RAW/fig$n.md"
 		done
 		echo "## Commands"
