@@ -6,7 +6,9 @@
 #   3 latency   from a round's trigger to the end of its handling (bench-latency.sh)
 #   4 stall     worst malloc+free of another thread during a release (bench-stall.sh)
 #   5 start-up  cost for a short program that does not match (bench-startup.sh)
-#   6 sites     time and memory of ROUNDTRIM_SITES on and off, against heaptrack (bench-sites.sh)
+#   6 arena     what each way of giving memory back leaves: thread-pool and frag workloads, per
+#               arena, and the cost of the library's readings (bench-arena.sh)
+#   8 sites     time and memory of ROUNDTRIM_SITES on and off, against heaptrack (bench-sites.sh)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
