@@ -134,7 +134,7 @@ bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BAKED_COMMAND) lint fuzz-check
+check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BENCHES) $(BAKED_COMMAND) lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
 # The package, installed and purged in a throwaway copy of this machine: CI runs as root.

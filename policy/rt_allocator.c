@@ -50,20 +50,17 @@ rt_action_limits(enum rt_action action)
 	}
 }
 
-/* About 50 ns a chunk: a millisecond's walk. */
-#define RT_ALLOCATOR_LIVE_CHUNKS_MAX 20000
 #define RT_ALLOCATOR_LIVE_COST_MAX_NS 1000000
 
 bool
-rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks_seen,
+rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks,
                              int64_t last_cost_ns)
 {
 	if (kind != RT_ALLOCATOR_GLIBC)
 		return true;
-	/* Both must allow it. The release counts only the bins it walks (unsorted, and those of a
-	 * page or more), never the small bins and fastbins that mallinfo2 walks too: a million
-	 * free chunks of 200 B look like none to it, and cost 15 to 60 ms a reading. */
-	return free_chunks_seen <= RT_ALLOCATOR_LIVE_CHUNKS_MAX &&
+	/* Both must allow it: a count says nothing of a machine where a chunk costs more. */
+	return (free_chunks == RT_ALLOCATOR_CHUNKS_UNKNOWN ||
+	        free_chunks <= RT_ALLOCATOR_LIVE_CHUNKS_MAX) &&
 	       last_cost_ns <= RT_ALLOCATOR_LIVE_COST_MAX_NS;
 }
 

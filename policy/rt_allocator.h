@@ -42,11 +42,14 @@ enum rt_action rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc
 /* What the action cannot reach, for the status and roundtrim(7); NULL when it reaches all. */
 const char *rt_action_limits(enum rt_action action);
 /* Whether the live-heap figure may be read now. glibc's mallinfo2 walks every free chunk under
- * the arena locks (facts: 3 ms at 10k chunks, 250 ms at 680k): only while both the free chunks
- * the last release counted (0: none yet) and the last reading's cost (0: never read) say it
- * stays under a millisecond. A reading that once cost more is not tried again: the release
- * cannot see the chunks that made it dear. jemalloc's figure costs an epoch update: always. */
-bool rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks_seen,
+ * the arena locks (facts: 3 ms at 10k chunks, 250 ms at 680k): only while the free chunks
+ * counted just before (rt_arena_count, up to one more than RT_ALLOCATOR_LIVE_CHUNKS_MAX; or
+ * RT_ALLOCATOR_CHUNKS_UNKNOWN where they cannot be counted) and the last reading's cost (0:
+ * never read) say it stays under a millisecond. A reading that once cost more is not tried
+ * again. jemalloc's figure costs an epoch update: always. */
+#define RT_ALLOCATOR_LIVE_CHUNKS_MAX 20000 /* about 50 ns a chunk: a millisecond's walk */
+#define RT_ALLOCATOR_CHUNKS_UNKNOWN UINT64_MAX
+bool rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks,
                                   int64_t last_cost_ns);
 const char *rt_allocator_name(enum rt_allocator_kind kind);
 const char *rt_action_name(enum rt_action action);

@@ -275,6 +275,8 @@ struct rt_arena_run {
 	int64_t hold_start;
 	unsigned hold_chunks; /* chunks looked at in this hold */
 	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
+	bool counting;        /* rt_arena_count: nothing is given back */
+	uint64_t most;        /* rt_arena_count stops once this many were counted */
 };
 
 static inline uint64_t
@@ -549,7 +551,9 @@ restart:;
 			                      "a chunk sits in a bin its size does not map to");
 		if (++visits > rt_arena_max_chunks(v))
 			return rt_arena_abort(run, "a bin's list does not lead back to a bin");
-		struct rt_arena_range r = rt_arena_free_range(p, size, 0, env->page);
+		struct rt_arena_range r = run->counting
+		                              ? (struct rt_arena_range){0, 0}
+		                              : rt_arena_free_range(p, size, 0, env->page);
 		for (uintptr_t hi = r.end;;) {
 			if (rt_arena_hold_over(run)) {
 				if (!rt_arena_rehold(run, skip))
@@ -573,6 +577,8 @@ restart:;
 			if (hi == r.start)
 				break;
 		}
+		if (run->counting && run->res->chunks > run->most)
+			return true;
 		p = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
 	}
 	return true;
@@ -608,6 +614,64 @@ rt_arena_release_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena,
 	int psindex = rt_arena_bin_index(env->page);
 	for (int i = 1; i < RT_ARENA_NBINS; i++)
 		if ((i == 1 || i >= psindex) && !rt_arena_release_bin(run, i, &skip))
+			return skip;
+	rt_arena_end_hold(run, arena);
+	return true;
+}
+
+/* The fastbins, within the current hold: only the lock holder takes chunks out of them
+ * (_int_malloc, malloc_consolidate), while free() pushes onto their heads without it, so a walk
+ * from a head under the lock meets only chunks that stay. Each link is stored as
+ * (its own address >> 12) ^ next (safe-linking). A walk may not outlast its hold: a fastbin
+ * longer than the hold's chunk budget counts as more than `most`. */
+static bool
+rt_arena_count_fastbins(struct rt_arena_run *run)
+{
+	const struct rt_arena_env *env = run->env;
+	struct rt_arena_view *v = run->view;
+	for (int f = 0; f < RT_ARENA_NFASTBINS; f++) {
+		unsigned walked = 0;
+		uintptr_t p = rt_arena_load(env, v->arena + RT_ARENA_FASTBINS + (uintptr_t)f * 8);
+		while (p) {
+			if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_MINSIZE))
+				return rt_arena_abort(run,
+				                      "a fastbin chunk lies outside its arena");
+			run->res->chunks++;
+			run->hold_work++;
+			if (run->res->chunks > run->most)
+				return true;
+			if (++walked > env->budget.hold_chunks) {
+				run->res->chunks = run->most + 1;
+				return true;
+			}
+			p = ((p + RT_ARENA_CHUNK_FD) >> 12) ^
+			    (uintptr_t)rt_arena_load(env, p + RT_ARENA_CHUNK_FD);
+		}
+	}
+	return true;
+}
+
+static bool
+rt_arena_count_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena)
+{
+	struct rt_arena_view *v = run->view;
+	v->arena = arena;
+	rt_arena_begin_hold(run);
+	const char *why = NULL;
+	enum rt_arena_seen seen = rt_arena_see(run->env, arena, main_arena, v, &why);
+	if (seen != RT_ARENA_SEEN_OK) {
+		rt_arena_end_hold(run, arena);
+		if (seen == RT_ARENA_SEEN_SKIP) {
+			run->res->skipped++;
+			return true;
+		}
+		return rt_arena_fail(run, why);
+	}
+	bool skip = false;
+	if (!rt_arena_count_fastbins(run))
+		return false;
+	for (int i = 1; i < RT_ARENA_NBINS && run->res->chunks <= run->most; i++)
+		if (!rt_arena_release_bin(run, i, &skip))
 			return skip;
 	rt_arena_end_hold(run, arena);
 	return true;
@@ -674,20 +738,23 @@ rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bool main_aren
 	return why;
 }
 
-int
-rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
-                 struct rt_arena_view *view, struct rt_arena_result *res)
+/* Every arena of the ring, from the main arena, one at a time. */
+static int
+rt_arena_each(struct rt_arena_run *run, uintptr_t main_arena, size_t keep)
 {
-	memset(res, 0, sizeof(*res));
-	struct rt_arena_run run = {.env = env, .view = view, .res = res};
+	const struct rt_arena_env *env = run->env;
+	struct rt_arena_result *res = run->res;
 	uintptr_t a = main_arena;
 	do {
 		if (++res->arenas > env->budget.max_arenas) {
 			res->failure = "the arena ring does not close through the main arena";
 			return -1;
 		}
-		if (!rt_arena_release_one(&run, a, a == main_arena, keep))
+		if (run->counting ? !rt_arena_count_one(run, a, a == main_arena)
+		                  : !rt_arena_release_one(run, a, a == main_arena, keep))
 			return -1;
+		if (run->counting && res->chunks > run->most)
+			return 0;
 		const char *why = rt_arena_next(env, a, main_arena, &a);
 		if (why) {
 			res->failure = why;
@@ -695,4 +762,23 @@ rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t ke
 		}
 	} while (a != main_arena);
 	return 0;
+}
+
+int
+rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
+                 struct rt_arena_view *view, struct rt_arena_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct rt_arena_run run = {.env = env, .view = view, .res = res};
+	return rt_arena_each(&run, main_arena, keep);
+}
+
+int
+rt_arena_count(const struct rt_arena_env *env, uintptr_t main_arena, uint64_t most,
+               struct rt_arena_view *view, struct rt_arena_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct rt_arena_run run = {
+	    .env = env, .view = view, .res = res, .counting = true, .most = most};
+	return rt_arena_each(&run, main_arena, 0);
 }

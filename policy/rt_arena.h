@@ -13,6 +13,8 @@ enum {
 	RT_ARENA_MUTEX = 0, /* int: 0 free, 1 locked, 2 locked with waiters */
 	RT_ARENA_FLAGS = 4, /* int: NONCONTIGUOUS_BIT */
 	RT_ARENA_HAVE_FASTCHUNKS = 8,
+	RT_ARENA_FASTBINS = 16, /* fastbinsY[10]: heads, raw; links mangled (safe-linking, 2.32) */
+	RT_ARENA_NFASTBINS = 10,
 	RT_ARENA_TOP = 96,
 	RT_ARENA_BINS = 112, /* bins[254]: fd, bk of bins 1..127 */
 	RT_ARENA_BINMAP = 2144,
@@ -138,7 +140,7 @@ struct rt_arena_view {
 struct rt_arena_result {
 	uint64_t top_bytes;   /* given back from top chunks (whole pages, resident or not) */
 	uint64_t bin_bytes;   /* given back from binned free chunks */
-	uint64_t chunks;      /* chunks looked at */
+	uint64_t chunks;      /* chunks looked at (counted, by rt_arena_count) */
 	unsigned arenas;      /* arenas visited */
 	unsigned skipped;     /* arenas skipped (too many heaps, not yet used) */
 	unsigned holds;       /* lock holds, all arenas together */
@@ -165,5 +167,13 @@ const char *rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bo
  * match the layout (nothing more is released then). `view` is scratch space. */
 int rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
                      struct rt_arena_view *view, struct rt_arena_result *res);
+
+/* Counts the free chunks that mallinfo2 would walk (every bin and fastbin of every arena), in
+ * the release's bounded holds, giving nothing back: what a mallinfo2 call would cost, without
+ * paying it. Stops once res->chunks passes `most`, and counts a fastbin longer than a hold may
+ * walk (fastbin links cannot be found again after the lock was dropped) as passing it. Returns
+ * 0, or -1 with res->failure set, as rt_arena_release. */
+int rt_arena_count(const struct rt_arena_env *env, uintptr_t main_arena, uint64_t most,
+                   struct rt_arena_view *view, struct rt_arena_result *res);
 
 #endif

@@ -283,27 +283,41 @@ rt_glibc_validate(void)
 	return why;
 }
 
+/* Ready, and every arena checked once. */
+static bool
+rt_glibc_usable(void)
+{
+	if (!rt_g.ready)
+		return false;
+	rt_g.pid = getpid();
+	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
+	if (why)
+		return rt_glibc_off(why, NULL);
+	rt_g.validated = true;
+	return true;
+}
+
+uint64_t
+rt_glibc_free_chunks(uint64_t most)
+{
+	if (!rt_glibc_usable())
+		return RT_ALLOCATOR_CHUNKS_UNKNOWN;
+	struct rt_arena_env env = rt_glibc_env();
+	struct rt_arena_result counted;
+	if (rt_arena_count(&env, rt_g.main_arena, most, &rt_g.view, &counted) == 0)
+		return counted.chunks;
+	rt_glibc_off(counted.failure, NULL);
+	return RT_ALLOCATOR_CHUNKS_UNKNOWN;
+}
+
 int
 rt_glibc_release(size_t keep)
 {
-	if (!rt_g.ready)
+	if (!rt_glibc_usable())
 		return -1;
-	rt_g.pid = getpid();
-	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
-	if (why) {
-		rt_glibc_off(why, NULL);
-		return -1;
-	}
-	rt_g.validated = true;
 	struct rt_arena_env env = rt_glibc_env();
 	if (rt_arena_release(&env, rt_g.main_arena, keep, &rt_g.view, &rt_g.last) == 0)
 		return 0;
 	rt_glibc_off(rt_g.last.failure, NULL);
 	return -1;
-}
-
-const struct rt_arena_result *
-rt_glibc_last(void)
-{
-	return &rt_g.last;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rt_allocator.h"
 #include "rt_arena.h"
 
 /* At start, once glibc's malloc is known to win (malloc_fn is the malloc that serves the
@@ -19,7 +20,9 @@ bool rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *));
  * back. 0 when done; -1 when it is not ready or stood down now (one line on stderr the first
  * time): the caller falls back to malloc_trim. Worker thread only. */
 int rt_glibc_release(size_t keep);
-/* What the last release did. */
-const struct rt_arena_result *rt_glibc_last(void);
+/* The free chunks of every arena that mallinfo2 would walk, counted in the release's short
+ * holds up to one more than `most`; RT_ALLOCATOR_CHUNKS_UNKNOWN when the release is not ready or
+ * stood down now. Worker thread only. */
+uint64_t rt_glibc_free_chunks(uint64_t most);
 
 #endif

@@ -220,8 +220,10 @@ rt_heap_live_bytes(void)
 	}
 	if (!rt_mallinfo2)
 		return UINT64_MAX;
-	const struct rt_arena_result *last = rt_glibc_last();
-	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, last ? last->chunks : 0,
+	/* The count is a walk too: not once a reading was dear. */
+	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, rt_heap_live_cost_ns) ||
+	    !rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC,
+	                                  rt_glibc_free_chunks(RT_ALLOCATOR_LIVE_CHUNKS_MAX),
 	                                  rt_heap_live_cost_ns))
 		return UINT64_MAX;
 	int64_t start = rt_heap_now_ns();

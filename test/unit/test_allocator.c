@@ -81,11 +81,15 @@ Test(allocator, live_heap_only_when_affordable)
 	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, 0), "never read yet");
 	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, 400000));
 	cr_assert_not(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, 3000000));
-	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 15000, 400000));
+	cr_assert(
+	    rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_LIVE_CHUNKS_MAX, 400000));
 	cr_assert_not(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 100, 3000000),
-	              "the release saw few chunks, but small bins it does not walk made the "
-	              "last reading dear");
-	cr_assert_not(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 1000000, 100));
-	cr_assert_not(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 1000000, 0),
-	              "too many chunks to try even once");
+	              "few chunks, but the last reading was dear: a slow machine");
+	cr_assert_not(
+	    rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_LIVE_CHUNKS_MAX + 1, 0),
+	    "too many chunks to try even once");
+	cr_assert(rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_CHUNKS_UNKNOWN, 0),
+	          "not countable: one reading tells its cost");
+	cr_assert_not(
+	    rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_CHUNKS_UNKNOWN, 3000000));
 }

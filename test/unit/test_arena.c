@@ -851,3 +851,105 @@ Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
 	t_check_everything_released(w.thread, w.thread_first, true);
 	t_check_everything_released(w.main, w.main_first, true);
 }
+
+/* In use, then free small chunks (bins 6 and 13), then the large ones of t_sizes. */
+static long t_small_sizes[3 * 20 + T_NSIZES];
+#define T_NSMALL (sizeof(t_small_sizes) / sizeof(t_small_sizes[0]))
+
+static size_t
+t_small_world(void)
+{
+	size_t n = 0, frees = 0;
+	for (int i = 0; i < 20; i++) {
+		t_small_sizes[n++] = 64;
+		t_small_sizes[n++] = i % 2 ? -96 : -208;
+		t_small_sizes[n++] = 64;
+		frees++;
+	}
+	for (size_t i = 0; i < T_NSIZES; i++) {
+		t_small_sizes[n++] = t_sizes[i];
+		frees += t_sizes[i] < 0;
+	}
+	t_world_init(t_small_sizes, T_NSMALL, t_small_sizes, T_NSMALL, 0);
+	return 2 * frees;
+}
+
+/* Puts the in-use chunks of 64 bytes of `arena` into its fastbin as free() does: the head raw,
+ * each link stored as (its address >> 12) ^ next. */
+static size_t
+t_fastbin(uintptr_t arena, uintptr_t first, size_t most)
+{
+	uintptr_t *head = (uintptr_t *)(arena + RT_ARENA_FASTBINS + 2 * 8); /* (64 >> 4) - 2 */
+	size_t n = 0;
+	for (uintptr_t c = first; c < t_top(arena) && n < most; c += t_chunk_size(c)) {
+		if (t_chunk_size(c) != 64 || t_free(c))
+			continue;
+		*W(c + RT_ARENA_CHUNK_FD) = ((c + RT_ARENA_CHUNK_FD) >> 12) ^ *head;
+		*head = c;
+		n++;
+	}
+	return n;
+}
+
+Test(arena, count_walks_every_bin_and_fastbin_giving_nothing_back)
+{
+	size_t binned = t_small_world();
+	size_t fast = t_fastbin(w.thread, w.thread_first, 5) + t_fastbin(w.main, w.main_first, 5);
+	cr_assert_eq(fast, 10);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(res.chunks, binned + fast);
+	cr_assert_eq(w.releases, 0);
+	cr_assert_eq(res.top_bytes + res.bin_bytes, 0);
+	cr_assert_eq(w.held, 0);
+	cr_assert_eq(res.arenas, 2);
+}
+
+Test(arena, count_stops_once_past_most)
+{
+	t_small_world();
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 7, &t_view, &res), 0);
+	cr_assert_eq(res.chunks, 8);
+	cr_assert_eq(res.arenas, 1, "the next arena is not locked once the count is past");
+	cr_assert_eq(w.held, 0);
+}
+
+Test(arena, count_follows_a_bin_across_holds)
+{
+	size_t binned = t_small_world();
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.budget.hold_chunks = 3;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), 0);
+	cr_assert_eq(res.chunks, binned);
+	cr_assert_geq(res.holds, binned / 3);
+}
+
+Test(arena, a_fastbin_longer_than_a_hold_counts_as_too_many)
+{
+	t_small_world();
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 6), 6);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.budget.hold_chunks = 4;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), 0);
+	cr_assert_eq(res.chunks, 100001);
+	cr_assert_eq(w.held, 0);
+}
+
+Test(arena, a_fastbin_link_out_of_the_heaps_stops_the_count)
+{
+	t_small_world();
+	t_fastbin(w.thread, w.thread_first, 3);
+	uintptr_t head = *W(w.thread + RT_ARENA_FASTBINS + 2 * 8);
+	*W(head + RT_ARENA_CHUNK_FD) = ((head + RT_ARENA_CHUNK_FD) >> 12) ^ (uintptr_t)0x10000;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.held, 0);
+}
