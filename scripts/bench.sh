@@ -2,18 +2,22 @@
 # bench.sh: `make bench`, which has already built everything run here. Runs every benchmark
 # (scripts/bench-*.sh, one per figure) and writes RESULTS.md and the PNG plots:
 #   1 memory    RSS per round and at the end, per allocator configuration (bench-memory.sh)
-#   2 hot path  time ratio with / without the library on alloc_bench (bench-overhead.sh)
+#   2 hot path  CPU time ratio with / without the library on alloc_bench, and before / after
+#               automatic detection (bench-overhead.sh)
 #   3 latency   from a round's trigger to the end of its handling (bench-latency.sh)
 #   4 stall     worst malloc+free of another thread during a release (bench-stall.sh)
 #   5 start-up  cost for a short program that does not match (bench-startup.sh)
 #   6 arena     what each way of giving memory back leaves: thread-pool and frag workloads, per
 #               arena, and the cost of the library's readings (bench-arena.sh)
+#   7 auto      rounds that come by themselves: detection against true ends, a steady loop, the
+#               Python client never told about a round (bench-auto.sh)
 #   8 sites     time and memory of ROUNDTRIM_SITES on and off, against heaptrack (bench-sites.sh)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
 #   BENCH_RAW      raw data (default $BUILD/bench)
 #   BENCH_PAIRS    pairs per configuration of figure 2
+#   BENCH_AUTO_RUNS  runs per workload of figure 7
 #   BUILD          build directory (default build)
 # A missed goal is reported, not failed: the exit status is non-zero only when a run fails or
 # prints something that is not a figure.
@@ -84,15 +88,18 @@ summary() {
 	echo
 }
 
+# The figures, in the order of the page; each piece writes its own.
+FIGURES=(1 2 3 4 5 6 7 8)
+
 main() {
 	local piece n start load_before load_after
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md
-	for piece in overhead latency startup stall memory arena sites; do
+	for piece in overhead latency startup stall memory arena auto sites; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
-	for n in 1 2 3 4 5 6 8; do
+	for n in "${FIGURES[@]}"; do
 		[[ -s $RAW/fig$n.md ]] || die "figure $n was not produced"
 		awk -F'\t' -v n="$n" '$1 == n { found = 1 } END { exit !found }' "$RAW/summary.tsv" ||
 			die "figure $n has no summary row"
@@ -101,7 +108,7 @@ main() {
 	{
 		header "$load_before" "$load_after" "$(($(date +%s) - start))"
 		summary
-		for n in 1 2 3 4 5 6 8; do
+		for n in "${FIGURES[@]}"; do
 			cat "$RAW/fig$n.md"
 		done
 		echo "## Commands"

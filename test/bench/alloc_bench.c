@@ -2,9 +2,12 @@
  * measure what the interposed malloc family costs. Each of T threads performs N operations on its
  * own table of slots: malloc ~45%, free ~40%, realloc ~10%, calloc ~5%, on blocks of 16..512
  * bytes (~5% of them 513..8192). The program prints one line:
- *   threads=T ops=N seconds=X
+ *   threads=T ops=N seconds=X cpu_seconds=C
  * X being the wall time of the longest thread's operation loop: thread creation and the final
- * frees are outside it. With --rss it adds " max_rss_kib=M", its own peak RSS (getrusage). */
+ * frees are outside it. C is the CPU time of the whole process (every thread, a preloaded
+ * library's own included) from before the threads start to after they are joined: unlike X, it
+ * does not grow while other processes of a busy machine hold the cores. With --rss, the
+ * line has " max_rss_kib=M" before " cpu_seconds", its own peak RSS (getrusage). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -167,6 +170,8 @@ main(int argc, char **argv)
 			bench_usage();
 	}
 
+	struct timespec cpu_start, cpu_end;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_start);
 	struct bench_thread *pool = calloc((size_t)threads, sizeof(*pool));
 	if (!pool)
 		bench_check(NULL);
@@ -194,10 +199,11 @@ main(int argc, char **argv)
 	}
 	pthread_barrier_destroy(&bench_start);
 	free(pool);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_end);
 	printf("threads=%ld ops=%ld seconds=%.6f", threads, bench_ops, longest);
 	struct rusage usage;
 	if (rss && getrusage(RUSAGE_SELF, &usage) == 0)
 		printf(" max_rss_kib=%ld", usage.ru_maxrss);
-	printf("\n");
+	printf(" cpu_seconds=%.6f\n", bench_seconds(&cpu_end) - bench_seconds(&cpu_start));
 	return 0;
 }

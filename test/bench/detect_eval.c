@@ -1,4 +1,5 @@
-/* detect_eval: scores policy/rt_detect offline on a recorded trace against its true boundaries.
+/* detect_eval: scores policy/rt_detect offline on a recorded trace against its true boundaries,
+ * or scores the detections a running library made (--detected).
  *
  * usage: detect_eval [--inputs WORD[+WORD...]] [--every-ms MS] [--quiet-ms MS]
  *                    [--quiet-permille P] [--quiet-cpu-permille P] [--idle-cpu-permille P]
@@ -6,6 +7,11 @@
  *                    [--min-burst-events N] [--min-burst-kib K] [--kept-permille P]
  *                    [--kept-count-permille P] [--rss-growth-permille P] [--name NAME]
  *                    [--list] TRACE TRUTH
+ *        detect_eval --detected FILE --end-us T [--name NAME] [--list] TRUTH
+ *
+ * --detected: FILE holds one detection a line, its CLOCK_MONOTONIC microseconds (the library's
+ * rounds with the trigger auto, as the benchmark reads them from its stats lines); T is the
+ * moment the process ended, in the same clock. The detector's own options do not apply.
  *
  * --inputs: what the detector is shown besides the counts and the RSS, words joined by '+'
  * among counts (nothing more), freed, live-asked, live-always, cpu and all
@@ -30,22 +36,28 @@ usage(void)
 	                "[--idle-cpu-permille P] "
 	                "[--half-life-ms MS] [--min-burst-events N] [--min-burst-kib K] "
 	                "[--kept-permille P] [--kept-count-permille P] [--rss-growth-permille P] "
-	                "[--name NAME] [--list] TRACE TRUTH\n");
+	                "[--name NAME] [--list] TRACE TRUTH\n"
+	                "       detect_eval --detected FILE --end-us T [--name NAME] [--list] "
+	                "TRUTH\n");
 	return 2;
 }
 
 static void
-list(const struct dm_truth *truth, const struct dm_result *res)
+list(const struct dm_truth *truth, const struct dm_result *res, bool detected)
 {
 	size_t d = 0;
 	uint64_t t0 = truth->start_us;
 	for (size_t b = 0; b <= truth->n; b++) {
 		uint64_t until = b < truth->n ? truth->boundaries[b] : UINT64_MAX;
-		for (; d < res->ndetections && res->detections[d].t_us < until; d++)
-			printf("  detection at %.3f s (quiet from %.3f s, by %s)\n",
-			       ((double)res->detections[d].t_us - (double)t0) / 1e6,
-			       ((double)res->detections[d].boundary_us - (double)t0) / 1e6,
-			       rt_detect_basis_name(res->detections[d].basis));
+		for (; d < res->ndetections && res->detections[d].t_us < until; d++) {
+			double at = ((double)res->detections[d].t_us - (double)t0) / 1e6;
+			if (detected)
+				printf("  detection at %.3f s\n", at);
+			else
+				printf("  detection at %.3f s (quiet from %.3f s, by %s)\n", at,
+				       ((double)res->detections[d].boundary_us - (double)t0) / 1e6,
+				       rt_detect_basis_name(res->detections[d].basis));
+		}
 		if (b < truth->n)
 			printf("boundary %zu at %.3f s%s\n", b + 1,
 			       ((double)truth->boundaries[b] - (double)t0) / 1e6,
@@ -63,7 +75,8 @@ main(int argc, char **argv)
 	unsigned inputs = 0;
 	const char *inputs_text = "counts";
 	uint64_t every_us = 0;
-	const char *name = NULL;
+	const char *name = NULL, *detected = NULL;
+	uint64_t end_us = 0;
 	int with_list = 0, i;
 	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		const char *a = argv[i];
@@ -103,22 +116,35 @@ main(int argc, char **argv)
 			params.max_rss_growth_permille = (uint32_t)n;
 		else if (!strcmp(a, "--name"))
 			name = v;
+		else if (!strcmp(a, "--detected"))
+			detected = v;
+		else if (!strcmp(a, "--end-us"))
+			end_us = n;
 		else
 			return usage();
 	}
-	if (argc - i != 2)
-		return usage();
-	struct dm_trace trace;
+	struct dm_trace trace = {NULL, 0};
 	struct dm_truth truth;
-	if (!dm_trace_load(argv[i], &trace) || !dm_truth_load(argv[i + 1], &truth))
-		return 1;
 	struct dm_result res;
-	dm_replay(&trace, &truth, &params, inputs, every_us, &res);
+	if (detected) {
+		if (argc - i != 1 || !end_us)
+			return usage();
+		if (!dm_truth_load(argv[i], &truth) || !dm_detections_load(detected, &res))
+			return 1;
+		dm_score(&truth, end_us, &res);
+		inputs_text = "library";
+	} else {
+		if (argc - i != 2)
+			return usage();
+		if (!dm_trace_load(argv[i], &trace) || !dm_truth_load(argv[i + 1], &truth))
+			return 1;
+		dm_replay(&trace, &truth, &params, inputs, every_us, &res);
+	}
 	if (with_list)
-		list(&truth, &res);
+		list(&truth, &res, detected != NULL);
 	printf("%s inputs=%s truths=%zu detected=%zu matched=%zu precision=%.3f recall=%.3f "
 	       "median_delay_s=%.2f max_delay_s=%.2f false_per_min=%.2f warmup=%zu live_asks=%zu\n",
-	       name ? name : argv[i], inputs_text, res.truths, res.detected, res.matched,
+	       name ? name : argv[argc - 1], inputs_text, res.truths, res.detected, res.matched,
 	       res.precision, res.recall, res.median_delay_s, res.max_delay_s,
 	       res.minutes > 0 ? (double)(res.detected - res.matched) / res.minutes : 0.0,
 	       res.warmup, res.live_asks);

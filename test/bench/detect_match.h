@@ -192,46 +192,22 @@ dm_cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Replays the trace (every reading, or one every every_us when every_us > 0, as a slower
- * reader would see it) with the given inputs, and scores the detections. */
-static inline void
-dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
-          const struct rt_detect_params *params, unsigned inputs, uint64_t every_us,
-          struct dm_result *res)
+static inline int
+dm_cmp_detection(const void *a, const void *b)
 {
-	struct rt_detect_params p = *params;
-	struct rt_detect d;
-	p.want_live = (inputs & DM_LIVE_ASKED) && !(inputs & DM_LIVE_ALWAYS);
-	rt_detect_init(&d, &p);
-	memset(res, 0, sizeof(*res));
-	res->detections = calloc(trace->n + 1, sizeof(*res->detections));
+	uint64_t x = ((const struct dm_detection *)a)->t_us,
+	         y = ((const struct dm_detection *)b)->t_us;
+	return (x > y) - (x < y);
+}
+
+/* Scores res->detections (res->ndetections of them, in time order, allocated with room for one
+ * more) against the truth, end_us being the last moment the detector could see. */
+static inline void
+dm_score(const struct dm_truth *truth, uint64_t end_us, struct dm_result *res)
+{
 	res->truth_matched = calloc(truth->n + 1, sizeof(bool));
 	res->truth_scored = calloc(truth->n + 1, sizeof(bool));
-	bool asked = false;
-	uint64_t last_fed = 0;
-	for (size_t i = 0; i < trace->n; i++) {
-		struct rt_reading r = trace->readings[i];
-		if (every_us && last_fed && r.t_us - last_fed < every_us && i + 1 < trace->n)
-			continue;
-		last_fed = r.t_us;
-		if (!(inputs & DM_FREED))
-			r.bytes_freed = RT_TRACE_UNKNOWN;
-		if (!(inputs & DM_LIVE_ALWAYS) && !((inputs & DM_LIVE_ASKED) && asked))
-			r.live_bytes = RT_TRACE_UNKNOWN;
-		if (!(inputs & DM_CPU))
-			r.cpu_us = RT_TRACE_UNKNOWN;
-		enum rt_detect_result got = rt_detect_feed(&d, &r);
-		asked = got == RT_DETECT_WANT_LIVE;
-		res->live_asks += asked;
-		if (got == RT_DETECT_BOUNDARY) {
-			struct dm_detection *det = &res->detections[res->ndetections++];
-			det->t_us = r.t_us;
-			det->boundary_us = d.boundary_us;
-			det->basis = d.basis;
-		}
-	}
-	uint64_t end = trace->n ? trace->readings[trace->n - 1].t_us : 0;
-	res->minutes = end > truth->start_us ? (double)(end - truth->start_us) / 60e6 : 0;
+	res->minutes = end_us > truth->start_us ? (double)(end_us - truth->start_us) / 60e6 : 0;
 	double *delays = calloc(truth->n + 1, sizeof(double));
 	size_t next = 0; /* the first detection not yet looked at */
 	for (size_t b = 0; b < truth->n; b++) {
@@ -247,7 +223,7 @@ dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 			next++;
 		}
 		res->truth_scored[b] = res->truth_matched[b] || b + 1 < truth->n ||
-		                       (end > from && end - from >= DM_MIN_OBSERVE_US);
+		                       (end_us > from && end_us - from >= DM_MIN_OBSERVE_US);
 		res->truths += res->truth_scored[b];
 	}
 	/* "start" comes once the workload is set up: the end of its set-up is neither a round
@@ -272,6 +248,82 @@ dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 		res->max_delay_s = delays[res->matched - 1];
 	}
 	free(delays);
+}
+
+/* Replays the trace (every reading, or one every every_us when every_us > 0, as a slower
+ * reader would see it) with the given inputs, and scores the detections. */
+static inline void
+dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
+          const struct rt_detect_params *params, unsigned inputs, uint64_t every_us,
+          struct dm_result *res)
+{
+	struct rt_detect_params p = *params;
+	struct rt_detect d;
+	p.want_live = (inputs & DM_LIVE_ASKED) && !(inputs & DM_LIVE_ALWAYS);
+	rt_detect_init(&d, &p);
+	memset(res, 0, sizeof(*res));
+	res->detections = calloc(trace->n + 1, sizeof(*res->detections));
+	bool asked = false;
+	uint64_t last_fed = 0;
+	for (size_t i = 0; i < trace->n; i++) {
+		struct rt_reading r = trace->readings[i];
+		if (every_us && last_fed && r.t_us - last_fed < every_us && i + 1 < trace->n)
+			continue;
+		last_fed = r.t_us;
+		if (!(inputs & DM_FREED))
+			r.bytes_freed = RT_TRACE_UNKNOWN;
+		if (!(inputs & DM_LIVE_ALWAYS) && !((inputs & DM_LIVE_ASKED) && asked))
+			r.live_bytes = RT_TRACE_UNKNOWN;
+		if (!(inputs & DM_CPU))
+			r.cpu_us = RT_TRACE_UNKNOWN;
+		enum rt_detect_result got = rt_detect_feed(&d, &r);
+		asked = got == RT_DETECT_WANT_LIVE;
+		res->live_asks += asked;
+		if (got == RT_DETECT_BOUNDARY) {
+			struct dm_detection *det = &res->detections[res->ndetections++];
+			det->t_us = r.t_us;
+			det->boundary_us = d.boundary_us;
+			det->basis = d.basis;
+		}
+	}
+	dm_score(truth, trace->n ? trace->readings[trace->n - 1].t_us : 0, res);
+}
+
+/* Reads the detections a running library made, one "T_US" (CLOCK_MONOTONIC microseconds) a
+ * line, in any order, into res for dm_score; false (with a message on stderr) on a bad line or an
+ * unreadable file. */
+static inline bool
+dm_detections_load(const char *path, struct dm_result *res)
+{
+	FILE *f = fopen(path, "r");
+	char line[128];
+	size_t cap = 256;
+	memset(res, 0, sizeof(*res));
+	res->detections = calloc(cap + 1, sizeof(*res->detections));
+	if (!f || !res->detections) {
+		fprintf(stderr, "%s: cannot read\n", path);
+		if (f)
+			fclose(f);
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long t;
+		char rest;
+		if (sscanf(line, "%llu %c", &t, &rest) != 1) {
+			fprintf(stderr, "%s: not a detection time: %s", path, line);
+			fclose(f);
+			return false;
+		}
+		if (res->ndetections == cap)
+			res->detections =
+			    realloc(res->detections, ((cap *= 2) + 1) * sizeof(*res->detections));
+		struct dm_detection *det = &res->detections[res->ndetections++];
+		memset(det, 0, sizeof(*det));
+		det->t_us = det->boundary_us = t;
+	}
+	fclose(f);
+	qsort(res->detections, res->ndetections, sizeof(*res->detections), dm_cmp_detection);
+	return true;
 }
 
 #endif
