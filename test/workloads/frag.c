@@ -12,6 +12,7 @@
  * --mib-range MIN:MAX draws each round's churn; --seed S reseeds every random choice;
  * --duration S starts no round after S seconds; --boundaries prints "start T" before the first
  * pause and "boundary R T" once round R's frees are done (T: CLOCK_MONOTONIC microseconds). */
+#include "options.h"
 #include "workload.h"
 
 #include <dlfcn.h>
@@ -34,8 +35,7 @@ struct frag_opts {
 	int wait;
 	int self_trim;
 	int self_purge;
-	int seeded;
-	uint64_t seed;
+	uint64_t seed; /* FRAG_UNSEEDED: each thread's fixed generator */
 	struct wl_range pause;
 	struct wl_range mib_range;
 	double duration;
@@ -53,8 +53,15 @@ struct frag_thread {
 	size_t live;
 };
 
-static struct frag_opts opts = {2, 256, 5, 10,     4096,   120 * 1024, 0, 0,
-                                0, 0,   0, {0, 0}, {0, 0}, 0,          0};
+#define FRAG_UNSEEDED UINT64_MAX
+
+static struct frag_opts opts = {.threads = 2,
+                                .mib = 256,
+                                .rounds = 5,
+                                .keep_one_in = 10,
+                                .min_size = 4096,
+                                .max_size = 120 * 1024,
+                                .seed = FRAG_UNSEEDED};
 /* This round's churn in MiB, set by the main thread before the start barrier. */
 static long round_mib;
 static pthread_barrier_t start_barrier, done_barrier;
@@ -159,42 +166,24 @@ frag_usage(void)
 int
 main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--wait"))
-			opts.wait = 1;
-		else if (!strcmp(a, "--self-trim"))
-			opts.self_trim = 1;
-		else if (!strcmp(a, "--self-purge"))
-			opts.self_purge = 1;
-		else if (!strcmp(a, "--boundaries"))
-			opts.boundaries = 1;
-		else if (!v)
-			return frag_usage();
-		else if (!strcmp(a, "--threads"))
-			opts.threads = atoi(v), i++;
-		else if (!strcmp(a, "--mib"))
-			opts.mib = atol(v), i++;
-		else if (!strcmp(a, "--rounds"))
-			opts.rounds = atoi(v), i++;
-		else if (!strcmp(a, "--keep-one-in"))
-			opts.keep_one_in = atoi(v), i++;
-		else if (!strcmp(a, "--min"))
-			opts.min_size = (size_t)atol(v), i++;
-		else if (!strcmp(a, "--max"))
-			opts.max_size = (size_t)atol(v), i++;
-		else if (!strcmp(a, "--seed"))
-			opts.seeded = 1, opts.seed = strtoull(v, NULL, 10), i++;
-		else if (!strcmp(a, "--duration"))
-			opts.duration = atof(v), i++;
-		else if (!strcmp(a, "--pause") && wl_parse_range(v, &opts.pause))
-			i++;
-		else if (!strcmp(a, "--mib-range") && wl_parse_range(v, &opts.mib_range))
-			i++;
-		else
-			return frag_usage();
-	}
+	const struct wl_option options[] = {
+	    {"threads", WL_OPT_INT, &opts.threads},
+	    {"mib", WL_OPT_LONG, &opts.mib},
+	    {"rounds", WL_OPT_INT, &opts.rounds},
+	    {"keep-one-in", WL_OPT_INT, &opts.keep_one_in},
+	    {"min", WL_OPT_SIZE, &opts.min_size},
+	    {"max", WL_OPT_SIZE, &opts.max_size},
+	    {"seed", WL_OPT_U64, &opts.seed},
+	    {"duration", WL_OPT_DOUBLE, &opts.duration},
+	    {"pause", WL_OPT_RANGE, &opts.pause},
+	    {"mib-range", WL_OPT_RANGE, &opts.mib_range},
+	    {"wait", WL_OPT_SET, &opts.wait},
+	    {"self-trim", WL_OPT_SET, &opts.self_trim},
+	    {"self-purge", WL_OPT_SET, &opts.self_purge},
+	    {"boundaries", WL_OPT_SET, &opts.boundaries},
+	};
+	if (!WL_PARSE_OPTIONS(argc, argv, options))
+		return frag_usage();
 	if (opts.threads < 1 || opts.mib < 1 || opts.keep_one_in < 1 || opts.min_size < 1 ||
 	    opts.max_size < opts.min_size || opts.duration < 0 ||
 	    (opts.mib_range.max > 0 && opts.mib_range.min < 1))
@@ -212,12 +201,12 @@ main(int argc, char **argv)
 	for (int i = 0; i < opts.threads; i++) {
 		pool[i].index = i;
 		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
-		if (opts.seeded)
+		if (opts.seed != FRAG_UNSEEDED)
 			pool[i].rng = wl_seed(opts.seed * 1000 + (uint64_t)i + 1);
 		pthread_create(&pool[i].thread, NULL, frag_worker, &pool[i]);
 	}
 	char line[64];
-	uint64_t rng = wl_seed(opts.seed);
+	uint64_t rng = wl_seed(opts.seed == FRAG_UNSEEDED ? 0 : opts.seed);
 	uint64_t started = wl_now_us();
 	if (opts.boundaries)
 		wl_print_start();

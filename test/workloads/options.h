@@ -17,6 +17,7 @@ enum wl_option_kind {
 	WL_OPT_INT,    /* int */
 	WL_OPT_LONG,   /* long */
 	WL_OPT_U64,    /* uint64_t */
+	WL_OPT_SIZE,   /* size_t */
 	WL_OPT_DOUBLE, /* double */
 	WL_OPT_RANGE,  /* struct wl_range: "MIN:MAX" or one value */
 	WL_OPT_STRING, /* const char * */
@@ -49,10 +50,16 @@ wl_option_value(const struct wl_option *o, const char *text)
 		*(long *)o->value = strtol(text, &end, 10);
 		break;
 	case WL_OPT_U64:
+	case WL_OPT_SIZE: {
 		if (text[0] == '-')
 			return false;
-		*(uint64_t *)o->value = strtoull(text, &end, 10);
+		unsigned long long v = strtoull(text, &end, 10);
+		if (o->kind == WL_OPT_SIZE)
+			*(size_t *)o->value = (size_t)v;
+		else
+			*(uint64_t *)o->value = v;
 		break;
+	}
 	case WL_OPT_DOUBLE:
 		*(double *)o->value = strtod(text, &end);
 		break;

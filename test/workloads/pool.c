@@ -26,6 +26,8 @@
  * each round, without trimming, and with when=next for that round just before the next one
  * starts (after the line read with --wait; after the last round's line, before the program
  * exits): what an outside release, such as roundtrim's action on that round, left. */
+#include "options.h"
+
 #include "rt_arena.h"
 
 #include <dlfcn.h>
@@ -365,40 +367,23 @@ pool_usage(void)
 int
 main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--wait"))
-			opts.wait = 1;
-		else if (!strcmp(a, "--self-trim"))
-			opts.self_trim = 1;
-		else if (!strcmp(a, "--self-purge"))
-			opts.self_purge = 1;
-		else if (!strcmp(a, "--exiting"))
-			opts.exiting = 1;
-		else if (!strcmp(a, "--arenas"))
-			opts.arenas = 1;
-		else if (!strcmp(a, "--arenas-next"))
-			opts.arenas_next = 1;
-		else if (!v)
-			return pool_usage();
-		else if (!strcmp(a, "--threads"))
-			opts.threads = atoi(v), i++;
-		else if (!strcmp(a, "--mib"))
-			opts.mib = atol(v), i++;
-		else if (!strcmp(a, "--raise-mib"))
-			opts.raise_mib = atol(v), i++;
-		else if (!strcmp(a, "--rounds"))
-			opts.rounds = atoi(v), i++;
-		else if (!strcmp(a, "--min"))
-			opts.min_size = (size_t)atol(v), i++;
-		else if (!strcmp(a, "--max"))
-			opts.max_size = (size_t)atol(v), i++;
-		else if (!strcmp(a, "--live"))
-			opts.live_size = (size_t)atol(v), i++;
-		else
-			return pool_usage();
-	}
+	const struct wl_option options[] = {
+	    {"threads", WL_OPT_INT, &opts.threads},
+	    {"mib", WL_OPT_LONG, &opts.mib},
+	    {"raise-mib", WL_OPT_LONG, &opts.raise_mib},
+	    {"rounds", WL_OPT_INT, &opts.rounds},
+	    {"min", WL_OPT_SIZE, &opts.min_size},
+	    {"max", WL_OPT_SIZE, &opts.max_size},
+	    {"live", WL_OPT_SIZE, &opts.live_size},
+	    {"wait", WL_OPT_SET, &opts.wait},
+	    {"self-trim", WL_OPT_SET, &opts.self_trim},
+	    {"self-purge", WL_OPT_SET, &opts.self_purge},
+	    {"arenas", WL_OPT_SET, &opts.arenas},
+	    {"arenas-next", WL_OPT_SET, &opts.arenas_next},
+	    {"exiting", WL_OPT_SET, &opts.exiting},
+	};
+	if (!WL_PARSE_OPTIONS(argc, argv, options))
+		return pool_usage();
 	if (opts.threads < 1 || opts.mib < 0 || opts.raise_mib < 0 || opts.raise_mib > 32 ||
 	    opts.min_size < 1 || opts.max_size < opts.min_size || opts.live_size < 1)
 		return pool_usage();
