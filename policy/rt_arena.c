@@ -149,7 +149,7 @@ rt_arena_find_main(const uint64_t *words, size_t nwords, uintptr_t base, size_t 
 		int flags = rt_arena_int(w, RT_ARENA_FLAGS);
 		if (mutex < 0 || mutex > 2 || (flags & ~RT_ARENA_NONCONTIGUOUS) != 0)
 			continue;
-		/* Quick rejection: the last bin is almost always empty in a main arena. */
+		/* A main arena's bins each point at a bin header or into memory; most are empty. */
 		size_t empty = 0;
 		bool ok = true, e;
 		for (int i = 1; i < RT_ARENA_NBINS && ok; i++) {
@@ -539,7 +539,7 @@ rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 	uintptr_t bin = rt_arena_bin_at(v->arena, i);
 	unsigned restarts = 0;
 restart:;
-	uint64_t visits = 0;
+	uint64_t visits = 0, most_visits = rt_arena_max_chunks(v);
 	bool resumed = false;
 	uintptr_t p = rt_arena_load(env, bin + RT_ARENA_CHUNK_BK);
 	while (!rt_arena_bin_of(v->arena, p)) {
@@ -549,7 +549,7 @@ restart:;
 		if (!resumed && i >= 2 && rt_arena_bin_index(size) != i)
 			return rt_arena_abort(run,
 			                      "a chunk sits in a bin its size does not map to");
-		if (++visits > rt_arena_max_chunks(v))
+		if (++visits > most_visits)
 			return rt_arena_abort(run, "a bin's list does not lead back to a bin");
 		struct rt_arena_range r = run->counting
 		                              ? (struct rt_arena_range){0, 0}
@@ -559,6 +559,7 @@ restart:;
 				if (!rt_arena_rehold(run, skip))
 					return false;
 				resumed = true;
+				most_visits = rt_arena_max_chunks(v);
 				if (!rt_arena_linked_free(env, v, p, &again) || again != size)
 					goto lost;
 			}
@@ -623,20 +624,21 @@ rt_arena_release_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena,
  * (_int_malloc, malloc_consolidate), while free() pushes onto their heads without it, so a walk
  * from a head under the lock meets only chunks that stay. Each link is stored as
  * (its own address >> 12) ^ next (safe-linking). A walk may not outlast its hold: a fastbin
- * longer than the hold's chunk budget counts as more than `most`. */
+ * longer than the hold's chunk budget (all fastbins together) counts as more than `most`. */
 static bool
 rt_arena_count_fastbins(struct rt_arena_run *run)
 {
 	const struct rt_arena_env *env = run->env;
 	struct rt_arena_view *v = run->view;
+	unsigned walked = 0;
 	for (int f = 0; f < RT_ARENA_NFASTBINS; f++) {
-		unsigned walked = 0;
 		uintptr_t p = rt_arena_load(env, v->arena + RT_ARENA_FASTBINS + (uintptr_t)f * 8);
 		while (p) {
 			if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_MINSIZE))
 				return rt_arena_abort(run,
 				                      "a fastbin chunk lies outside its arena");
 			run->res->chunks++;
+			run->hold_chunks++;
 			run->hold_work++;
 			if (run->res->chunks > run->most)
 				return true;
@@ -662,7 +664,9 @@ rt_arena_count_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena)
 	if (seen != RT_ARENA_SEEN_OK) {
 		rt_arena_end_hold(run, arena);
 		if (seen == RT_ARENA_SEEN_SKIP) {
+			/* Left out, its chunks are unknown: mallinfo2 would walk them all. */
 			run->res->skipped++;
+			run->res->chunks = run->most + 1;
 			return true;
 		}
 		return rt_arena_fail(run, why);
@@ -671,8 +675,11 @@ rt_arena_count_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena)
 	if (!rt_arena_count_fastbins(run))
 		return false;
 	for (int i = 1; i < RT_ARENA_NBINS && run->res->chunks <= run->most; i++)
-		if (!rt_arena_release_bin(run, i, &skip))
+		if (!rt_arena_release_bin(run, i, &skip)) {
+			if (skip)
+				run->res->chunks = run->most + 1;
 			return skip;
+		}
 	rt_arena_end_hold(run, arena);
 	return true;
 }

@@ -852,6 +852,9 @@ Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
 	t_check_everything_released(w.main, w.main_first, true);
 }
 
+static uintptr_t t_fast[64];
+static size_t t_nfast;
+
 /* In use, then free small chunks (bins 6 and 13), then the large ones of t_sizes. */
 static long t_small_sizes[3 * 20 + T_NSIZES];
 #define T_NSMALL (sizeof(t_small_sizes) / sizeof(t_small_sizes[0]))
@@ -871,24 +874,41 @@ t_small_world(void)
 		frees += t_sizes[i] < 0;
 	}
 	t_world_init(t_small_sizes, T_NSMALL, t_small_sizes, T_NSMALL, 0);
+	t_nfast = 0;
 	return 2 * frees;
 }
 
-/* Puts the in-use chunks of 64 bytes of `arena` into its fastbin as free() does: the head raw,
- * each link stored as (its address >> 12) ^ next. */
-static size_t
-t_fastbin(uintptr_t arena, uintptr_t first, size_t most)
+static bool
+t_in_fastbin(uintptr_t c)
 {
-	uintptr_t *head = (uintptr_t *)(arena + RT_ARENA_FASTBINS + 2 * 8); /* (64 >> 4) - 2 */
+	for (size_t i = 0; i < t_nfast; i++)
+		if (t_fast[i] == c)
+			return true;
+	return false;
+}
+
+/* Puts the in-use chunks of 64 bytes of `arena` not yet in a fastbin into fastbin `index` as
+ * free() does: the head raw, each link stored as (its address >> 12) ^ next. */
+static size_t
+t_fastbin_at(uintptr_t arena, uintptr_t first, size_t most, int index)
+{
+	uintptr_t *head = (uintptr_t *)(arena + RT_ARENA_FASTBINS + (uintptr_t)index * 8);
 	size_t n = 0;
 	for (uintptr_t c = first; c < t_top(arena) && n < most; c += t_chunk_size(c)) {
-		if (t_chunk_size(c) != 64 || t_free(c))
+		if (t_chunk_size(c) != 64 || t_free(c) || t_in_fastbin(c))
 			continue;
+		t_fast[t_nfast++] = c;
 		*W(c + RT_ARENA_CHUNK_FD) = ((c + RT_ARENA_CHUNK_FD) >> 12) ^ *head;
 		*head = c;
 		n++;
 	}
 	return n;
+}
+
+static size_t
+t_fastbin(uintptr_t arena, uintptr_t first, size_t most)
+{
+	return t_fastbin_at(arena, first, most, 2); /* (64 >> 4) - 2 */
 }
 
 Test(arena, count_walks_every_bin_and_fastbin_giving_nothing_back)
@@ -952,4 +972,28 @@ Test(arena, a_fastbin_link_out_of_the_heaps_stops_the_count)
 	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), -1);
 	cr_assert_not_null(res.failure);
 	cr_assert_eq(w.held, 0);
+}
+
+Test(arena, fastbins_together_longer_than_a_hold_count_as_too_many)
+{
+	t_small_world();
+	cr_assert_eq(t_fastbin_at(w.thread, w.thread_first, 3, 2), 3);
+	cr_assert_eq(t_fastbin_at(w.thread, w.thread_first, 3, 3), 3);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.budget.hold_chunks = 4;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), 0);
+	cr_assert_eq(res.chunks, 100001, "6 fastbin chunks in one hold of 4");
+}
+
+Test(arena, an_arena_left_out_counts_as_too_many)
+{
+	t_small_world();
+	/* A main arena that was never used (its top still the unsorted bin) is left out. */
+	*W(w.main + RT_ARENA_TOP) = rt_arena_bin_at(w.main, 1);
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), 0);
+	cr_assert_eq(res.skipped, 1);
+	cr_assert_eq(res.chunks, 100001);
 }
