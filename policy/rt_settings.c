@@ -388,11 +388,13 @@ rt_setting_parse(const struct rt_setting *s, const char *text, const struct rt_s
 		const char *const off[] = {s->off_word, NULL};
 		if (rt_parse_word_in(text, off))
 			return RT_PARSE_OK;
-		if (s->kind == RT_KIND_DURATION)
-			return rt_parse_duration_ms(text, s->max, value);
-		if (s->kind == RT_KIND_SIZE)
-			return rt_parse_size(text, s->max, value);
-		return rt_parse_percent(text, value);
+		enum rt_parse_result r =
+		    s->kind == RT_KIND_DURATION ? rt_parse_duration_ms(text, s->max, value)
+		    : s->kind == RT_KIND_SIZE   ? rt_parse_size(text, s->max, value)
+		                                : rt_parse_percent(text, value);
+		/* Where 0 stands for the off word, a 0 written as a number is a mistake: "0s" would
+		 * turn the interval off without a word. */
+		return r == RT_PARSE_OK && *value == 0 && s->off_word ? RT_PARSE_GARBAGE : r;
 	}
 	}
 	return RT_PARSE_GARBAGE;

@@ -62,6 +62,13 @@ Test(settings, parse_by_kind)
 	cr_assert_eq(rt_setting_parse(sig, "RTMIN+8", &platform, &v), RT_PARSE_OK);
 	cr_assert_eq(v, 42);
 	cr_assert_eq(rt_setting_parse(sig, "FOO", &platform, &v), RT_PARSE_GARBAGE);
+	const struct rt_setting *interval = &rt_settings[RT_SETTING_INTERVAL];
+	cr_assert_eq(rt_setting_parse(interval, "90s", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 90000);
+	cr_assert_eq(rt_setting_parse(interval, "0s", &platform, &v), RT_PARSE_GARBAGE,
+	             "0 would be off without a word");
+	cr_assert_eq(rt_setting_parse(&rt_settings[RT_SETTING_RSS_LIMIT], "0", &platform, &v),
+	             RT_PARSE_GARBAGE);
 	const struct rt_setting *match = &rt_settings[RT_SETTING_MATCH];
 	cr_assert_eq(rt_setting_parse(match, "", &platform, &v), RT_PARSE_EMPTY);
 	cr_assert_eq(rt_setting_parse(match, "a,,b", &platform, &v), RT_PARSE_EMPTY_ITEM);
