@@ -278,7 +278,7 @@ rt_sites_sqrt(double v)
 {
 	if (v <= 0)
 		return 0;
-	/* Newton from a power of two near the root: no libm. */
+	/* Newton from above (v itself, or 1 below it), which only descends: no libm. */
 	double x = v >= 1 ? v : 1;
 	for (int i = 0; i < 200; i++) {
 		double next = 0.5 * (x + v / x);

@@ -188,10 +188,12 @@ rt_cmd_sites_addr2line(struct rt_cmd_sites_names *names, size_t *todo, size_t co
 	argv[a] = NULL;
 	FILE *f = NULL;
 	if (rt_cmd_exec_wait(argv, NULL, out) == 0 && (f = fopen(out, "re"))) {
-		char function[1024], where[PATH_MAX + 32];
+		/* Whole lines, whatever their length: a demangled C++ name can run to kilobytes,
+		 * and a line read in two pieces would shift every later answer by one. */
+		char *function = NULL, *where = NULL;
+		size_t fsize = 0, wsize = 0;
 		for (size_t i = 0; i < count; i++) {
-			if (!fgets(function, sizeof(function), f) ||
-			    !fgets(where, sizeof(where), f))
+			if (getline(&function, &fsize, f) < 0 || getline(&where, &wsize, f) < 0)
 				break;
 			rt_cmd_sites_chomp(function);
 			rt_cmd_sites_chomp(where);
@@ -203,6 +205,8 @@ rt_cmd_sites_addr2line(struct rt_cmd_sites_names *names, size_t *todo, size_t co
 			if (strncmp(where, "??", 2))
 				snprintf(n->where, sizeof(n->where), "%.4000s", where);
 		}
+		free(function);
+		free(where);
 	}
 	if (f)
 		fclose(f);
@@ -368,15 +372,20 @@ rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
 	       "live MiB", "where");
 	for (size_t i = 0; i < rows; i++) {
 		const struct rt_sites_trend *t = &trends[i];
-		uint64_t reports = 0;
+		uint64_t reports = 0, since = UINT64_MAX, until = 0;
 		for (size_t r = 0; r < d.nrounds; r++)
-			reports += d.rounds[r].pid == t->pid;
+			if (d.rounds[r].pid == t->pid) {
+				reports++;
+				since = d.rounds[r].since < since ? d.rounds[r].since : since;
+				until = d.rounds[r].round > until ? d.rounds[r].round : until;
+			}
 		char grew[32], where[1024];
 		snprintf(grew, sizeof(grew), "%" PRIu64 "/%" PRIu64, t->rounds_grown, reports);
 		rt_cmd_sites_where(rt_cmd_sites_def(&d, t->pid, t->site), &names, where,
 		                   sizeof(where));
 		printf("%-8d %6" PRIu32 " %8s %8" PRIu64 " %11.2f %9.1f  %s\n", t->pid, t->site,
-		       grew, t->longest, rt_sites_trend_per_round(t, reports) / 1048576.0,
+		       grew, t->longest,
+		       rt_sites_trend_per_round(t, until > since ? until - since : 0) / 1048576.0,
 		       t->last_live / 1048576.0, where);
 	}
 	if (ntrends > rows)
@@ -384,7 +393,8 @@ rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
 	printf(
 	    "\ngrew: reports in which the site's live bytes grew beyond the sampling noise; in a "
 	    "row: the\nlongest run of such reports (more than 2: what a leak looks like); "
-	    "MiB/round: growth over\nall reports; live MiB: when it last grew.\n");
+	    "MiB/round: its growth over\nthe rounds the reports span; live MiB: when it last "
+	    "grew.\n");
 
 	for (size_t i = 0; i < rows && i < RT_CMD_SITES_PATHS; i++) {
 		const struct rt_sites_site *s = rt_cmd_sites_def(&d, trends[i].pid, trends[i].site);
