@@ -85,3 +85,9 @@ rt_procfs_stat_alone(const struct rt_procfs_stat *st)
 {
 	return st->threads == 1 || (st->threads == 2 && st->state == 'Z');
 }
+
+bool
+rt_procfs_last_thread(uint64_t threads, bool self_is_main, bool main_gone)
+{
+	return threads == 2 + (uint64_t)(!self_is_main && main_gone);
+}

@@ -1,5 +1,6 @@
 /* rt_procfs: how the text of /proc is read: statm for RSS, smaps_rollup for RSS split into
- * anonymous and file-backed with LazyFree apart, stat for a process's parent, session and threads. */
+ * anonymous and file-backed with LazyFree apart, stat for a process's parent, session and threads.
+ */
 #ifndef RT_PROCFS_H
 #define RT_PROCFS_H
 
@@ -35,5 +36,9 @@ bool rt_procfs_stat(const char *text, struct rt_procfs_stat *out);
  * one, or one of two beside a thread-group leader that has exited (its state 'Z': the main
  * thread called pthread_exit and stays a zombie until the group ends). */
 bool rt_procfs_stat_alone(const struct rt_procfs_stat *st);
+/* Whether a program thread that is exiting is the program's last, from the threads the kernel
+ * counts (st_nlink of /proc/self/task less 2): itself, the library's worker, and the main thread
+ * when it ended before this one (a zombie leader stays counted until the group ends). */
+bool rt_procfs_last_thread(uint64_t threads, bool self_is_main, bool main_gone);
 
 #endif

@@ -4,6 +4,8 @@
  * own tally, in its own thread-local storage. */
 #include "rt_tally.h"
 
+#include "rt_shim.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -48,6 +50,7 @@ rt_tally_retire(void *arg)
 	/* Destructors that run after this one and allocate count nowhere: the thread is gone. */
 	RT_TALLY_STORE(t->left, UINT64_C(1) << 62);
 	RT_TALLY_STORE(t->armed, UINT64_C(1) << 62);
+	rt_worker_thread_exits();
 }
 
 void

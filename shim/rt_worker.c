@@ -27,11 +27,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -373,9 +374,10 @@ rt_worker_take_table(void)
 		if (rt_worker_close_all_but(keep, n))
 			table = RT_WORKER_TABLE_PRIVATE;
 		else
-			rt_warn("a descriptor table of its own failed (close_range: %s); the program's "
-			        "descriptors stay open in the worker",
-			        strerror(errno));
+			rt_warn(
+			    "a descriptor table of its own failed (close_range: %s); the program's "
+			    "descriptors stay open in the worker",
+			    strerror(errno));
 	}
 	atomic_store(&rt_w_table, table);
 	syscall(SYS_futex, &rt_w_table, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -404,9 +406,8 @@ rt_worker_await_table(void)
 				left.tv_nsec += 1000000000L;
 			}
 			unsigned expected = 0;
-			if (left.tv_sec < 0 &&
-			    atomic_compare_exchange_strong(&rt_w_table, &expected,
-			                                   RT_WORKER_TABLE_SHARED))
+			if (left.tv_sec < 0 && atomic_compare_exchange_strong(
+			                           &rt_w_table, &expected, RT_WORKER_TABLE_SHARED))
 				return RT_WORKER_TABLE_SHARED;
 			if (left.tv_sec < 0)
 				continue;
@@ -417,11 +418,33 @@ rt_worker_await_table(void)
 }
 
 /* The program's threads have all gone: the process ends, as it would have without the
- * library (glibc's last exiting thread calls exit(0)). */
+ * library (glibc's last exiting thread calls exit(0)). The last program thread normally ends it
+ * itself (rt_worker_thread_exits); this is for one that left without its tally's destructor (it
+ * never allocated) or that raced another thread's exit. From a private table, the program's
+ * descriptors are gone by then: its buffered output is lost. */
 static void
 rt_worker_alone(void)
 {
 	if (rt_files_alone())
+		exit(0);
+}
+
+static atomic_bool rt_w_main_gone;
+
+void
+rt_worker_thread_exits(void)
+{
+	bool self_is_main = gettid() == getpid();
+	if (self_is_main)
+		atomic_store(&rt_w_main_gone, true);
+	if (!rt_worker_running())
+		return;
+	/* /proc/PID/task's link count is 2 + its threads (proc_task_getattr): a count without
+	 * opening anything, since the program may be about to dup2 onto the lowest free number. */
+	struct stat st;
+	if (stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
+	    rt_procfs_last_thread((uint64_t)st.st_nlink - 2, self_is_main,
+	                          atomic_load(&rt_w_main_gone)))
 		exit(0);
 }
 

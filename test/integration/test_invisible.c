@@ -430,12 +430,17 @@ Test(invisible, warnings_stay_one_printable_line)
 }
 
 /* The main thread ends with pthread_exit and the program's last thread returns: glibc then ends
- * the process (exit status 0); the library's worker must not keep it alive. */
+ * the process (exit status 0) in that thread, whose atexit handler still writes to the program's
+ * stdout; the library's worker must neither keep the process alive nor end it from its own
+ * descriptor table, where the program's stdout does not exist. */
 Test(invisible, process_ends_when_the_programs_last_thread_exits)
 {
 	struct th_probe run;
 	char line[512];
 	th_start_probe_env(&run, (const char *[]){"lastexit", NULL}, NULL, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the atexit handler's line was lost");
+	cr_assert_str_eq(line, "atexit ran");
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "the process outlived its threads");
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "status %#x",
 	          run.proc.status);

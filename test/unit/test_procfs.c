@@ -34,7 +34,8 @@ Test(procfs, stat_threads_whatever_the_name)
 	                         &st));
 	cr_assert_eq(st.threads, 1);
 	cr_assert_eq(st.ppid, 30727);
-	cr_assert(rt_procfs_stat("9 (a) b (c) R 1 9 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 7 0 1 1 1\n", &st));
+	cr_assert(
+	    rt_procfs_stat("9 (a) b (c) R 1 9 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 7 0 1 1 1\n", &st));
 	cr_assert_eq(st.threads, 7);
 	/* Cut before field 20: the rest reads, the thread count is unknown. */
 	cr_assert(rt_procfs_stat("9 (x) R 1 2 3 0\n", &st));
@@ -59,4 +60,14 @@ Test(procfs, alone_beside_an_exited_main_thread)
 	cr_assert_not(alone("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1\n"),
 	              "a thread of the program still runs");
 	cr_assert_not(alone("5 (p) Z 1 5 1 0\n"), "no thread count");
+}
+
+Test(procfs, last_program_thread_to_exit)
+{
+	cr_assert(rt_procfs_last_thread(2, true, true), "the main thread and the worker");
+	cr_assert(rt_procfs_last_thread(2, false, false), "a thread, the worker");
+	cr_assert(rt_procfs_last_thread(3, false, true), "beside the zombie main thread");
+	cr_assert_not(rt_procfs_last_thread(3, false, false), "the main thread still runs");
+	cr_assert_not(rt_procfs_last_thread(3, true, true), "another thread still runs");
+	cr_assert_not(rt_procfs_last_thread(4, false, true));
 }

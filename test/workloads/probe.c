@@ -27,9 +27,11 @@
  *                   "handled" once the signal has run it
  *   forkexec N      N times: fork, the child closes every descriptor above 2 (close_range) and
  *                   execs /bin/true; prints "forkexec=N"
- *   lastexit        prints "ready", starts a thread that allocates and returns 3 from its
- *                   start routine, and ends the main thread with pthread_exit: the process
- *                   must then end (exit status 0), as glibc ends it after its last thread
+ *   lastexit        prints "ready", starts a thread that waits for the main thread to end,
+ *                   allocates and returns 3 from its start routine, and ends the main thread
+ *                   with pthread_exit: the process must then end (exit status 0) and run its
+ *                   atexit handler, which prints "atexit ran", as glibc ends it after its
+ *                   last thread
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -723,7 +725,9 @@ mode_apiwake(void)
 static void *
 lastexit_thread(void *arg)
 {
-	(void)arg;
+	/* The main thread ends first: this one is then the program's last, beside a zombie leader.
+	 */
+	pthread_join(*(pthread_t *)arg, NULL);
 	for (int i = 0; i < 1000; i++) {
 		/* volatile: compilers elide a bare malloc+free */
 		void *volatile block = malloc(4096);
@@ -732,12 +736,21 @@ lastexit_thread(void *arg)
 	return (void *)3;
 }
 
+static void
+lastexit_atexit(void)
+{
+	printf("atexit ran\n");
+}
+
 static int
 mode_lastexit(void)
 {
+	static pthread_t main_thread;
 	pthread_t t;
+	main_thread = pthread_self();
+	atexit(lastexit_atexit);
 	printf("ready %d\n", getpid());
-	if (pthread_create(&t, NULL, lastexit_thread, NULL) != 0)
+	if (pthread_create(&t, NULL, lastexit_thread, &main_thread) != 0)
 		return 1;
 	pthread_exit(NULL);
 }
