@@ -433,9 +433,9 @@ rt_files_forget_output(struct rt_output *out)
 
 /* Every descriptor the library keeps, for the worker's table and the starter's. */
 static struct rt_fd *const rt_files_all[] = {
-    &rt_f.fifo,  &rt_f.status,    &rt_f.statm,     &rt_f.smaps,         &rt_f.stat,
-    &rt_f.mem_used, &rt_f.mem_limit, &rt_f.meminfo, &rt_f.stats.fd, &rt_f.log.fd,
-    &rt_f.prom.fd, &rt_f.trace.fd, &rt_f.sites.fd,
+    &rt_f.fifo,     &rt_f.status,    &rt_f.statm,    &rt_f.smaps,    &rt_f.stat,
+    &rt_f.mem_used, &rt_f.mem_limit, &rt_f.meminfo,  &rt_f.stats.fd, &rt_f.log.fd,
+    &rt_f.prom.fd,  &rt_f.trace.fd,  &rt_f.sites.fd,
 };
 #define RT_FILES_ALL (sizeof(rt_files_all) / sizeof(rt_files_all[0]))
 
@@ -473,6 +473,7 @@ rt_files_forget_parent(void)
 	rt_fd_close(&rt_f.status);
 	rt_fd_close(&rt_f.statm);
 	rt_fd_close(&rt_f.smaps);
+	rt_fd_close(&rt_f.stat);
 	rt_fd_close(&rt_f.mem_used);
 	rt_fd_close(&rt_f.mem_limit);
 	rt_fd_close(&rt_f.meminfo);

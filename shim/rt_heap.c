@@ -101,10 +101,16 @@ rt_heap_detect(void)
 		    rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
 		facts.mi_collect = rt_mi_collect != NULL;
 	}
-	enum rt_allocator_kind kind = rt_allocator_decide(&facts);
-	if (kind == RT_ALLOCATOR_GLIBC)
+	return rt_allocator_decide(&facts);
+}
+
+void
+rt_heap_prepare(enum rt_action action)
+{
+	/* Only for the release: with ROUNDTRIM_GLIBC=trim nothing of it runs, not even the count
+	 * before a live-heap reading. */
+	if (action == RT_ACTION_GLIBC_RELEASE)
 		rt_glibc_init(rt_real.malloc, rt_real.free);
-	return kind;
 }
 
 void

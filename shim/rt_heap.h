@@ -10,6 +10,8 @@
 
 /* Finds the object that provides the winning malloc and what it offers. */
 enum rt_allocator_kind rt_heap_detect(void);
+/* At start, once the action is known: readies what it needs (glibc's arenas for the release). */
+void rt_heap_prepare(enum rt_action action);
 /* glibc only: caps the number of arenas (mallopt M_ARENA_MAX). */
 void rt_heap_set_arena_max(unsigned arena_max);
 /* glibc only: the calling thread takes its arena now. The worker calls it as it starts. */

@@ -62,8 +62,6 @@
 /* Python names: function and file per frame, for the sites that have Python frames. */
 #define RT_SAMPLER_NAME_MAX 96
 #define RT_SAMPLER_PY_SITES 8192
-/* Every this many samples of a thread, and each report, libunwind's pipe is checked in full. */
-#define RT_SAMPLER_FULL_CHECK 64
 
 struct rt_sampler_value {
 	uint32_t site;
@@ -89,7 +87,6 @@ struct rt_sampler_pynames {
 struct rt_sampler_thread {
 	uint64_t left; /* bytes until the next sampled byte; 0 before the first draw */
 	uint64_t rng;
-	uint64_t samples;
 	bool busy;    /* inside the sampler: what it allocates or frees is not sampled */
 	bool pending; /* the allocation under way was sampled; its stack follows */
 	uint16_t nframes, npy;
@@ -255,6 +252,10 @@ rt_sampler_same(const struct rt_sampler_entry *e, const struct rt_sampler_thread
 static uint32_t
 rt_sampler_new_entry(const struct rt_sampler_thread *t, uint64_t hash)
 {
+	/* Checked first: past a full table, an add per sample would wrap in a days-long run and
+	 * hand out the ids of live entries again. */
+	if (atomic_load(&rt_sp.nentries) + 1 >= RT_SAMPLER_SITES)
+		return 0;
 	unsigned id = atomic_fetch_add(&rt_sp.nentries, 1) + 1;
 	if (id >= RT_SAMPLER_SITES)
 		return 0;
@@ -306,19 +307,18 @@ rt_sampler_site(const struct rt_sampler_thread *t)
 
 /* --- Taking a sample. */
 
-/* Whether libunwind's pipe is still its own: what each descriptor refers to (fstat) when full,
- * else only that both are open and close-on-exec, which a close, close_range or dup2 over them
- * undoes, at a third of the cost. */
+/* Whether libunwind's pipe is still its own: what each descriptor refers to (fstat). A lighter
+ * check (open and close-on-exec) would pass for a number the program closed and opened again,
+ * as CPython opens everything, close-on-exec. */
 static bool
-rt_sampler_pipe_intact(bool full)
+rt_sampler_pipe_intact(void)
 {
 	if (!rt_sp.pipe_known)
 		return true;
 	for (int i = 0; i < 2; i++) {
 		struct stat st;
-		if (full ? fstat(rt_sp.pipe_fd[i], &st) != 0 || st.st_dev != rt_sp.pipe_dev[i] ||
-		               st.st_ino != rt_sp.pipe_ino[i]
-		         : fcntl(rt_sp.pipe_fd[i], F_GETFD) != FD_CLOEXEC)
+		if (fstat(rt_sp.pipe_fd[i], &st) != 0 || st.st_dev != rt_sp.pipe_dev[i] ||
+		    st.st_ino != rt_sp.pipe_ino[i])
 			return false;
 	}
 	return true;
@@ -326,12 +326,12 @@ rt_sampler_pipe_intact(bool full)
 
 /* False, once sampling stood down, when the program closed or replaced libunwind's pipe: an
  * unwind through a frame without unwind information would read and write whatever the program
- * put at its numbers. Checked before each unwind, in full before every 64th of a thread. The
- * pipe is in the program's table, not in the worker's own, which cannot check it. */
+ * put at its numbers. Checked before each unwind. The pipe is in the program's table, not in
+ * the worker's own, which cannot check it. */
 static bool
-rt_sampler_keep_sampling(bool full)
+rt_sampler_keep_sampling(void)
 {
-	if (rt_sampler_pipe_intact(full))
+	if (rt_sampler_pipe_intact())
 		return true;
 	bool was = true;
 	if (atomic_compare_exchange_strong(&rt_sp.sampling, &was, false))
@@ -344,7 +344,7 @@ rt_sampler_keep_sampling(bool full)
 static void
 rt_sampler_capture(struct rt_sampler_thread *t)
 {
-	if (!rt_sampler_keep_sampling(++t->samples % RT_SAMPLER_FULL_CHECK == 0))
+	if (!rt_sampler_keep_sampling())
 		return;
 	pthread_rwlock_rdlock(&rt_sp.fork_lock);
 	int n = rt_sp.backtrace((void **)t->raw, RT_SAMPLER_RAW_MAX);
@@ -509,16 +509,13 @@ rt_sampler_fill_below_floor(int src, int *fill, int max)
 	return n;
 }
 
-/* libunwind's first unwind, with its pipe lifted above the floor and remembered. */
-static void
+/* libunwind's first unwind, with its pipe lifted above the floor and remembered; false when it
+ * could not be. The program's own libunwind (loaded before) may have its pipe already, which is
+ * the program's business; if this unwind makes it, it lands above the floor too. */
+static bool
 rt_sampler_first_unwind(bool loaded_before)
 {
 	void *frames[4];
-	if (loaded_before) {
-		/* The program's own libunwind: its pipe, if any, is the program's business. */
-		rt_sp.backtrace(frames, 4);
-		return;
-	}
 	static int fill[1024];
 	int src = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int n = src >= 0 ? rt_sampler_fill_below_floor(src, fill, 1024) : 0;
@@ -543,11 +540,10 @@ rt_sampler_first_unwind(bool loaded_before)
 		rt_sp.pipe_ino[0] = sa.st_ino;
 		rt_sp.pipe_dev[1] = sb.st_dev;
 		rt_sp.pipe_ino[1] = sb.st_ino;
-		rt_sp.pipe_known = true;
-	} else {
-		rt_warn("sites: libunwind's pipe could not be kept above descriptor %d",
-		        rt_fd_floor() - 1);
+		rt_sp.pipe_known = !loaded_before;
+		return true;
 	}
+	return loaded_before;
 }
 
 static bool
@@ -602,7 +598,11 @@ rt_sampler_init(void)
 		        unwind ? "no unw_backtrace" : dlerror());
 		return;
 	}
-	rt_sampler_first_unwind(loaded_before);
+	if (!rt_sampler_first_unwind(loaded_before)) {
+		rt_warn("sites off: libunwind's pipe could not be kept above descriptor %d",
+		        rt_fd_floor() - 1);
+		return;
+	}
 	rt_sp.py = rt_sampler_py_init();
 	if (pthread_atfork(rt_sampler_prepare, rt_sampler_parent, rt_sampler_child) != 0) {
 		rt_warn("sites off: cannot register its fork handlers");

@@ -119,10 +119,15 @@ rt_sampler_py_forget_parent(void)
 static bool
 rt_sampler_py_direct(bool *skip)
 {
-	bool direct = rt_spy.holds_gil() == 1;
-	/* A daemon thread outside the GIL while the interpreter finalizes: its state is going. */
-	*skip = !direct && rt_spy.is_finalizing();
-	return direct;
+	/* While the interpreter finalizes it frees daemon threads' states under them, and
+	 * PyGILState_Check answers 1 for every thread once a subinterpreter existed (3.11): no
+	 * direct read then, whatever it says. */
+	if (rt_spy.is_finalizing()) {
+		*skip = false;
+		return false;
+	}
+	*skip = false;
+	return rt_spy.holds_gil() == 1;
 }
 
 unsigned
