@@ -277,7 +277,7 @@ check-deb: deb $(BUILD)/test/workloads/frag
 	timeout 600 scripts/deb/check-deb.sh $(DEB) $(BUILD)/test/workloads/frag
 
 format:
-	clang-format -i policy/*.[ch] shim/*.[ch] test/*/*.[ch]
+	clang-format -i policy/*.[ch] shim/*.[ch] scripts/command/*.[ch] test/*/*.[ch]
 
 clean:
 	rm -rf $(BUILD)

@@ -31,6 +31,7 @@ packages=(
 	clang-14          # fuzz targets (make check, make fuzz) and make check-asan/-ubsan/-tsan
 	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes
 	llvm-14           # llvm-symbolizer, for readable sanitizer reports
+	clang-format      # make format
 	libpython3.11-testsuite # CPython's regression tests, for make check-host
 )
 
