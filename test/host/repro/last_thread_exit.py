@@ -17,6 +17,7 @@ Both cases are checked here, the first with a C-level pthread_exit through ctype
 
 import os
 import signal
+import select
 import subprocess
 import sys
 import threading
@@ -26,13 +27,15 @@ import _repro
 
 
 def wait_exit(pid, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status
-        time.sleep(0.01)
-    return None
+    """The child's wait status once it exits, or None after timeout seconds."""
+    fd = os.pidfd_open(pid)
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    if not readable:
+        return None
+    return os.waitpid(pid, 0)[1]
 
 
 def pending_signals(pid):
