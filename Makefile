@@ -51,7 +51,7 @@ LIB := $(BUILD)/libroundtrim.so
 UNIT := $(BUILD)/test/unit-tests
 INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOADS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%) \
-	$(BUILD)/test/workloads/libstress_dso.so
+	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -102,6 +102,12 @@ $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h poli
 $(BUILD)/test/workloads/libstress_dso.so: test/workloads/dso/stress_dso.c test/workloads/pattern.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $<
+
+# A preload that allocates at the start of every thread, before the thread's function, as the
+# sanitizers' and profilers' thread hooks do.
+$(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
 
 stress: $(LIB) $(INTEGRATION) $(WORKLOADS)
 	STRESS_DIVISOR=1 $(INTEGRATION) --filter 'stress/*' --jobs 1
