@@ -193,8 +193,9 @@ churn_checker(void *arg)
 {
 	struct churn_thread *t = arg;
 	/* As after a tensor's first free: the thresholds rise, big blocks come from the arena
-	 * and its top may hold tens of MiB. */
-	free(malloc(16 << 20));
+	 * and its top may hold tens of MiB. volatile: compilers elide a bare malloc+free. */
+	void *volatile raise = malloc(16 << 20);
+	free(raise);
 	while (!atomic_load_explicit(&churn_stop, memory_order_relaxed)) {
 		struct churn_block *b = &t->slots[churn_next(&t->rng) % CHURN_SLOTS];
 		unsigned what = (unsigned)(churn_next(&t->rng) % 16);

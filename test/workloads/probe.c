@@ -724,8 +724,11 @@ static void *
 lastexit_thread(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 1000; i++)
-		free(malloc(4096));
+	for (int i = 0; i < 1000; i++) {
+		/* volatile: compilers elide a bare malloc+free */
+		void *volatile block = malloc(4096);
+		free(block);
+	}
 	return (void *)3;
 }
 
