@@ -49,8 +49,12 @@ static struct {
 	size_t status_len; /* the longest content written, which shorter ones pad over */
 	atomic_int owner;  /* the pid that opened these files: only it removes them */
 	/* The descriptors live in the worker's own table only (rt_files_went_private): the
-	 * program's threads can neither reach nor replace them, and never touch them. */
-	bool private_table;
+	 * program's threads can neither reach nor replace them, and never touch them. Atomic:
+	 * read by rt_files_fifo_poke in any thread, the worker's signal handler among them. */
+	atomic_bool private_table;
+	/* The FIFO's and the status file's paths are removed once, by whichever comes first: the
+	 * worker, when the program took the FIFO's descriptor, or the exit. */
+	atomic_bool paths_claimed;
 } rt_f = {
     .fifo = RT_FD_NONE("FIFO trigger"),
     .status = RT_FD_NONE("status file"),
@@ -454,20 +458,21 @@ rt_files_numbers(int *out, size_t size)
 void
 rt_files_went_private(void)
 {
-	/* The worker has its own copies now: the starter's go, before the program runs on. */
+	/* The worker has its own copies now: the starter's go, before the program runs on. No
+	 * poke uses them from here on, before they are closed. */
+	atomic_store(&rt_f.private_table, true);
 	for (size_t i = 0; i < RT_FILES_ALL; i++)
 		rt_fd_close_copy(rt_files_all[i]);
-	rt_f.private_table = true;
 }
 
 void
 rt_files_forget_parent(void)
 {
 	/* In a private table the parent's descriptors never reached this child's. */
-	if (rt_f.private_table) {
+	if (atomic_load(&rt_f.private_table)) {
 		for (size_t i = 0; i < RT_FILES_ALL; i++)
 			atomic_store(&rt_files_all[i]->fd, -1);
-		rt_f.private_table = false;
+		atomic_store(&rt_f.private_table, false);
 	}
 	rt_fd_close(&rt_f.fifo);
 	rt_fd_close(&rt_f.status);
@@ -484,6 +489,7 @@ rt_files_forget_parent(void)
 	rt_files_forget_output(&rt_f.sites);
 	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
 	rt_f.status_len = 0;
+	atomic_store(&rt_f.paths_claimed, false);
 	atomic_store(&rt_f.owner, 0);
 }
 
@@ -499,7 +505,7 @@ static int
 rt_files_fifo_checked(void)
 {
 	int fd = rt_fd_get(&rt_f.fifo);
-	if (fd >= 0 || !rt_f.fifo_path[0])
+	if (fd >= 0 || !rt_f.fifo_path[0] || atomic_exchange(&rt_f.paths_claimed, true))
 		return fd;
 	if (rt_files_ours_here()) {
 		unlink(rt_f.fifo_path);
@@ -534,7 +540,7 @@ rt_files_fifo_poke(void)
 {
 	/* The program's threads have no way into a private table: the worker's tick finds the
 	 * request instead. */
-	if (rt_f.private_table)
+	if (atomic_load(&rt_f.private_table))
 		return;
 	int fd = rt_fd_peek(&rt_f.fifo);
 	int saved_errno = errno;
@@ -794,7 +800,8 @@ rt_files_remove(void)
 		return;
 	char aside[RT_FILES_STATUS_PATH_MAX + 8];
 	const char *paths[] = {rt_f.fifo_path, rt_f.status_path};
-	for (size_t i = 0; i < 2; i++) {
+	bool claimed = !atomic_exchange(&rt_f.paths_claimed, true);
+	for (size_t i = 0; claimed && i < 2; i++) {
 		if (!paths[i][0])
 			continue;
 		unlink(paths[i]);
