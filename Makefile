@@ -388,7 +388,8 @@ fuzz: $(FUZZ_BIN)
 #   redzones and quarantine, TSan's shadow) puts the workload's 224 MiB over the cgroup's
 #   256 MiB, and the kernel kills it.
 # - ASan, TSan: the tests that assert an allocator action or glibc's arenas
-#   (arena/thread_arena_tops_*, arena/stands_down_*, rounds/glibc_*, auto_rounds/rounds_found_*,
+#   (arena/thread_arena_tops_*, arena/stands_down_*, arena/live_heap_of_many_*,
+#   arena/the_worker_takes_no_arena_*, rounds/glibc_*, auto_rounds/rounds_found_*,
 #   robust/role_caps_*, python/disabled_*, python/off_with_*, python/main_thread_*, and the
 #   command's all_reaches_*, round_finds_the_status_file_* and run_round_wait_*; the arena
 #   integrity test runs, and checks there that no byte is lost); jemalloc between the wrappers and
@@ -407,6 +408,7 @@ fuzz: $(FUZZ_BIN)
 #   python3 over ASan's allocator) missed the test's 60 s wait in 1 run of 2 here.
 SAN_SKIP_undefined := bench/*|rounds/jemalloc_*every_third*
 SAN_SKIP_runtime := bench/*|*jemalloc*|arena/@(thread_arena_tops_|stands_down_)*
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|arena/@(live_heap_of_many_|the_worker_takes_no_arena_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|rounds/glibc_*|auto_rounds/rounds_found_*|robust/role_caps_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|python/@(disabled_|off_with_|main_thread_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/@(all_reaches_|round_finds_the_status_file_)*
