@@ -497,7 +497,8 @@ TEST_CFLAGS += -DTH_PRELOAD_AFTER='"$(SAN_PRELOAD)"'
 $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS): Makefile
 endif
 
-sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BAKED_COMMAND) $(SAN_HELPERS)
+sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BAKED_COMMAND) $(SAN_HELPERS) \
+		$(BUILD)/test/bench/chunks
 	@test -n "$(SANITIZE)" || { echo "use make check-asan, check-ubsan or check-tsan" >&2; exit 2; }
 	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
 	$(SAN_UNIT_RUN) || status=$$?; \
