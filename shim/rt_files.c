@@ -14,6 +14,10 @@
 #include "rt_report.h"
 #include "rt_shim.h"
 
+#ifdef RT_SANITIZER_REPORTS
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,8 +53,14 @@ static struct {
 	size_t status_len; /* the longest content written, which shorter ones pad over */
 	atomic_int owner;  /* the pid that opened these files: only it removes them */
 	/* The descriptors live in the worker's own table only (rt_files_went_private): the
-	 * program's threads can neither reach nor replace them, and never touch them. */
-	bool private_table;
+	 * program's threads can neither reach nor replace them, and never touch them. Atomic:
+	 * read by rt_files_fifo_poke in any thread, the worker's signal handler among them. */
+	atomic_bool private_table;
+	/* The FIFO's and the status file's paths are removed once, by whichever comes first: the
+	 * worker, when the program took the FIFO's descriptor, or the exit. */
+	atomic_bool paths_claimed;
+	/* Sanitizer builds only: the runtime's report file, in both tables. */
+	atomic_int sanitizer_reports;
 } rt_f = {
     .fifo = RT_FD_NONE("FIFO trigger"),
     .status = RT_FD_NONE("status file"),
@@ -65,6 +75,7 @@ static struct {
     .mem_used = RT_FD_NONE("pressure trigger"),
     .mem_limit = RT_FD_NONE("pressure trigger"),
     .meminfo = RT_FD_NONE("pressure trigger"),
+    .sanitizer_reports = -1,
 };
 
 static struct rt_file_facts
@@ -399,12 +410,37 @@ rt_files_open_pressure(void)
 		    "pressure trigger off: neither a memory cgroup nor /proc/meminfo can be read");
 }
 
+/* Sanitizer builds only (make check-asan, check-ubsan and check-tsan define
+ * RT_SANITIZER_REPORTS, the runtime's log_path). The runtime opens its report file at its first
+ * report, in the reporting thread's descriptor table: once the worker has a table of its own,
+ * that number is valid in one of the two only, and what the other side reports is lost or
+ * written into one of the program's descriptors. The file is opened here instead, before the
+ * worker starts, at a low number as the runtime would have it (the program's table holds
+ * nothing of the library's up there), and handed to the runtime; the worker keeps its copy
+ * (rt_files_numbers). The symbolizer's pipes, made at the first report too, cannot be handed
+ * over: after a report, one from the other table may still send its symbolizer requests
+ * astray (the first report fails those targets anyway). */
+static void
+rt_files_open_sanitizer_reports(void)
+{
+#ifdef RT_SANITIZER_REPORTS
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s.%s.%d", RT_SANITIZER_REPORTS, rt_shim.program,
+	         (int)getpid());
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		__sanitizer_set_report_fd((void *)(intptr_t)fd);
+	atomic_store(&rt_f.sanitizer_reports, fd);
+#endif
+}
+
 void
 rt_files_open(void)
 {
 	const struct rt_config *cfg = &rt_shim.cfg;
 	bool forked = rt_shim.forked;
 	atomic_store(&rt_f.owner, getpid());
+	rt_files_open_sanitizer_reports();
 	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !rt_fd_adopt(&rt_f.statm, fd))
 		rt_warn("RSS readings off: cannot open /proc/self/statm: %s", strerror(errno));
@@ -448,26 +484,30 @@ rt_files_numbers(int *out, size_t size)
 		if (fd >= 0)
 			out[n++] = fd;
 	}
+	int reports = atomic_load(&rt_f.sanitizer_reports);
+	if (reports >= 0 && n < size)
+		out[n++] = reports;
 	return n;
 }
 
 void
 rt_files_went_private(void)
 {
-	/* The worker has its own copies now: the starter's go, before the program runs on. */
+	/* The worker has its own copies now: the starter's go, before the program runs on. No
+	 * poke uses them from here on, before they are closed. */
+	atomic_store(&rt_f.private_table, true);
 	for (size_t i = 0; i < RT_FILES_ALL; i++)
 		rt_fd_close_copy(rt_files_all[i]);
-	rt_f.private_table = true;
 }
 
 void
 rt_files_forget_parent(void)
 {
 	/* In a private table the parent's descriptors never reached this child's. */
-	if (rt_f.private_table) {
+	if (atomic_load(&rt_f.private_table)) {
 		for (size_t i = 0; i < RT_FILES_ALL; i++)
 			atomic_store(&rt_files_all[i]->fd, -1);
-		rt_f.private_table = false;
+		atomic_store(&rt_f.private_table, false);
 	}
 	rt_fd_close(&rt_f.fifo);
 	rt_fd_close(&rt_f.status);
@@ -485,7 +525,11 @@ rt_files_forget_parent(void)
 	rt_files_forget_output(&rt_f.sites);
 	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
 	rt_f.status_len = 0;
+	atomic_store(&rt_f.paths_claimed, false);
 	atomic_store(&rt_f.owner, 0);
+	/* Not closed: the child's runtime closes the parent's report file itself, at its first
+	 * report, as it does in every fork child. */
+	atomic_store(&rt_f.sanitizer_reports, -1);
 }
 
 static bool
@@ -500,7 +544,7 @@ static int
 rt_files_fifo_checked(void)
 {
 	int fd = rt_fd_get(&rt_f.fifo);
-	if (fd >= 0 || !rt_f.fifo_path[0])
+	if (fd >= 0 || !rt_f.fifo_path[0] || atomic_exchange(&rt_f.paths_claimed, true))
 		return fd;
 	if (rt_files_ours_here()) {
 		unlink(rt_f.fifo_path);
@@ -535,7 +579,7 @@ rt_files_fifo_poke(void)
 {
 	/* The program's threads have no way into a private table: the worker's tick finds the
 	 * request instead. */
-	if (rt_f.private_table)
+	if (atomic_load(&rt_f.private_table))
 		return;
 	int fd = rt_fd_peek(&rt_f.fifo);
 	int saved_errno = errno;
@@ -795,7 +839,8 @@ rt_files_remove(void)
 		return;
 	char aside[RT_FILES_STATUS_PATH_MAX + 8];
 	const char *paths[] = {rt_f.fifo_path, rt_f.status_path};
-	for (size_t i = 0; i < 2; i++) {
+	bool claimed = !atomic_exchange(&rt_f.paths_claimed, true);
+	for (size_t i = 0; claimed && i < 2; i++) {
 		if (!paths[i][0])
 			continue;
 		unlink(paths[i]);

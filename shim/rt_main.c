@@ -33,7 +33,7 @@
 
 struct rt_shim rt_shim;
 
-static atomic_bool rt_main_child_waiting;
+atomic_bool rt_main_child_waiting;
 static int64_t rt_main_child_settled_ns;
 
 /* The status the worker last published, for roundtrim_status_json. The lock is held only to copy

@@ -3,7 +3,8 @@
  * no syscall, no shared cache line written (rt_tally). When the budget runs out (at a thread's
  * first allocation, whose budget starts at zero, and then every `period` bytes) the cold path
  * runs the library's per-thread work: resolving the real functions, joining the registry of
- * tallies, and rt_main's allocation event. */
+ * tallies, the sampler's event, and, in a fork child still waiting to start its library,
+ * rt_main's allocation event. */
 #include "roundtrim.h"
 #include "rt_real.h"
 #include "rt_sampler.h"
@@ -69,7 +70,10 @@ rt_cold(size_t size)
 	rt_rearm(RT_PERIOD_NONE, size);
 	if (!rt_t.in_event) {
 		rt_t.in_event = true;
-		uint64_t period = rt_sampler_event(consumed, rt_main_allocation_event());
+		uint64_t period = RT_PERIOD_NONE;
+		if (atomic_load_explicit(&rt_main_child_waiting, memory_order_relaxed))
+			period = rt_main_allocation_event();
+		period = rt_sampler_event(consumed, period);
 		rt_t.in_event = false;
 		rt_rearm(period, 0);
 	}

@@ -501,7 +501,7 @@ rt_sampler_fill_below_floor(int src, int *fill, int max)
 		if (fd < 0)
 			break;
 		if (fd >= floor) {
-			close(fd);
+			rt_fd_close_in_this_table(fd);
 			break;
 		}
 		fill[n++] = fd;
@@ -523,14 +523,14 @@ rt_sampler_first_unwind(bool loaded_before)
 	int a = src >= 0 ? fcntl(src, F_DUPFD_CLOEXEC, 0) : -1;
 	int b = a >= 0 ? fcntl(src, F_DUPFD_CLOEXEC, 0) : -1;
 	if (a >= 0)
-		close(a);
+		rt_fd_close_in_this_table(a);
 	if (b >= 0)
-		close(b);
+		rt_fd_close_in_this_table(b);
 	rt_sp.backtrace(frames, 4);
 	for (int i = 0; i < n; i++)
-		close(fill[i]);
+		rt_fd_close_in_this_table(fill[i]);
 	if (src >= 0)
-		close(src);
+		rt_fd_close_in_this_table(src);
 	struct stat sa, sb;
 	if (a >= rt_fd_floor() && b >= 0 && fstat(a, &sa) == 0 && S_ISFIFO(sa.st_mode) &&
 	    fstat(b, &sb) == 0 && S_ISFIFO(sb.st_mode)) {

@@ -3,6 +3,7 @@
 #ifndef RT_SHIM_H
 #define RT_SHIM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,8 +52,13 @@ void rt_worker_wake(void);
 #define RT_PERIOD_NONE (UINT64_C(1) << 62)
 void rt_malloc_set_budget(uint64_t period);
 
-/* rt_main: runs on a thread's first allocation and whenever its budget runs out; returns the
- * next budget. Never on the hot path. */
+/* rt_main: true in a fork child until its library starts, the only time the allocation event
+ * has work. The cold path reads it first, so the event never runs before the process's
+ * runtimes are up (ld.so and a sanitizer's start-up allocate; under make check-asan and
+ * check-tsan, rt_main.c is instrumented and would touch state that does not exist yet). */
+extern atomic_bool rt_main_child_waiting;
+/* rt_main: runs on a thread's first allocation and whenever its budget runs out while
+ * rt_main_child_waiting; returns the next budget. Never on the hot path. */
 uint64_t rt_main_allocation_event(void);
 /* rt_main: a fork child's library starts once the child is known to keep running without
  * exec (roundtrim(7), FORK AND EXEC); called by the API, which is such a sign itself. */

@@ -70,10 +70,25 @@ rt_tally_register(void)
 	pthread_setspecific(rt_tally_key, t);
 }
 
+/* The calling thread may have joined already: a preloaded thread hook (a sanitizer's, a
+ * profiler's) can allocate at its start, before its function runs. It leaves the registry as an
+ * exiting thread does, its counts so far kept: the totals never go back. */
 void
 rt_tally_exclude_self(void)
 {
-	rt_t.retired = true;
+	struct rt_thread_tally *t = &rt_t;
+	pthread_mutex_lock(&rt_tally_lock);
+	bool was_registered = t->registered;
+	if (was_registered) {
+		rt_tally_unlink(t);
+		rt_tally_add(&rt_tally_retired, t);
+		t->registered = false;
+	}
+	t->retired = true;
+	pthread_mutex_unlock(&rt_tally_lock);
+	/* Or its exit would unlink it a second time. */
+	if (was_registered)
+		pthread_setspecific(rt_tally_key, NULL);
 }
 
 void

@@ -154,15 +154,19 @@ actions_now(struct th_probe *run)
 }
 
 /* An idle process is never touched: once the probe has printed its line (its last allocation,
- * which one action may follow), twenty intervals pass without an action. */
-Test(auto_rounds, interval_leaves_an_idle_process_alone)
+ * which one action may follow), twenty intervals pass without an action. The worker's own
+ * allocations (each action makes some) must count nowhere, or every action would be the next
+ * one's reason. */
+static void
+idle_case(const char *preload)
 {
 	struct th_probe run;
 	char line[2048], trace[PATH_MAX], env_trace[PATH_MAX + 32];
 	snprintf(trace, sizeof(trace), "%s/idle.trace", th_tmpdir());
 	snprintf(env_trace, sizeof(env_trace), "ROUNDTRIM_TRACE=%s", trace);
 	const char *env[] = {"ROUNDTRIM_INTERVAL=100ms", env_trace, NULL};
-	th_start_probe_env(&run, (const char *[]){"idle", NULL}, env, line, sizeof(line));
+	th_start_workload(&run, "probe", preload, NULL, (const char *[]){"idle", NULL}, env, line,
+	                  sizeof(line));
 	int64_t since = -1;
 	wait_trace_span(trace, &since, 1000000);
 	int64_t before = actions_now(&run);
@@ -171,6 +175,20 @@ Test(auto_rounds, interval_leaves_an_idle_process_alone)
 	wait_trace_span(trace, &since, 2000000);
 	cr_assert_eq(actions_now(&run), before, "an idle process was acted on");
 	th_kill(&run.proc);
+}
+
+Test(auto_rounds, interval_leaves_an_idle_process_alone)
+{
+	idle_case(NULL);
+}
+
+/* A preloaded thread hook (a sanitizer's, a profiler's) makes the worker allocate before its
+ * function runs: it has joined the tallies by then, and must leave them. */
+Test(auto_rounds, interval_leaves_an_idle_process_alone_under_a_thread_hook)
+{
+	char preload[2 * PATH_MAX];
+	snprintf(preload, sizeof(preload), "%s:%s", th_lib(), th_workload("libthread_hook.so"));
+	idle_case(preload);
 }
 
 Test(auto_rounds, pressure_in_a_real_memory_cgroup)

@@ -133,7 +133,8 @@ t_world_init(const long *thread_sizes, size_t nthread, const long *main_sizes, s
 	memset(&w, 0, sizeof(w));
 	w.heaps = aligned_alloc(T_HEAP_MAX, 2 * T_HEAP_MAX);
 	w.sbrk = aligned_alloc(T_PAGE, T_SBRK);
-	w.main_state = aligned_alloc(64, RT_ARENA_STATE_SIZE + 64);
+	/* aligned_alloc wants a multiple of the alignment (C11 7.22.3.1; ASan enforces it). */
+	w.main_state = aligned_alloc(64, (RT_ARENA_STATE_SIZE + 64 + 63) / 64 * 64);
 	cr_assert(w.heaps && w.sbrk && w.main_state);
 	w.main = (uintptr_t)w.main_state;
 	uintptr_t h = (uintptr_t)w.heaps;

@@ -98,8 +98,8 @@ Test(report_read, refuses_what_is_not_its_format)
 		             bad_json[i]);
 	static const char *const bad_rss[] = {
 	    "", "[RSS] CA s=site-1 r=3 send: 1523.4 MB",
-	    "[RSS] roundtrim pid=1 r=1 fifo: 1.0 MB (before=2.0 MB released=1.0 MB live=0.5 MB "
-	    "action=malloc_trim took=0.5 ms allocator=glibc) trailing"};
+	    ("[RSS] roundtrim pid=1 r=1 fifo: 1.0 MB (before=2.0 MB released=1.0 MB live=0.5 MB "
+	     "action=malloc_trim took=0.5 ms allocator=glibc) trailing")};
 	for (size_t i = 0; i < sizeof(bad_rss) / sizeof(bad_rss[0]); i++)
 		cr_assert_eq(rt_report_read_rss_line(bad_rss[i], &got), RT_READ_BAD, "%s",
 		             bad_rss[i]);
