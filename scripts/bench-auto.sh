@@ -201,13 +201,16 @@ steady_rows() {
 }
 
 # rss_run MODE RUN ROUNDS SCALE: the Python client driven round by round, as figure 1 drives it,
-# with a pause of RSS_PAUSE after each round; announced: a FIFO round at the start of each pause;
-# auto: nothing. Writes $RAW/auto/rss-MODE.RUN.tsv (round rss_kib) and the stats lines.
+# with a pause of RSS_PAUSE after each round; announced: a FIFO round at the start of each pause
+# (ROUNDTRIM_AUTO=off); auto: nothing. Writes $RAW/auto/rss-MODE.RUN.tsv (round rss_kib) and the stats lines.
 rss_run() {
 	local mode=$1 run=$2 rounds=$3 scale=$4 r out=$RAW/auto/rss-$1.$2.tsv
 	local env=("LD_PRELOAD=$LIB" "ROUNDTRIM_FIFO=$ROUNDS_DIR/fifo-$mode-$run/%p.fifo"
 		"ROUNDTRIM_STATS=$ROUNDS_DIR/rss-$mode-$run.%p.jsonl")
 	local cmd=("$PYTHON" "$FL_CLIENT" --rounds "$rounds" --wait --scale "$scale" --seed "$run")
+	# Announced from the first round: detection could otherwise find one before the first FIFO
+	# line arrives, and the rounds the driver counts would be off by one.
+	[[ $mode == announced ]] && env+=("ROUNDTRIM_AUTO=off")
 	((run > 1)) || record_command env "${env[@]}" "${cmd[@]}"
 	note "auto: Python client's RSS, $mode, run $run"
 	rounds_start "client-$mode" "${env[@]}" -- "${cmd[@]}"
