@@ -116,21 +116,20 @@ main() {
 	done
 	# The goal, issue 12's: during roundtrim's action the worst malloc+free is at most a tenth of
 	# what it is during the program's own malloc_trim(0), run by run.
-	local verdict unpre_m rt self none jert jeself
+	local verdict rt self none jert jeself
 	read -r m lo hi < <(pair_ratios glibc-roundtrim glibc-self worst_op_ms | spread)
 	verdict=missed
 	at_most "$m" 0.1 && verdict=met
 	summary_row 4 "stall, $mib MiB allocated: worst malloc+free during roundtrim's action / during the program's own malloc_trim(0) (ratio, pairs of runs)" \
 		"≤ 0.10" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
-	unpre_m=$(pair_ratios glibc-roundtrim glibc-self worst_unpreempted_op_ms | median)
-	read -r m lo hi < <(pair_ratios glibc-roundtrim glibc-self worst_unpreempted_op_ms | spread)
-	summary_row 4 "stall, $mib MiB allocated: the same ratio, worst op during which the thread kept its core (the release's own share)" \
-		"—" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "no goal"
 	{
 		echo "Goal: the worst malloc+free during roundtrim's action at most 1/10 of the worst during the"
 		echo "program's own malloc_trim(0), run by run: $(fmt "$(pair_ratios glibc-roundtrim glibc-self worst_op_ms | median)" 3) (median of"
 		echo "the pairs; $(pair_ratios glibc-roundtrim glibc-self worst_op_ms | awk '{ printf "%s%.3f", (NR > 1 ? ", " : ""), $1 }'))."
-		echo "Not preempted: $(fmt "$unpre_m" 3) ($(pair_ratios glibc-roundtrim glibc-self worst_unpreempted_op_ms | awk '{ printf "%s%.3f", (NR > 1 ? ", " : ""), $1 }'))."
+		echo "No ratio is taken on the \"not preempted\" column: a thread that waits for an arena lock"
+		echo "sleeps, and one woken on a busy machine is often switched out again, so the program's own"
+		echo "malloc_trim(0), whose whole stall is such a wait, hardly shows there; roundtrim's worst there"
+		echo "is a hold of its worker that the scheduler cut short, lock held."
 		echo "roundtrim's window runs from its FIFO write to the round's stats line: the wait for an"
 		echo "allocation-quiet moment (at most 100 ms; the measuring thread never pauses, so it is"
 		echo "always the bound here), the action, then the readings (RSS, smaps_rollup and the live"
@@ -143,7 +142,7 @@ main() {
 	jert=$(column jemalloc-roundtrim worst_op_ms | median)
 	jeself=$(column jemalloc-self worst_op_ms | median)
 	if [[ $verdict != met ]]; then
-		loss "Stall on glibc ($mib MiB allocated): during roundtrim's release the allocating thread's worst malloc+free took $(fmt "$rt" 1) ms, against $(fmt "$self" 1) ms during the program's own malloc_trim(0) (ratio $(fmt "$(pair_ratios glibc-roundtrim glibc-self worst_op_ms | median)" 3), goal ≤ 0.10) and $(fmt "$none" 1) ms with no release; not preempted: $(fmt "$(column glibc-roundtrim worst_unpreempted_op_ms | median)" 2) ms against $(fmt "$(column glibc-self worst_unpreempted_op_ms | median)" 2) ms (ratio $(fmt "$unpre_m" 3))."
+		loss "Stall on glibc ($mib MiB allocated): during roundtrim's release the allocating thread's worst malloc+free took $(fmt "$rt" 1) ms, against $(fmt "$self" 1) ms during the program's own malloc_trim(0) (ratio $(fmt "$(pair_ratios glibc-roundtrim glibc-self worst_op_ms | median)" 3), goal ≤ 0.10) and $(fmt "$none" 1) ms with no release."
 	fi
 	if ! at_most "$jert" "$(awk -v a="$jeself" -v b="$none" 'BEGIN { print 2 * (a > b ? a : b) }')"; then
 		loss "Stall on jemalloc ($mib MiB allocated): the worst malloc+free took $(fmt "$jert" 1) ms during roundtrim's purge, against $(fmt "$jeself" 1) ms when the program purges itself (control without release: $(fmt "$none" 1) ms)."
