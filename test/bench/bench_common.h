@@ -100,6 +100,18 @@ bench_read_file(const char *path, char *buf, size_t size)
 	return len;
 }
 
+/* This process's RSS from /proc/self/statm, in KiB; 0 when it cannot be read. */
+static inline long
+bench_rss_kib(void)
+{
+	char buf[256];
+	long size = 0, resident = 0;
+	if (bench_read_file("/proc/self/statm", buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%ld %ld", &size, &resident) != 2)
+		return 0;
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 /* Expands a ROUNDTRIM_FIFO-style template: %p is pid, %% a percent sign. */
 static inline void
 bench_expand(const char *template, pid_t pid, char *out, size_t size)

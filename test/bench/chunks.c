@@ -36,17 +36,6 @@ chunks_median(int64_t *v, size_t n)
 	return v[n / 2];
 }
 
-static long
-chunks_rss_kib(void)
-{
-	char buf[256];
-	long size = 0, resident = 0;
-	if (bench_read_file("/proc/self/statm", buf, sizeof(buf)) < 0 ||
-	    sscanf(buf, "%ld %ld", &size, &resident) != 2)
-		return 0;
-	return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* The time of one pread of the whole file at fd, as the library reads its kept descriptors. */
 static int64_t
 chunks_time_pread(int fd)
@@ -183,7 +172,7 @@ main(int argc, char **argv)
 	printf("chunks=%ld size=%ld pages=%ld rss_kib=%ld in_use_kib=%zu mallinfo2_ms=%.3f "
 	       "mallinfo2_min_ms=%.3f mallinfo2_max_ms=%.3f smaps_rollup_us=%.1f "
 	       "smaps_rollup_min_us=%.1f smaps_rollup_max_us=%.1f statm_us=%.1f\n",
-	       nchunks, size, pages, chunks_rss_kib(), used / 1024, (double)mi_med / 1e6,
+	       nchunks, size, pages, bench_rss_kib(), used / 1024, (double)mi_med / 1e6,
 	       (double)mi[0] / 1e6, (double)mi[repeat - 1] / 1e6, (double)smaps_med / 1e3,
 	       (double)smaps[0] / 1e3, (double)smaps[repeat - 1] / 1e3,
 	       (double)chunks_median(statm, (size_t)repeat) / 1e3);

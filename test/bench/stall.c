@@ -143,17 +143,6 @@ stall_main(void *arg)
 	return NULL;
 }
 
-static long
-stall_rss_kib(void)
-{
-	char buf[256];
-	long size = 0, resident = 0;
-	if (bench_read_file("/proc/self/statm", buf, sizeof(buf)) < 0 ||
-	    sscanf(buf, "%ld %ld", &size, &resident) != 2)
-		return 0;
-	return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void
 stall_sleep_ms(long ms)
 {
@@ -239,7 +228,7 @@ main(int argc, char **argv)
 	 * caches warm. */
 	stall_sleep_ms(50);
 
-	long rss_before = stall_rss_kib();
+	long rss_before = bench_rss_kib();
 	int64_t action_ns;
 	if (!strcmp(action, "roundtrim")) {
 		action_ns = stall_roundtrim();
@@ -255,7 +244,7 @@ main(int argc, char **argv)
 		action_ns = bench_now_ns() - t0;
 		atomic_store(&stall_window, 2);
 	}
-	long rss_after = stall_rss_kib();
+	long rss_after = bench_rss_kib();
 	atomic_store(&stall_phase, STALL_STOP);
 	for (int i = 0; i < threads; i++)
 		pthread_join(pool[i].thread, NULL);

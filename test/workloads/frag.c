@@ -67,25 +67,6 @@ static long round_mib;
 static pthread_barrier_t start_barrier, done_barrier;
 static struct frag_thread *pool;
 
-static uint64_t
-frag_next(uint64_t *s)
-{
-	/* xorshift64*: deterministic per thread, so runs with and without roundtrim match. */
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
-
-/* Log-uniform sizes: many small blocks, most bytes in larger ones, as in a real heap. */
-static size_t
-frag_size(uint64_t *rng)
-{
-	double lo = (double)opts.min_size, hi = (double)opts.max_size;
-	double u = (double)(frag_next(rng) >> 11) / (double)(1ull << 53);
-	return (size_t)(lo * exp(u * log(hi / lo)));
-}
-
 static void
 frag_round(struct frag_thread *t)
 {
@@ -102,7 +83,7 @@ frag_round(struct frag_thread *t)
 			blocks = realloc(blocks, cap * sizeof(*blocks));
 			sizes = realloc(sizes, cap * sizeof(*sizes));
 		}
-		size_t size = frag_size(&t->rng);
+		size_t size = wl_log_uniform(&t->rng, opts.min_size, opts.max_size);
 		blocks[count] = malloc(size);
 		memset(blocks[count], (int)count, size);
 		sizes[count++] = size;

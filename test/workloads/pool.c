@@ -27,6 +27,7 @@
  * starts (after the line read with --wait; after the last round's line, before the program
  * exits): what an outside release, such as roundtrim's action on that round, left. */
 #include "options.h"
+#include "workload.h"
 
 #include "rt_arena.h"
 
@@ -70,23 +71,6 @@ static struct pool_opts opts = {8, 24, 16, 5, 64 * 1024, 1024 * 1024, 4096, 0, 0
 static pthread_barrier_t start_barrier, done_barrier;
 static struct pool_thread *pool;
 
-static uint64_t
-pool_next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
-
-static size_t
-pool_size(uint64_t *rng)
-{
-	double lo = (double)opts.min_size, hi = (double)opts.max_size;
-	double u = (double)(pool_next(rng) >> 11) / (double)(1ull << 53);
-	return (size_t)(lo * exp(u * log(hi / lo)));
-}
-
 static void *
 pool_alloc(size_t size)
 {
@@ -118,14 +102,14 @@ pool_round(struct pool_thread *t)
 				break;
 			blocks = grown;
 		}
-		size_t size = pool_size(&t->rng);
+		size_t size = wl_log_uniform(&t->rng, opts.min_size, opts.max_size);
 		blocks[count++] = pool_alloc(size);
 		used += size;
 	}
 	/* In a random order: glibc merges each freed block with its free neighbours, and the last
 	 * ones with the top chunk. */
 	for (size_t i = count; i > 1; i--) {
-		size_t j = pool_next(&t->rng) % i;
+		size_t j = wl_next(&t->rng) % i;
 		void *swap = blocks[i - 1];
 		blocks[i - 1] = blocks[j];
 		blocks[j] = swap;

@@ -5,7 +5,9 @@
 #define WORKLOAD_H
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,13 @@ static inline double
 wl_uniform(uint64_t *s, struct wl_range r)
 {
 	return r.min + (r.max - r.min) * wl_unit(s);
+}
+
+/* Log-uniform in [lo, hi): many small blocks, most bytes in larger ones, as in a real heap. */
+static inline size_t
+wl_log_uniform(uint64_t *s, size_t lo, size_t hi)
+{
+	return (size_t)((double)lo * exp(wl_unit(s) * log((double)hi / (double)lo)));
 }
 
 /* "MIN:MAX" or a single value; both >= 0 and MIN <= MAX. */
