@@ -12,6 +12,9 @@ rt_triggers_default_params(struct rt_triggers_params *p)
 	p->repeat_us = 30 * 1000000ULL;
 	/* The detector's readings (policy/rt_detect: tuned and tested at 50 ms). */
 	p->detect_tick_us = 50 * 1000ULL;
+	/* An idle process costs the worker five wake-ups a second. */
+	p->idle_tick_us = 200 * 1000ULL;
+	p->idle_after_us = 2000 * 1000ULL;
 	p->watch_tick_us = 1000 * 1000ULL;
 }
 
@@ -89,7 +92,7 @@ rt_triggers_acted(struct rt_triggers *t, enum rt_trigger why, const struct rt_tr
 }
 
 uint64_t
-rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us)
+rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us, uint64_t last_event_us)
 {
 	const struct rt_triggers_params *p = &t->params;
 	uint64_t wait = UINT64_MAX;
@@ -106,6 +109,9 @@ rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us)
 		if (until < wait)
 			wait = until;
 	}
+	if (t->mode == RT_MODE_AUTO && now_us - last_event_us >= p->idle_after_us &&
+	    wait < p->idle_tick_us)
+		wait = p->idle_tick_us;
 	return wait;
 }
 

@@ -26,6 +26,8 @@ struct rt_triggers_params {
 	uint64_t rss_limit_kib;     /* 0: off */
 	uint64_t repeat_us;         /* while memory stays above its mark, act at most this often */
 	uint64_t detect_tick_us;    /* how often the detector wants a reading */
+	uint64_t idle_tick_us;      /* ...slowed to this while the process neither allocates nor */
+	uint64_t idle_after_us;     /* frees for this long */
 	uint64_t watch_tick_us;     /* how often pressure and RSS are looked at otherwise */
 };
 
@@ -59,8 +61,9 @@ enum rt_trigger rt_triggers_due(const struct rt_triggers *t, const struct rt_tri
 /* After any action, whatever called for it. */
 void rt_triggers_acted(struct rt_triggers *t, enum rt_trigger why,
                        const struct rt_trigger_reading *r);
-/* How long the worker may wait for the next tick; UINT64_MAX when nothing is periodic. */
-uint64_t rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us);
+/* How long the worker may wait for the next tick, given when the process last allocated or
+ * freed; UINT64_MAX when nothing is periodic. */
+uint64_t rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us, uint64_t last_event_us);
 /* Whether the pressure and RSS readings are wanted at all. */
 bool rt_triggers_watch_pressure(const struct rt_triggers *t);
 bool rt_triggers_watch_rss(const struct rt_triggers *t);

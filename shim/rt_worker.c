@@ -45,10 +45,6 @@
 #define RT_WORKER_LONGEST_WAIT_US 200000
 /* How long the starting thread waits for the worker to take its own descriptor table. */
 #define RT_WORKER_TABLE_WAIT_S 2
-/* The detector's readings slow to this while the process neither allocates nor frees: an idle
- * process costs the worker five wake-ups a second. */
-#define RT_WORKER_IDLE_TICK_US 200000
-#define RT_WORKER_IDLE_AFTER_US 2000000
 /* Before an action, the worker waits for a window this long in which no thread allocated or
  * freed, at most RT_WORKER_QUIET_BOUND_US: the arena locks it takes then cross no one. */
 #define RT_WORKER_QUIET_WINDOW_NS 2000000L
@@ -159,7 +155,6 @@ rt_worker_now_us(clockid_t clock)
 static void
 rt_worker_read(struct rt_batch *b)
 {
-	const struct rt_config *cfg = &rt_shim.cfg;
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
 	struct rt_trigger_reading *tr = &rt_w_reading;
@@ -175,7 +170,7 @@ rt_worker_read(struct rt_batch *b)
 		rt_w_events = totals.allocations + totals.frees;
 		rt_w_events_us = tr->now_us;
 	}
-	bool detecting = rt_triggers_detecting(&rt_w_triggers) && cfg->auto_rounds;
+	bool detecting = rt_triggers_detecting(&rt_w_triggers);
 	if (detecting || rt_files_have_trace()) {
 		struct rt_reading rd = {
 		    .t_us = tr->now_us,
@@ -277,18 +272,12 @@ rt_worker_handle(const struct rt_batch *b)
 	rt_worker_publish();
 }
 
-/* How long to wait for the next tick: the triggers' need, the detector slowed while the process
- * is idle, and the longest wait. */
+/* How long to wait for the next tick: the triggers' need, and the longest wait. */
 static uint64_t
 rt_worker_wait_us(void)
 {
-	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
-	uint64_t wait = rt_triggers_wait_us(&rt_w_triggers, now);
-	if (!rt_shim.cfg.auto_rounds && rt_triggers_detecting(&rt_w_triggers))
-		wait = UINT64_MAX;
-	if (rt_triggers_detecting(&rt_w_triggers) &&
-	    now - rt_w_events_us >= RT_WORKER_IDLE_AFTER_US && wait < RT_WORKER_IDLE_TICK_US)
-		wait = RT_WORKER_IDLE_TICK_US;
+	uint64_t wait =
+	    rt_triggers_wait_us(&rt_w_triggers, rt_worker_now_us(CLOCK_MONOTONIC), rt_w_events_us);
 	return wait < RT_WORKER_LONGEST_WAIT_US ? wait : RT_WORKER_LONGEST_WAIT_US;
 }
 

@@ -145,11 +145,14 @@ Test(triggers, detection_hands_over_to_announced_rounds)
 	struct rt_triggers t = triggers(0, 0, 0, true);
 	cr_assert(rt_triggers_detecting(&t));
 	cr_assert_str_eq(rt_mode_word(t.mode), "auto");
-	cr_assert_eq(rt_triggers_wait_us(&t, 0), 50000);
+	cr_assert_eq(rt_triggers_wait_us(&t, 0, 0), 50000);
+	cr_assert_eq(rt_triggers_wait_us(&t, 1999999, 0), 50000, "idle, but not for long");
+	cr_assert_eq(rt_triggers_wait_us(&t, 2000000, 0), 200000, "idle: readings slow down");
 	rt_triggers_announced(&t);
 	cr_assert_not(rt_triggers_detecting(&t));
 	cr_assert_str_eq(rt_mode_word(t.mode), "announced");
-	cr_assert_eq(rt_triggers_wait_us(&t, 0), UINT64_MAX, "nothing periodic left");
+	cr_assert_eq(rt_triggers_wait_us(&t, 0, 0), UINT64_MAX, "nothing periodic left");
+	cr_assert_eq(rt_triggers_wait_us(&t, 5000000, 0), UINT64_MAX);
 	struct rt_triggers off = triggers(0, 0, 0, false);
 	cr_assert_str_eq(rt_mode_word(off.mode), "manual");
 	cr_assert_not(rt_triggers_detecting(&off));
@@ -158,11 +161,12 @@ Test(triggers, detection_hands_over_to_announced_rounds)
 Test(triggers, wait_until_the_next_thing)
 {
 	struct rt_triggers t = triggers(10000000, 0, 0, false);
-	cr_assert_eq(rt_triggers_wait_us(&t, 1000000), 10000000);
-	cr_assert_eq(rt_triggers_wait_us(&t, 8000000), 3000000);
-	cr_assert_eq(rt_triggers_wait_us(&t, 11000000), 10000000, "due but idle: a whole one");
+	cr_assert_eq(rt_triggers_wait_us(&t, 1000000, 1000000), 10000000);
+	cr_assert_eq(rt_triggers_wait_us(&t, 8000000, 8000000), 3000000);
+	cr_assert_eq(rt_triggers_wait_us(&t, 11000000, 11000000), 10000000,
+	             "due but idle: a whole one");
 	struct rt_triggers w = triggers(10000000, 900, 0, false);
-	cr_assert_eq(rt_triggers_wait_us(&w, 1000000), 1000000);
+	cr_assert_eq(rt_triggers_wait_us(&w, 1000000, 1000000), 1000000);
 }
 
 Test(triggers, quiet_moment)
