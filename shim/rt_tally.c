@@ -37,16 +37,28 @@ rt_tally_unlink(struct rt_thread_tally *t)
 	t->next = t->prev = NULL;
 }
 
+/* The thread leaves the registry for good, its counts so far kept: the totals never go back.
+ * Whether it had joined. */
+static bool
+rt_tally_leave(struct rt_thread_tally *t)
+{
+	pthread_mutex_lock(&rt_tally_lock);
+	bool was_registered = t->registered;
+	if (was_registered) {
+		rt_tally_unlink(t);
+		rt_tally_add(&rt_tally_retired, t);
+		t->registered = false;
+	}
+	t->retired = true;
+	pthread_mutex_unlock(&rt_tally_lock);
+	return was_registered;
+}
+
 static void
 rt_tally_retire(void *arg)
 {
 	struct rt_thread_tally *t = arg;
-	pthread_mutex_lock(&rt_tally_lock);
-	rt_tally_unlink(t);
-	rt_tally_add(&rt_tally_retired, t);
-	t->registered = false;
-	t->retired = true;
-	pthread_mutex_unlock(&rt_tally_lock);
+	rt_tally_leave(t);
 	/* Destructors that run after this one and allocate count nowhere: the thread is gone. */
 	RT_TALLY_STORE(t->left, UINT64_C(1) << 62);
 	RT_TALLY_STORE(t->armed, UINT64_C(1) << 62);
@@ -71,23 +83,13 @@ rt_tally_register(void)
 }
 
 /* The calling thread may have joined already: a preloaded thread hook (a sanitizer's, a
- * profiler's) can allocate at its start, before its function runs. It leaves the registry as an
- * exiting thread does, its counts so far kept: the totals never go back. */
+ * profiler's) can allocate at its start, before its function runs. It leaves as an exiting
+ * thread does. */
 void
 rt_tally_exclude_self(void)
 {
-	struct rt_thread_tally *t = &rt_t;
-	pthread_mutex_lock(&rt_tally_lock);
-	bool was_registered = t->registered;
-	if (was_registered) {
-		rt_tally_unlink(t);
-		rt_tally_add(&rt_tally_retired, t);
-		t->registered = false;
-	}
-	t->retired = true;
-	pthread_mutex_unlock(&rt_tally_lock);
 	/* Or its exit would unlink it a second time. */
-	if (was_registered)
+	if (rt_tally_leave(&rt_t))
 		pthread_setspecific(rt_tally_key, NULL);
 }
 
