@@ -226,8 +226,9 @@ rt_heap_live_bytes(void)
 	}
 	if (!rt_mallinfo2)
 		return UINT64_MAX;
-	/* The count is a walk too: not once a reading was dear. */
-	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, 0, rt_heap_live_cost_ns) ||
+	/* The count is a walk too: made only while the last reading's cost allows a reading. */
+	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_CHUNKS_UNKNOWN,
+	                                  rt_heap_live_cost_ns) ||
 	    !rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC,
 	                                  rt_glibc_free_chunks(RT_ALLOCATOR_LIVE_CHUNKS_MAX),
 	                                  rt_heap_live_cost_ns))
