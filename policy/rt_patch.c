@@ -653,23 +653,6 @@ rt_patch_plain(const char *v)
 }
 
 const char *
-rt_patch_lib_refusal(const char *lib)
-{
-	if (lib[0] != '/')
-		return "not an absolute path";
-	for (const char *c = lib; *c; c++) {
-		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return "holds a blank or a control character, which LD_PRELOAD would split "
-			       "on";
-		if (*c == ':')
-			return "holds a colon, which LD_PRELOAD would split on";
-		if (strchr("\"$`\\", *c))
-			return "holds a character the shell reads inside double quotes (\" $ ` \\)";
-	}
-	return NULL;
-}
-
-const char *
 rt_patch_setting_refusal(const struct rt_patch_setting *s)
 {
 	const char *c = s->name;

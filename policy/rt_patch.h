@@ -101,8 +101,6 @@ unsigned rt_patch_role_arena_max(enum rt_role role);
 /* --arena-max's value: 1 to INT_MAX (mallopt takes an int). RT_PARSE_OK or the problem. */
 enum rt_parse_result rt_patch_parse_arena_max(const char *text, unsigned *out);
 
-/* NULL when LD_PRELOAD can carry lib inside the block's double quotes, else why not. */
-const char *rt_patch_lib_refusal(const char *lib);
 /* NULL when the setting can be written in the block, else why not. */
 const char *rt_patch_setting_refusal(const struct rt_patch_setting *setting);
 

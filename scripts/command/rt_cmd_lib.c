@@ -11,9 +11,6 @@
 
 /* Where `make install` puts the library; the Makefile passes its LIBDIR. */
 #include "rt_install.h"
-#ifndef RT_CMD_LIB_PATH
-#define RT_CMD_LIB_PATH RT_INSTALL_PRELOAD_LIB
-#endif
 /* The build directory that the Makefile builds the command and the library into. */
 #ifndef RT_CMD_BUILD_DIR
 #define RT_CMD_BUILD_DIR ""
@@ -66,10 +63,10 @@ rt_cmd_lib_find(char *out, size_t size, char *why, size_t why_size)
 		n = snprintf(out, size, "%s", env);
 	} else if (rt_cmd_lib_build_tree(out, size)) {
 		n = (int)strlen(out);
-	} else if (rt_cmd_lib_is_file(RT_CMD_LIB_PATH)) {
-		n = snprintf(out, size, "%s", RT_CMD_LIB_PATH);
+	} else if (rt_cmd_lib_is_file(RT_INSTALL_PRELOAD_LIB)) {
+		n = snprintf(out, size, "%s", RT_INSTALL_PRELOAD_LIB);
 	} else {
-		snprintf(why, why_size, "%s not found; set ROUNDTRIM_LIB", RT_CMD_LIB_PATH);
+		snprintf(why, why_size, "%s not found; set ROUNDTRIM_LIB", RT_INSTALL_PRELOAD_LIB);
 		return false;
 	}
 	if (n < 0 || (size_t)n >= size || !rt_preload_path_valid(out)) {

@@ -92,4 +92,8 @@ Test(preload, paths_it_can_carry)
 	cr_assert_not(rt_preload_path_valid("/a$b/libroundtrim.so"));
 	cr_assert_not(rt_preload_path_valid("/a'b/libroundtrim.so"));
 	cr_assert_not(rt_preload_path_valid(""));
+	const char *bad[] = {"/opt/\"/libroundtrim.so", "/opt/`/libroundtrim.so",
+	                     "/opt/\\/libroundtrim.so", "/opt/\n/libroundtrim.so"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(rt_preload_path_valid(bad[i]), "%s", bad[i]);
 }
