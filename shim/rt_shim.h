@@ -36,9 +36,9 @@ void rt_out_stderr_via(int pidfd);
 /* rt_worker: the one thread that does all the work. */
 bool rt_worker_start(void);
 bool rt_worker_running(void);
-/* A program thread is exiting (its tally's destructor): when it is the program's last, the
- * process ends here, in the program's own descriptor table, as glibc would end it. */
-void rt_worker_thread_exits(void);
+/* A program thread is exiting (its tally's destructor): whether it is the program's last, whose
+ * exit must end the process in the program's own descriptor table, as glibc would end it. */
+bool rt_worker_thread_exits(void);
 /* In a fork child, inside fork: forget the parent's worker and its pending requests. */
 void rt_worker_forget_parent(void);
 /* Asynchronous requests from the API; false when the worker is not running. */

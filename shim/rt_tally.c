@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 __thread struct rt_thread_tally rt_t;
 
@@ -54,15 +55,25 @@ rt_tally_leave(struct rt_thread_tally *t)
 	return was_registered;
 }
 
+/* The key's value once the program's last thread has left: its destructor runs again in glibc's
+ * next round over the keys, after the program's own keys' destructors of the first. */
+static char rt_tally_exit_mark;
+
 static void
 rt_tally_retire(void *arg)
 {
+	if (arg == &rt_tally_exit_mark) {
+		/* As glibc ends a process whose last thread exits: atexit handlers, stdio flushed,
+		 * in the program's descriptor table. */
+		exit(0);
+	}
 	struct rt_thread_tally *t = arg;
 	rt_tally_leave(t);
 	/* Destructors that run after this one and allocate count nowhere: the thread is gone. */
 	RT_TALLY_STORE(t->left, UINT64_C(1) << 62);
 	RT_TALLY_STORE(t->armed, UINT64_C(1) << 62);
-	rt_worker_thread_exits();
+	if (rt_worker_thread_exits())
+		pthread_setspecific(rt_tally_key, &rt_tally_exit_mark);
 }
 
 void

@@ -420,21 +420,20 @@ rt_worker_alone(void)
 
 static atomic_bool rt_w_main_gone;
 
-void
+bool
 rt_worker_thread_exits(void)
 {
 	bool self_is_main = gettid() == getpid();
 	if (self_is_main)
 		atomic_store(&rt_w_main_gone, true);
 	if (!rt_worker_running())
-		return;
+		return false;
 	/* /proc/PID/task's link count is 2 + its threads (proc_task_getattr): a count without
 	 * opening anything, since the program may be about to dup2 onto the lowest free number. */
 	struct stat st;
-	if (stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
-	    rt_procfs_last_thread((uint64_t)st.st_nlink - 2, self_is_main,
-	                          atomic_load(&rt_w_main_gone)))
-		exit(0);
+	return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
+	       rt_procfs_last_thread((uint64_t)st.st_nlink - 2, self_is_main,
+	                             atomic_load(&rt_w_main_gone));
 }
 
 static void *

@@ -439,6 +439,9 @@ Test(invisible, process_ends_when_the_programs_last_thread_exits)
 	char line[512];
 	th_start_probe_env(&run, (const char *[]){"lastexit", NULL}, NULL, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the last thread's key destructor and atexit handler printed nothing");
+	cr_assert_str_eq(line, "thread key destructor ran");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
 	          "the atexit handler's line was lost");
 	cr_assert_str_eq(line, "atexit ran");
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "the process outlived its threads");

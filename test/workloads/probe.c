@@ -29,9 +29,9 @@
  *                   execs /bin/true; prints "forkexec=N"
  *   lastexit        prints "ready", starts a thread that waits for the main thread to end,
  *                   allocates and returns 3 from its start routine, and ends the main thread
- *                   with pthread_exit: the process must then end (exit status 0) and run its
- *                   atexit handler, which prints "atexit ran", as glibc ends it after its
- *                   last thread
+ *                   with pthread_exit: the process must then end (exit status 0) as glibc
+ *                   ends it after its last thread, after that thread's key destructor
+ *                   ("thread key destructor ran") and then the atexit handler ("atexit ran")
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -722,12 +722,24 @@ mode_apiwake(void)
 	}
 }
 
+static void
+lastexit_key_done(void *value)
+{
+	(void)value;
+	printf("thread key destructor ran\n");
+}
+
 static void *
 lastexit_thread(void *arg)
 {
 	/* The main thread ends first: this one is then the program's last, beside a zombie leader.
 	 */
 	pthread_join(*(pthread_t *)arg, NULL);
+	/* A key of the program's, made after the library's: its destructor runs after the library's
+	 * in the thread's exit, and must run all the same. */
+	pthread_key_t key;
+	if (pthread_key_create(&key, lastexit_key_done) == 0)
+		pthread_setspecific(key, &key);
 	for (int i = 0; i < 1000; i++) {
 		/* volatile: compilers elide a bare malloc+free */
 		void *volatile block = malloc(4096);
