@@ -82,7 +82,6 @@ rt_triggers_due(const struct rt_triggers *t, const struct rt_trigger_reading *r)
 void
 rt_triggers_acted(struct rt_triggers *t, enum rt_trigger why, const struct rt_trigger_reading *r)
 {
-	t->acted = true;
 	t->last_action_us = r->now_us;
 	t->bytes_at_last_action = r->bytes_requested;
 	if (why == RT_TRIGGER_PRESSURE)

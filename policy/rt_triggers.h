@@ -34,7 +34,6 @@ struct rt_triggers_params {
 struct rt_triggers {
 	struct rt_triggers_params params;
 	enum rt_mode mode;
-	bool acted;              /* any action yet */
 	uint64_t last_action_us; /* monotonic */
 	uint64_t bytes_at_last_action;
 	uint64_t pressure_acted_us; /* 0: never */

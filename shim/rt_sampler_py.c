@@ -114,28 +114,24 @@ rt_sampler_py_forget_parent(void)
 	atomic_store(&rt_spy.pid, getpid());
 }
 
-/* Whether the calling thread may read its frames directly; false also when it should not read
- * them at all (*skip). */
+/* Whether the calling thread may read its frames directly, else through process_vm_readv. */
 static bool
-rt_sampler_py_direct(bool *skip)
+rt_sampler_py_direct(void)
 {
 	/* While the interpreter finalizes it frees daemon threads' states under them, and
 	 * PyGILState_Check answers 1 for every thread once a subinterpreter existed (3.11): no
 	 * direct read then, whatever it says. */
-	if (rt_spy.is_finalizing()) {
-		*skip = false;
-		return false;
-	}
-	*skip = false;
-	return rt_spy.holds_gil() == 1;
+	return !rt_spy.is_finalizing() && rt_spy.holds_gil() == 1;
 }
 
 unsigned
 rt_sampler_py_frames(uintptr_t *codes, unsigned max)
 {
 	uintptr_t tstate = (uintptr_t)rt_spy.this_thread_state(), cframe, frame;
-	bool skip, direct = tstate ? rt_sampler_py_direct(&skip) : (skip = true, false);
-	if (skip || !rt_sampler_py_word(tstate + RT_PY311_TSTATE_CFRAME, &cframe, direct) ||
+	if (!tstate)
+		return 0;
+	bool direct = rt_sampler_py_direct();
+	if (!rt_sampler_py_word(tstate + RT_PY311_TSTATE_CFRAME, &cframe, direct) ||
 	    !rt_sampler_py_word(cframe + RT_PY311_CFRAME_CURRENT, &frame, direct))
 		return 0;
 	unsigned n = 0;
@@ -194,8 +190,8 @@ rt_sampler_py_names(uintptr_t code, char *function, size_t fsize, char *file, si
 	snprintf(function, fsize, "?");
 	snprintf(file, size, "?");
 	*line = 0;
-	bool skip, direct = rt_sampler_py_direct(&skip);
-	if (skip || !rt_sampler_py_read(head, code, sizeof(head), direct) ||
+	bool direct = rt_sampler_py_direct();
+	if (!rt_sampler_py_read(head, code, sizeof(head), direct) ||
 	    head[RT_PY311_OBJECT_TYPE / sizeof(uintptr_t)] != rt_spy.code_type)
 		return;
 	int32_t first;

@@ -76,8 +76,6 @@ printf 'Source: roundtrim\n\nPackage: roundtrim\nArchitecture: any\n' >"$stage/d
 depends=$(cd "$stage" && dpkg-shlibdeps -O "${elf[@]#"$stage/"}")
 depends=${depends#shlibs:Depends=}
 [[ $depends == *libc6* ]] || die "dpkg-shlibdeps found no libc6 dependency: '$depends'"
-# The bash command also runs bash, coreutils, grep, sed, diffutils (Essential: Debian policy
-# wants no Depends on them) and awk (de facto essential: lintian's needlessly-depends-on-awk).
 # As dpkg-gencontrol counts: each file's KiB rounded up, 1 for anything else.
 installed_size=$(find "$root" -mindepth 1 -path "$root/DEBIAN" -prune -o -printf '%y %s\n' |
 	awk '{ n += $1 == "f" ? int(($2 + 1023) / 1024) : 1 } END { print n }')
