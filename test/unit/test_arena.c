@@ -608,6 +608,8 @@ Test(arena, chunks_taken_between_holds_are_left_alone)
 
 /* Between holds: allocations from the top move it up; the top is released from its end down
  * and never below where it now starts. */
+static unsigned t_carves;
+
 static void
 t_carve_top(struct t_world *tw, unsigned hold)
 {
@@ -625,6 +627,7 @@ t_carve_top(struct t_world *tw, unsigned hold)
 	memset((void *)(top + 16), 0xab, take - 16);
 	*W(tw->thread + RT_ARENA_TOP) = top + take;
 	*W(top + take + 8) = (size - take) | RT_ARENA_PREV_INUSE;
+	t_carves++;
 }
 
 Test(arena, top_that_moves_between_holds)
@@ -632,9 +635,11 @@ Test(arena, top_that_moves_between_holds)
 	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
 	struct rt_arena_env env = t_env(2000, T_PAGE);
 	w.between = t_carve_top;
+	t_carves = 0;
 	struct rt_arena_result res;
 	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
 	             res.failure ? res.failure : "");
+	cr_assert_gt(t_carves, 0, "the top never moved between two holds");
 	cr_assert_eq(w.bad_releases, 0);
 	for (uintptr_t c = w.thread_first; c < t_top(w.thread); c += t_chunk_size(c))
 		if (!t_free(c))
