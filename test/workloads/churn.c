@@ -16,8 +16,10 @@
 #include "options.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -245,18 +248,22 @@ churn_child(uint64_t seed)
 	_exit(atomic_load(&churn_errors) ? 3 : 0);
 }
 
-/* Whether the child exited 0 within 10 s; a hung one is killed. */
+/* Whether the child exited 0 within 10 s (its pidfd turns readable when it exits); a hung one
+ * is killed. */
 static bool
 churn_reap(pid_t pid, bool *hung)
 {
-	struct timespec step = {0, 2 * 1000 * 1000};
-	for (int i = 0; i < 5000; i++) {
-		int status;
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
-			return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		nanosleep(&step, NULL);
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int ready = 1; /* without pidfds (before Linux 5.3): a plain wait */
+	if (pidfd >= 0) {
+		struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+		while ((ready = poll(&pfd, 1, 10000)) < 0 && errno == EINTR)
+			;
+		close(pidfd);
 	}
+	int status;
+	if (ready > 0 && waitpid(pid, &status, 0) == pid)
+		return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	*hung = true;
