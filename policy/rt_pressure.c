@@ -1,81 +1,51 @@
 #include "rt_pressure.h"
 
+#include "rt_procfs.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #define RT_PRESSURE_V1_UNLIMITED (UINT64_C(1) << 62)
 
-/* The cgroup path of a /proc/self/cgroup line "ID:CONTROLLERS:PATH" whose controllers are
- * exactly want (v2: "" with ID 0), into out. */
+/* The cgroup path of the /proc/self/cgroup line whose controllers include want (v2: want ""
+ * names the unified hierarchy's line), into out. */
 static bool
 rt_pressure_cgroup_path(const char *proc_cgroup, const char *want, char *out, size_t size)
 {
-	for (const char *line = proc_cgroup; line && *line;) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		const char *c1 = memchr(line, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
-		if (c2) {
-			size_t clen = (size_t)(c2 - c1 - 1);
-			bool match = false;
-			/* v1 may list several controllers: "4:memory:" or "4:cpu,memory:". */
-			if (!*want)
-				match = clen == 0 && c1 - line == 1 && line[0] == '0';
-			else
-				for (const char *c = c1 + 1; c < c2;) {
-					size_t n = strcspn(c, ",:");
-					match |= n == strlen(want) && !strncmp(c, want, n);
-					c += n + 1;
-				}
-			size_t plen = len - (size_t)(c2 + 1 - line);
-			if (match && plen < size) {
-				memcpy(out, c2 + 1, plen);
-				out[plen] = '\0';
-				return true;
-			}
+	struct rt_procfs_cgroup line;
+	for (const char *at = proc_cgroup; rt_procfs_cgroup_next(&at, &line);) {
+		bool match = *want
+		                 ? rt_procfs_list_has(line.controllers, line.controllers_len, want)
+		                 : line.v2;
+		if (match && line.path_len < size) {
+			memcpy(out, line.path, line.path_len);
+			out[line.path_len] = '\0';
+			return true;
 		}
-		line = end ? end + 1 : NULL;
 	}
 	return false;
 }
 
 /* From mountinfo: the mount point and root of a cgroup mount (fstype "cgroup2", or "cgroup"
- * whose super options name the controller). Fields: ID PARENT DEV ROOT POINT OPTS... - TYPE
- * SOURCE SUPER. */
+ * whose super options name the controller). */
 static bool
 rt_pressure_mount(const char *mountinfo, const char *fstype, const char *controller, char *root,
                   char *point, size_t size)
 {
-	char line[1024];
+	struct rt_procfs_mount m;
 	for (const char *at = mountinfo; at && *at;) {
-		const char *start = at, *end = strchr(at, '\n');
-		size_t len = end ? (size_t)(end - start) : strlen(start);
+		const char *end = strchr(at, '\n');
+		bool found =
+		    rt_procfs_mount(at, &m) && !strcmp(m.fstype, fstype) &&
+		    (!controller || rt_procfs_list_has(m.super, strlen(m.super), controller)) &&
+		    strlen(m.root) < size && strlen(m.point) < size;
 		at = end ? end + 1 : NULL;
-		if (len >= sizeof(line))
-			continue;
-		memcpy(line, start, len);
-		line[len] = '\0';
-		char r[512], p[512], type[64], super[512];
-		const char *dash = strstr(line, " - ");
-		if (!dash || sscanf(line, "%*s %*s %*s %511s %511s", r, p) != 2 ||
-		    sscanf(dash + 3, "%63s %*s %511s", type, super) != 2 || strcmp(type, fstype))
-			continue;
-		if (controller) {
-			bool has = false;
-			for (const char *o = super; *o;) {
-				size_t n = strcspn(o, ",");
-				has |= n == strlen(controller) && !strncmp(o, controller, n);
-				o += n + (o[n] == ',');
-			}
-			if (!has)
-				continue;
+		if (found) {
+			strcpy(root, m.root);
+			strcpy(point, m.point);
+			return true;
 		}
-		if (strlen(r) >= size || strlen(p) >= size)
-			continue;
-		strcpy(root, r);
-		strcpy(point, p);
-		return true;
 	}
 	return false;
 }

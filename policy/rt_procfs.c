@@ -91,3 +91,86 @@ rt_procfs_last_thread(uint64_t threads, bool self_is_main, bool main_gone)
 {
 	return threads == 2 + (uint64_t)(!self_is_main && main_gone);
 }
+
+/* The next space-separated field of a mountinfo line, octal escapes (\040) undone. */
+static const char *
+rt_procfs_field_unescaped(const char *at, char *out, size_t size)
+{
+	size_t w = 0;
+	bool fits = true;
+	while (*at == ' ')
+		at++;
+	if (!*at || *at == '\n')
+		return NULL;
+	for (; *at && *at != ' ' && *at != '\n'; at++) {
+		char c = *at;
+		if (c == '\\' && at[1] >= '0' && at[1] <= '3' && at[2] >= '0' && at[2] <= '7' &&
+		    at[3] >= '0' && at[3] <= '7') {
+			c = (char)((at[1] - '0') * 64 + (at[2] - '0') * 8 + (at[3] - '0'));
+			at += 3;
+		}
+		if (w + 1 < size)
+			out[w++] = c;
+		else
+			fits = false;
+	}
+	out[w] = '\0';
+	return fits ? at : NULL;
+}
+
+bool
+rt_procfs_mount(const char *line, struct rt_procfs_mount *out)
+{
+	char field[PATH_MAX];
+	const char *at = line;
+	/* mount ID, parent ID, major:minor, root, mount point, mount options, optional fields,
+	 * "-", filesystem type, source, super options. */
+	for (int i = 0; i < 3; i++)
+		if (!(at = rt_procfs_field_unescaped(at, field, sizeof(field))))
+			return false;
+	if (!(at = rt_procfs_field_unescaped(at, out->root, sizeof(out->root))) ||
+	    !(at = rt_procfs_field_unescaped(at, out->point, sizeof(out->point))))
+		return false;
+	do {
+		if (!(at = rt_procfs_field_unescaped(at, field, sizeof(field))))
+			return false;
+	} while (strcmp(field, "-") != 0);
+	return (at = rt_procfs_field_unescaped(at, out->fstype, sizeof(out->fstype))) &&
+	       (at = rt_procfs_field_unescaped(at, field, sizeof(field))) &&
+	       rt_procfs_field_unescaped(at, out->super, sizeof(out->super));
+}
+
+bool
+rt_procfs_cgroup_next(const char **at, struct rt_procfs_cgroup *out)
+{
+	while (**at) {
+		const char *line = *at, *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		*at = line + len + (end != NULL);
+		const char *c1 = memchr(line, ':', len);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+		if (!c2)
+			continue;
+		out->controllers = c1 + 1;
+		out->controllers_len = (size_t)(c2 - c1 - 1);
+		out->path = c2 + 1;
+		out->path_len = len - (size_t)(c2 + 1 - line);
+		out->v2 = out->controllers_len == 0 && c1 - line == 1 && line[0] == '0';
+		return true;
+	}
+	return false;
+}
+
+bool
+rt_procfs_list_has(const char *list, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t at = 0; at < len;) {
+		size_t item = strcspn(list + at, ",");
+		item = item > len - at ? len - at : item;
+		if (item == n && !strncmp(list + at, name, n))
+			return true;
+		at += item + 1;
+	}
+	return false;
+}

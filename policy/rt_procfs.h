@@ -1,10 +1,12 @@
 /* rt_procfs: how the text of /proc is read: statm for RSS, smaps_rollup for RSS split into
- * anonymous and file-backed with LazyFree apart, stat for a process's parent, session and threads.
- */
+ * anonymous and file-backed with LazyFree apart, stat for a process's parent, session and threads,
+ * cgroup and mountinfo for where its control groups are. */
 #ifndef RT_PROCFS_H
 #define RT_PROCFS_H
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* /proc/self/statm: resident pages times the page size, in KiB. */
@@ -40,5 +42,29 @@ bool rt_procfs_stat_alone(const struct rt_procfs_stat *st);
  * counts (st_nlink of /proc/self/task less 2): itself, the library's worker, and the main thread
  * when it ended before this one (a zombie leader stays counted until the group ends). */
 bool rt_procfs_last_thread(uint64_t threads, bool self_is_main, bool main_gone);
+
+/* A line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH": the controllers and the path as spans of
+ * the text; v2 for the unified hierarchy's line "0::PATH". */
+struct rt_procfs_cgroup {
+	const char *controllers;
+	size_t controllers_len;
+	const char *path;
+	size_t path_len;
+	bool v2;
+};
+/* The next such line from *at, which moves past it; false at the end. Other lines are skipped. */
+bool rt_procfs_cgroup_next(const char **at, struct rt_procfs_cgroup *out);
+/* Whether a comma-separated list of len bytes holds name. */
+bool rt_procfs_list_has(const char *list, size_t len, const char *name);
+
+/* A line of /proc/PID/mountinfo (proc(5)), octal escapes (\040) undone; false when it is not
+ * one or a field does not fit. */
+struct rt_procfs_mount {
+	char root[PATH_MAX];  /* the part of the filesystem shown at the mount point */
+	char point[PATH_MAX]; /* where it is mounted */
+	char fstype[32];
+	char super[512]; /* the super options ("rw,memory" for a cgroup v1 hierarchy) */
+};
+bool rt_procfs_mount(const char *line, struct rt_procfs_mount *out);
 
 #endif

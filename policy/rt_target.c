@@ -3,6 +3,7 @@
 #include "rt_config.h"
 #include "rt_file_rules.h"
 #include "rt_path.h"
+#include "rt_procfs.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -92,32 +93,6 @@ rt_target_descends(const struct rt_procfs_stat *procs, size_t n, int pid, int ro
 
 /* ---- Control groups. */
 
-/* The next space-separated field of a mountinfo line, octal escapes (\040) undone. */
-static const char *
-rt_target_field(const char *at, char *out, size_t size)
-{
-	size_t w = 0;
-	bool fits = true;
-	while (*at == ' ')
-		at++;
-	if (!*at || *at == '\n')
-		return NULL;
-	for (; *at && *at != ' ' && *at != '\n'; at++) {
-		char c = *at;
-		if (c == '\\' && at[1] >= '0' && at[1] <= '3' && at[2] >= '0' && at[2] <= '7' &&
-		    at[3] >= '0' && at[3] <= '7') {
-			c = (char)((at[1] - '0') * 64 + (at[2] - '0') * 8 + (at[3] - '0'));
-			at += 3;
-		}
-		if (w + 1 < size)
-			out[w++] = c;
-		else
-			fits = false;
-	}
-	out[w] = '\0';
-	return fits ? at : NULL;
-}
-
 /* Whether a cgroup v1 super option names the hierarchy (a controller or name=X) rather than
  * being a mount option (cgroup1_show_options in the kernel). */
 static bool
@@ -139,28 +114,18 @@ rt_target_is_controller(const char *opt)
 bool
 rt_target_parse_mount(const char *line, struct rt_target_mount *out)
 {
-	char field[PATH_MAX], fstype[32], options[RT_TARGET_CONTROLLERS_MAX * 2];
-	const char *at = line;
-	/* mount ID, parent ID, major:minor, root, mount point, mount options, optional fields,
-	 * "-", filesystem type, source, super options (proc(5)). */
-	for (int i = 0; i < 3; i++)
-		if (!(at = rt_target_field(at, field, sizeof(field))))
-			return false;
-	if (!(at = rt_target_field(at, out->root, sizeof(out->root))) ||
-	    !(at = rt_target_field(at, out->point, sizeof(out->point))))
+	struct rt_procfs_mount m;
+	if (!rt_procfs_mount(line, &m))
 		return false;
-	do {
-		if (!(at = rt_target_field(at, field, sizeof(field))))
-			return false;
-	} while (strcmp(field, "-") != 0);
-	if (!(at = rt_target_field(at, fstype, sizeof(fstype))) ||
-	    !(at = rt_target_field(at, field, sizeof(field))))
-		return false;
+	memcpy(out->root, m.root, sizeof(out->root));
+	memcpy(out->point, m.point, sizeof(out->point));
+	const char *fstype = m.fstype;
+	char *options = m.super;
 	if (!strcmp(fstype, "cgroup2")) {
 		out->hierarchy = (struct rt_target_hierarchy){.v2 = true};
 		return true;
 	}
-	if (strcmp(fstype, "cgroup") != 0 || !rt_target_field(at, options, sizeof(options)))
+	if (strcmp(fstype, "cgroup") != 0)
 		return false;
 	out->hierarchy = (struct rt_target_hierarchy){.v2 = false};
 	size_t w = 0;
@@ -266,25 +231,16 @@ rt_target_cgroup_parse(const char *arg, const struct rt_target_mount *mounts, si
 bool
 rt_target_in_cgroup(const char *text, const struct rt_target_cgroup *cg)
 {
-	for (const char *line = text; line && *line;) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		const char *c1 = memchr(line, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
-		if (c2) {
-			const char *controllers = c1 + 1, *path = c2 + 1;
-			size_t clen = (size_t)(c2 - controllers);
-			size_t plen = len - (size_t)(path - line);
-			bool v2 = clen == 0 && c1 - line == 1 && line[0] == '0';
-			bool hierarchy =
-			    cg->any_hierarchy ||
-			    (cg->hierarchy.v2 ? v2
-			                      : !v2 && rt_target_same_set(cg->hierarchy.controllers,
-			                                                  controllers, clen));
-			if (hierarchy && rt_target_path_under(path, plen, cg->path))
-				return true;
-		}
-		line = end ? end + 1 : NULL;
+	struct rt_procfs_cgroup line;
+	for (const char *at = text; rt_procfs_cgroup_next(&at, &line);) {
+		bool hierarchy =
+		    cg->any_hierarchy ||
+		    (cg->hierarchy.v2
+		         ? line.v2
+		         : !line.v2 && rt_target_same_set(cg->hierarchy.controllers,
+		                                          line.controllers, line.controllers_len));
+		if (hierarchy && rt_target_path_under(line.path, line.path_len, cg->path))
+			return true;
 	}
 	return false;
 }

@@ -37,6 +37,18 @@ Test(pressure, cgroup_v2_unified)
 	cr_assert_str_eq(rt_pressure_used_file(RT_PRESSURE_CGROUP_V2), "memory.current");
 }
 
+/* mountinfo escapes a blank in a mount point as \040, as one reader of it undoes. */
+Test(pressure, cgroup_mounted_where_a_path_has_a_blank)
+{
+	static const char cgroup[] = "0::/job\n";
+	static const char mountinfo[] =
+	    "29 23 0:26 / /srv/my\\040cgroups rw - cgroup2 cgroup2 rw\n";
+	char dir[256];
+	cr_assert_eq(rt_pressure_cgroup_dir(cgroup, mountinfo, dir, sizeof(dir)),
+	             RT_PRESSURE_CGROUP_V2);
+	cr_assert_str_eq(dir, "/srv/my cgroups/job");
+}
+
 /* In a container the mount's root is the container's own cgroup. */
 Test(pressure, cgroup_mounted_below_its_root)
 {
