@@ -87,8 +87,6 @@ rt_pressure_used_file(enum rt_pressure_source source)
 		return "memory.current";
 	case RT_PRESSURE_CGROUP_V1:
 		return "memory.usage_in_bytes";
-	case RT_PRESSURE_MEMINFO:
-		return "/proc/meminfo";
 	case RT_PRESSURE_NONE:
 		break;
 	}
@@ -103,7 +101,6 @@ rt_pressure_limit_file(enum rt_pressure_source source)
 		return "memory.max";
 	case RT_PRESSURE_CGROUP_V1:
 		return "memory.limit_in_bytes";
-	case RT_PRESSURE_MEMINFO:
 	case RT_PRESSURE_NONE:
 		break;
 	}
@@ -131,15 +128,9 @@ rt_pressure_read_value(const char *text, uint64_t *bytes, bool *limited)
 bool
 rt_pressure_read_meminfo(const char *text, uint64_t *used, uint64_t *total)
 {
-	uint64_t t = 0, avail = 0;
-	bool have_t = false, have_a = false;
-	for (const char *line = text; line && *line;) {
-		have_t |= sscanf(line, "MemTotal: %" SCNu64 " kB", &t) == 1;
-		have_a |= sscanf(line, "MemAvailable: %" SCNu64 " kB", &avail) == 1;
-		line = strchr(line, '\n');
-		line = line ? line + 1 : NULL;
-	}
-	if (!have_t || !have_a || avail > t)
+	uint64_t t, avail;
+	if (!rt_procfs_kib_field(text, "MemTotal", &t) ||
+	    !rt_procfs_kib_field(text, "MemAvailable", &avail) || avail > t)
 		return false;
 	*total = t * 1024;
 	*used = (t - avail) * 1024;

@@ -11,7 +11,6 @@ enum rt_pressure_source {
 	RT_PRESSURE_NONE,
 	RT_PRESSURE_CGROUP_V2, /* DIR/memory.current against DIR/memory.max */
 	RT_PRESSURE_CGROUP_V1, /* DIR/memory.usage_in_bytes against DIR/memory.limit_in_bytes */
-	RT_PRESSURE_MEMINFO,   /* MemTotal - MemAvailable against MemTotal */
 };
 
 /* From /proc/self/cgroup and /proc/self/mountinfo: the directory of this process's memory

@@ -16,9 +16,8 @@ rt_procfs_statm_rss_kib(const char *text, uint64_t page_size, uint64_t *rss_kib)
 	return true;
 }
 
-/* The "Key:   N kB" line's N, if text has it at a line's start. */
-static bool
-rt_procfs_field(const char *text, const char *key, uint64_t *kib)
+bool
+rt_procfs_kib_field(const char *text, const char *key, uint64_t *kib)
 {
 	size_t klen = strlen(key);
 	for (const char *line = text; line && *line;) {
@@ -34,8 +33,9 @@ bool
 rt_procfs_smaps_rollup(const char *text, struct rt_procfs_rss *out)
 {
 	uint64_t rss, anon, lazyfree;
-	if (!rt_procfs_field(text, "Rss", &rss) || !rt_procfs_field(text, "Anonymous", &anon) ||
-	    !rt_procfs_field(text, "LazyFree", &lazyfree) || anon > rss || lazyfree > anon)
+	if (!rt_procfs_kib_field(text, "Rss", &rss) ||
+	    !rt_procfs_kib_field(text, "Anonymous", &anon) ||
+	    !rt_procfs_kib_field(text, "LazyFree", &lazyfree) || anon > rss || lazyfree > anon)
 		return false;
 	out->rss_kib = rss;
 	out->anon_kib = anon - lazyfree;

@@ -12,6 +12,9 @@
 /* /proc/self/statm: resident pages times the page size, in KiB. */
 bool rt_procfs_statm_rss_kib(const char *text, uint64_t page_size, uint64_t *rss_kib);
 
+/* The N of the line "Key:   N kB" at a line's start in text (smaps_rollup, meminfo, status). */
+bool rt_procfs_kib_field(const char *text, const char *key, uint64_t *kib);
+
 /* /proc/self/smaps_rollup, in KiB. anon excludes lazyfree (pages the allocator gave back with
  * MADV_FREE, still counted resident until the kernel reclaims them); file is Rss less
  * Anonymous (file-backed and shared memory). */
