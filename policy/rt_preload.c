@@ -1,12 +1,13 @@
 #include "rt_preload.h"
 
+#include "rt_procfs.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #define RT_PRELOAD_NAME "libroundtrim.so"
 /* ld.so splits LD_PRELOAD on both. */
 #define RT_PRELOAD_SEPARATORS ": "
-#define RT_PRELOAD_DELETED " (deleted)"
 
 /* The library's name in the len bytes at path. */
 static bool
@@ -52,10 +53,8 @@ rt_preload_maps_line_has_library(const char *line)
 	if (*s != '/')
 		return false;
 	size_t len = strcspn(s, "\n");
-	size_t deleted = sizeof(RT_PRELOAD_DELETED) - 1;
-	if (len > deleted && memcmp(s + len - deleted, RT_PRELOAD_DELETED, deleted) == 0)
-		len -= deleted;
-	return rt_preload_names_library_n(s, len);
+	bool deleted;
+	return rt_preload_names_library_n(s, rt_procfs_link_len(s, len, &deleted));
 }
 
 bool

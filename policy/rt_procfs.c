@@ -174,3 +174,12 @@ rt_procfs_list_has(const char *list, size_t len, const char *name)
 	}
 	return false;
 }
+
+size_t
+rt_procfs_link_len(const char *text, size_t len, bool *deleted)
+{
+	static const char suffix[] = " (deleted)";
+	size_t n = sizeof(suffix) - 1;
+	*deleted = len > n && memcmp(text + len - n, suffix, n) == 0;
+	return *deleted ? len - n : len;
+}

@@ -12,6 +12,10 @@
 /* /proc/self/statm: resident pages times the page size, in KiB. */
 bool rt_procfs_statm_rss_kib(const char *text, uint64_t page_size, uint64_t *rss_kib);
 
+/* The length of a /proc link's text (/proc/PID/maps, /proc/PID/fd/N) of len bytes without the
+ * " (deleted)" the kernel appends when the file was removed; *deleted says whether it did. */
+size_t rt_procfs_link_len(const char *text, size_t len, bool *deleted);
+
 /* The N of the line "Key:   N kB" at a line's start in text (smaps_rollup, meminfo, status). */
 bool rt_procfs_kib_field(const char *text, const char *key, uint64_t *kib);
 

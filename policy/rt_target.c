@@ -11,14 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RT_TARGET_DELETED " (deleted)"
-
 bool
 rt_target_fifo_status(const char *link, char *status, size_t size)
 {
-	size_t len = strlen(link), deleted = sizeof(RT_TARGET_DELETED) - 1;
-	if (link[0] != '/' ||
-	    (len > deleted && strcmp(link + len - deleted, RT_TARGET_DELETED) == 0))
+	bool deleted;
+	rt_procfs_link_len(link, strlen(link), &deleted);
+	if (link[0] != '/' || deleted)
 		return false;
 	return rt_path_status_for_fifo(status, size, link);
 }
