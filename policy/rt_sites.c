@@ -134,6 +134,24 @@ rt_sites_noise(uint64_t size, uint64_t mean)
 	return v > 0 ? v : 0;
 }
 
+struct rt_sites_change
+rt_sites_change_of(uint32_t site, double live, double new_var, double old_var, double *prev_live,
+                   double *prev_var)
+{
+	/* The variance of the change: of the samples taken since the last report, and of those it
+	 * counted that are gone now. */
+	double freed_var = *prev_var - old_var;
+	struct rt_sites_change c = {
+	    .site = site,
+	    .live = live,
+	    .delta = live - *prev_live,
+	    .var = new_var + (freed_var > 0 ? freed_var : 0),
+	};
+	*prev_live = live;
+	*prev_var = new_var + old_var;
+	return c;
+}
+
 bool
 rt_sites_grew(double delta, double var)
 {

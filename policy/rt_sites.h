@@ -52,6 +52,11 @@ struct rt_sites_change {
 	double var;   /* variance of delta: of the samples taken since, and of those freed since */
 };
 
+/* A site's estimates at an action round, against those it carries from the last one: live, the
+ * variance of the samples taken since (new_var) and of the older ones still live (old_var).
+ * Returns its change; *prev_live and *prev_var become this round's, for the next. */
+struct rt_sites_change rt_sites_change_of(uint32_t site, double live, double new_var,
+                                          double old_var, double *prev_live, double *prev_var);
 /* Whether delta is growth: positive and at least RT_SITES_GROWTH_Z standard deviations. */
 bool rt_sites_grew(double delta, double var);
 /* Moves the sites that grew to the front, largest delta first (ties: lower site first), and

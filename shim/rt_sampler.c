@@ -714,17 +714,9 @@ rt_sampler_round(const struct rt_round_record *rec)
 	for (unsigned s = 1; s < count; s++) {
 		if (rt_sw.live[s] == 0 && rt_sw.prev_live[s] == 0)
 			continue;
-		/* The variance of the change: of the samples taken since the last report, and of
-		 * those it counted that are gone now. */
-		double freed_var = rt_sw.prev_var[s] - rt_sw.old_var[s];
-		rt_sw.changes[n++] = (struct rt_sites_change){
-		    .site = s,
-		    .live = rt_sw.live[s],
-		    .delta = rt_sw.live[s] - rt_sw.prev_live[s],
-		    .var = rt_sw.new_var[s] + (freed_var > 0 ? freed_var : 0),
-		};
-		rt_sw.prev_live[s] = rt_sw.live[s];
-		rt_sw.prev_var[s] = rt_sw.new_var[s] + rt_sw.old_var[s];
+		rt_sw.changes[n++] =
+		    rt_sites_change_of(s, rt_sw.live[s], rt_sw.new_var[s], rt_sw.old_var[s],
+		                       &rt_sw.prev_live[s], &rt_sw.prev_var[s]);
 	}
 	struct rt_sites_round r = {
 	    .pid = rec->pid,

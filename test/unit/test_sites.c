@@ -97,6 +97,25 @@ Test(sites, grew_needs_two_standard_deviations)
 	cr_assert_not(rt_sites_grew(-8 * s, 0));
 }
 
+Test(sites, change_counts_new_samples_and_those_gone)
+{
+	double prev_live = 0, prev_var = 0;
+	struct rt_sites_change c = rt_sites_change_of(3, 100, 10, 0, &prev_live, &prev_var);
+	cr_assert_eq(c.site, 3);
+	cr_assert_eq(c.delta, 100);
+	cr_assert_eq(c.var, 10, "all new");
+	cr_assert_eq(prev_live, 100);
+	cr_assert_eq(prev_var, 10);
+	/* Next round: 4 of the old variance still live (6 of it freed), 5 new. */
+	c = rt_sites_change_of(3, 90, 5, 4, &prev_live, &prev_var);
+	cr_assert_eq(c.delta, -10);
+	cr_assert_eq(c.var, 5 + 6);
+	cr_assert_eq(prev_var, 9);
+	/* Old samples never count negative: more old variance than before is no freed one. */
+	c = rt_sites_change_of(3, 90, 0, 20, &prev_live, &prev_var);
+	cr_assert_eq(c.var, 0);
+}
+
 Test(sites, top_takes_the_largest_growth_first)
 {
 	struct rt_sites_change c[] = {
