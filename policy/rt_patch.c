@@ -597,6 +597,13 @@ rt_patch_role_arena_max(enum rt_role role)
 	return cfg.arena_max;
 }
 
+/* The MALLOC_ARENA_MAX the block sets: --arena-max's, else the role's; 0 for none. */
+static unsigned
+rt_patch_arena_cap(enum rt_role role, unsigned arena_max)
+{
+	return arena_max ? arena_max : rt_patch_role_arena_max(role);
+}
+
 enum rt_parse_result
 rt_patch_parse_arena_max(const char *text, unsigned *out)
 {
@@ -631,7 +638,7 @@ rt_patch_settings(const char *const values[RT_SETTING_COUNT], unsigned arena_max
 	/* NVFlare's sub_start.sh exports MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-4} after the block:
 	 * the block sets it first, so the script keeps it, and the role's cap, which the library
 	 * would apply only with MALLOC_ARENA_MAX unset, is not lost to the script's 4. */
-	unsigned cap = arena_max ? arena_max : rt_patch_role_arena_max(role);
+	unsigned cap = rt_patch_arena_cap(role, arena_max);
 	if (cap) {
 		snprintf(arena_text, 24, "%u", cap);
 		out[n++] =
@@ -1055,7 +1062,7 @@ rt_patch_kit_message(const char *file_name, const char *start_sh, enum rt_role r
 {
 	struct rt_patch_out o = {buf, size, 0};
 	char text[48];
-	unsigned cap = arena_max ? arena_max : rt_patch_role_arena_max(role);
+	unsigned cap = rt_patch_arena_cap(role, arena_max);
 	rt_patch_puts(&o, "the startup kit is signed (" RT_PATCH_SIGNATURE_FILE " beside it): "
 	                  "NVFlare's kit verification (sub_start.sh --verify) fails once ");
 	rt_patch_puts(&o, file_name);
