@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdnoreturn.h>
+#include <sys/types.h>
 
 #define RT_CMD_NAME "roundtrim"
 
@@ -32,6 +33,9 @@ noreturn void rt_cmd_usage_error(const char *fmt, ...) __attribute__((format(pri
 /* malloc and realloc that end the command when memory runs out. */
 void *rt_cmd_alloc(size_t size);
 void *rt_cmd_realloc(void *p, size_t size);
+/* Reads fd into buf until end of file or size bytes, through EINTR: the bytes read, or -1 on an
+ * error (errno says which). */
+ssize_t rt_cmd_read_fd(int fd, char *buf, size_t size);
 
 /* The verbs: argv[0] is the verb. Each returns the exit status or does not return. */
 int rt_cmd_run(int argc, char **argv);

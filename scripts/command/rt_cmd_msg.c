@@ -1,9 +1,11 @@
 /* Messages on stderr, one line each, and the statuses the verbs exit with. */
 #include "rt_cmd.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static const char *rt_cmd_verb;
 static int rt_cmd_fail = RT_CMD_FAIL;
@@ -77,4 +79,21 @@ rt_cmd_realloc(void *p, size_t size)
 	if (!q)
 		rt_cmd_die("out of memory");
 	return q;
+}
+
+ssize_t
+rt_cmd_read_fd(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+	while (len < size) {
+		ssize_t n = read(fd, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	return (ssize_t)len;
 }

@@ -198,19 +198,12 @@ rt_cmd_patch_read(const char *file, struct rt_cmd_patch_file *f)
 	if (fd < 0)
 		rt_cmd_die("%s: %m", file);
 	f->text = rt_cmd_alloc(RT_CMD_PATCH_FILE_MAX + 1);
-	f->len = 0;
-	for (;;) {
-		ssize_t n = read(fd, f->text + f->len, RT_CMD_PATCH_FILE_MAX + 1 - f->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			rt_cmd_die("%s: %m", file);
-		if (n == 0)
-			break;
-		f->len += (size_t)n;
-		if (f->len > RT_CMD_PATCH_FILE_MAX)
-			rt_cmd_die("%s: larger than 16 MiB, not a launcher", file);
-	}
+	ssize_t n = rt_cmd_read_fd(fd, f->text, RT_CMD_PATCH_FILE_MAX + 1);
+	if (n < 0)
+		rt_cmd_die("%s: %m", file);
+	f->len = (size_t)n;
+	if (f->len > RT_CMD_PATCH_FILE_MAX)
+		rt_cmd_die("%s: larger than 16 MiB, not a launcher", file);
 	close(fd);
 	f->text[f->len] = '\0';
 }
@@ -256,13 +249,8 @@ rt_cmd_patch_kit(const struct rt_cmd_patch_file *f)
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_size <= (off_t)RT_CMD_PATCH_FILE_MAX) {
 		char *json = rt_cmd_alloc((size_t)st.st_size + 1);
-		size_t len = 0;
-		ssize_t got;
-		while (len < (size_t)st.st_size &&
-		       ((got = read(fd, json + len, (size_t)st.st_size - len)) > 0 ||
-		        (got < 0 && errno == EINTR)))
-			len += got > 0 ? (size_t)got : 0;
-		json[len] = '\0';
+		ssize_t got = rt_cmd_read_fd(fd, json, (size_t)st.st_size);
+		json[got > 0 ? got : 0] = '\0';
 		const char *slash = strrchr(f->real, '/');
 		signature = rt_patch_read_signature(json, slash ? slash + 1 : f->real);
 		free(json);
@@ -368,12 +356,8 @@ rt_cmd_patch_legacy_backup(const char *file, const struct rt_cmd_patch_file *f, 
 	             : -1;
 	if (fd >= 0) {
 		char *bytes = rt_cmd_alloc(result_len + 1);
-		size_t len = 0;
-		ssize_t n;
-		while (len < result_len && ((n = read(fd, bytes + len, result_len - len)) > 0 ||
-		                            (n < 0 && errno == EINTR)))
-			len += n > 0 ? (size_t)n : 0;
-		same = len == result_len && memcmp(bytes, result, result_len) == 0;
+		same = rt_cmd_read_fd(fd, bytes, result_len) == (ssize_t)result_len &&
+		       memcmp(bytes, result, result_len) == 0;
 		free(bytes);
 		close(fd);
 	}

@@ -131,13 +131,9 @@ rt_cmd_proc_cgroup(int pid, char *out, size_t size)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	size_t len = 0;
-	ssize_t got;
-	while (len + 1 < size &&
-	       ((got = read(fd, out + len, size - 1 - len)) > 0 || (got < 0 && errno == EINTR)))
-		len += got > 0 ? (size_t)got : 0;
+	ssize_t len = rt_cmd_read_fd(fd, out, size - 1);
 	close(fd);
-	out[len] = '\0';
+	out[len > 0 ? len : 0] = '\0';
 	return len > 0;
 }
 

@@ -1,5 +1,6 @@
 #include "rt_cmd_status_file.h"
 
+#include "rt_cmd.h"
 #include "rt_cmd_wait.h"
 
 #include <errno.h>
@@ -17,17 +18,9 @@ rt_cmd_status_file_read_once(const char *path, struct rt_cmd_status_file *f)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return RT_READ_BAD;
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(f->text)) {
-		n = read(fd, f->text + len, sizeof(f->text) - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	ssize_t got = rt_cmd_read_fd(fd, f->text, sizeof(f->text));
 	close(fd);
+	size_t len = got > 0 ? (size_t)got : 0;
 	if (len == sizeof(f->text))
 		return RT_READ_BAD;
 	while (len > 0 && strchr(" \t\r\n", f->text[len - 1]))
