@@ -608,3 +608,19 @@ th_thread_named(pid_t pid, const char *name)
 		closedir(d);
 	return found;
 }
+
+void
+th_expect_in(const char *haystack, const char *needle)
+{
+	cr_assert_not_null(strstr(haystack, needle), "\"%s\" lacks \"%s\"", haystack, needle);
+}
+
+const char *
+th_pid_text(pid_t pid)
+{
+	static __thread char buf[4][16];
+	static __thread int next;
+	char *s = buf[next++ % 4];
+	snprintf(s, 16, "%d", (int)pid);
+	return s;
+}

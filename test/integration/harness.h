@@ -69,6 +69,10 @@ int th_entries_in(const char *dir);
 int th_fd_floor(void);
 /* Reads a whole small file into buf; returns its length or -1. */
 ssize_t th_read_file(const char *path, char *buf, size_t size);
+/* Fails the test unless haystack holds needle, showing both. */
+void th_expect_in(const char *haystack, const char *needle);
+/* A pid as text, for argv: four live at once per thread. */
+const char *th_pid_text(pid_t pid);
 /* Counts lines of a file that contain needle. */
 int th_count_lines(const char *path, const char *needle);
 /* Writes text to a FIFO without blocking forever; false if nobody reads it. */

@@ -55,22 +55,6 @@ roundtrim_env(const char *extra_env, const char *const args[])
 
 #define ROUNDTRIM(...) roundtrim_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
 
-static void
-expect_in(const char *haystack, const char *needle)
-{
-	cr_assert_not_null(strstr(haystack, needle), "\"%s\" lacks \"%s\"", haystack, needle);
-}
-
-static const char *
-pid_text(pid_t pid)
-{
-	static __thread char buf[4][16];
-	static __thread int next;
-	char *s = buf[next++ % 4];
-	snprintf(s, 16, "%d", (int)pid);
-	return s;
-}
-
 /* A process that stays alive until its stdin closes: probe idle, without the library. */
 static void
 start_plain_probe(struct th_proc *p)
@@ -112,12 +96,12 @@ Test(command, run_round_wait_and_status_on_frag)
 	for (int r = 1; r <= 2; r++) {
 		cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS), "no round %d", r);
 		cr_assert(th_wait_path(fifo, false, TH_TIMEOUT_MS), "no FIFO at %s", fifo);
-		cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "60", pid_text(p.pid)), 0,
+		cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "60", th_pid_text(p.pid)), 0,
 		             "%s", err);
 		char expect[64];
 		snprintf(expect, sizeof(expect), "%d frag: round %d: glibc_release, RSS ", p.pid,
 		         r);
-		expect_in(out, expect);
+		th_expect_in(out, expect);
 		double before, after, released;
 		cr_assert_eq(sscanf(strstr(out, "RSS "), "RSS %lf -> %lf MiB, released %lf",
 		                    &before, &after, &released),
@@ -126,18 +110,18 @@ Test(command, run_round_wait_and_status_on_frag)
 		cr_assert_lt(after * 2, before, "RSS did not fall: %s", out);
 		cr_assert_gt(released, before / 2, "%s", out);
 
-		cr_assert_eq(ROUNDTRIM("status", pid_text(p.pid)), 0, "%s", err);
-		expect_in(out, "PROGRAM");
-		expect_in(out, "frag");
-		expect_in(out, "glibc");
+		cr_assert_eq(ROUNDTRIM("status", th_pid_text(p.pid)), 0, "%s", err);
+		th_expect_in(out, "PROGRAM");
+		th_expect_in(out, "frag");
+		th_expect_in(out, "glibc");
 		snprintf(expect, sizeof(expect), "glibc_release@%d", r);
-		expect_in(out, expect);
-		expect_in(out, fifo);
-		cr_assert_eq(ROUNDTRIM("status", "--json", pid_text(p.pid)), 0, "%s", err);
+		th_expect_in(out, expect);
+		th_expect_in(out, fifo);
+		cr_assert_eq(ROUNDTRIM("status", "--json", th_pid_text(p.pid)), 0, "%s", err);
 		snprintf(expect, sizeof(expect), "[{\"pid\":%d,", p.pid);
-		expect_in(out, expect);
+		th_expect_in(out, expect);
 		snprintf(expect, sizeof(expect), "\"rounds\":%d,", r);
-		expect_in(out, expect);
+		th_expect_in(out, expect);
 		th_write(&p, "next\n");
 	}
 	cr_assert_eq(th_count_lines(stats, "\"action\":\"glibc_release\""), 2);
@@ -169,18 +153,18 @@ Test(command, run_keeps_pid_and_exit_status_and_preloads_first)
 Test(command, run_exit_statuses_of_its_own)
 {
 	cr_assert_eq(ROUNDTRIM("run", "--bogus", "--", "true"), 125);
-	expect_in(err, "unknown option --bogus");
+	th_expect_in(err, "unknown option --bogus");
 	cr_assert_eq(ROUNDTRIM("run", "--gc-rounds", "x", "true"), 125);
 	cr_assert_eq(ROUNDTRIM("run"), 125);
-	expect_in(err, "missing COMMAND");
+	th_expect_in(err, "missing COMMAND");
 	cr_assert_eq(ROUNDTRIM("run", "--", "no-such-command-roundtrim"), 127);
 	cr_assert_eq(ROUNDTRIM("run", "--", RT_SOURCE_DIR "/README.md"), 126);
 	cr_assert_eq(ROUNDTRIM("run", "--help"), 0);
-	expect_in(out, "Usage: roundtrim run");
+	th_expect_in(out, "Usage: roundtrim run");
 	cr_assert_eq(
 	    roundtrim_env("ROUNDTRIM_LIB=relative.so", (const char *const[]){"run", "true", NULL}),
 	    125);
-	expect_in(err, "not an absolute path");
+	th_expect_in(err, "not an absolute path");
 }
 
 Test(command, round_refuses_pid_without_library_and_leaves_it_unharmed)
@@ -190,16 +174,16 @@ Test(command, round_refuses_pid_without_library_and_leaves_it_unharmed)
 	char expect[128];
 	snprintf(expect, sizeof(expect), "roundtrim: pid %d: does not carry libroundtrim.so",
 	         p.pid);
-	cr_assert_eq(ROUNDTRIM("round", pid_text(p.pid)), 1);
-	expect_in(err, expect);
-	cr_assert_eq(ROUNDTRIM("trim", "--wait", pid_text(p.pid)), 1);
-	expect_in(err, expect);
-	cr_assert_eq(ROUNDTRIM("status", pid_text(p.pid)), 1);
-	expect_in(err, expect);
+	cr_assert_eq(ROUNDTRIM("round", th_pid_text(p.pid)), 1);
+	th_expect_in(err, expect);
+	cr_assert_eq(ROUNDTRIM("trim", "--wait", th_pid_text(p.pid)), 1);
+	th_expect_in(err, expect);
+	cr_assert_eq(ROUNDTRIM("status", th_pid_text(p.pid)), 1);
+	th_expect_in(err, expect);
 	expect_unharmed(&p);
 	/* Now gone. */
-	cr_assert_eq(ROUNDTRIM("round", pid_text(p.pid)), 1);
-	expect_in(err, "no such process");
+	cr_assert_eq(ROUNDTRIM("round", th_pid_text(p.pid)), 1);
+	th_expect_in(err, "no such process");
 }
 
 Test(command, round_refuses_inactive_library_but_serves_the_other_targets)
@@ -218,12 +202,12 @@ Test(command, round_refuses_inactive_library_but_serves_the_other_targets)
 	th_spawn(&inactive, argv, env);
 	cr_assert(th_read_line(&inactive, line, sizeof(line), TH_TIMEOUT_MS));
 
-	cr_assert_eq(ROUNDTRIM("round", "--wait", pid_text(inactive.pid), pid_text(good.proc.pid)),
-	             1);
-	expect_in(err, "has no FIFO");
+	cr_assert_eq(
+	    ROUNDTRIM("round", "--wait", th_pid_text(inactive.pid), th_pid_text(good.proc.pid)), 1);
+	th_expect_in(err, "has no FIFO");
 	char expect[64];
 	snprintf(expect, sizeof(expect), "%d probe: round 1: no action", good.proc.pid);
-	expect_in(out, expect);
+	th_expect_in(out, expect);
 	th_wait_rounds(&good, 1, line, sizeof(line));
 	expect_unharmed(&inactive);
 	expect_unharmed(&good.proc);
@@ -236,8 +220,9 @@ Test(command, wait_is_bounded_when_the_target_cannot_answer)
 	const char *args[] = {"idle", NULL};
 	th_start_probe(&run, args, NULL, line, sizeof(line));
 	cr_assert_eq(kill(run.proc.pid, SIGSTOP), 0);
-	cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "0.3", pid_text(run.proc.pid)), 1);
-	expect_in(err, "no answer within 0.3s");
+	cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "0.3", th_pid_text(run.proc.pid)),
+	             1);
+	th_expect_in(err, "no answer within 0.3s");
 	/* The line waited in the FIFO: once the process runs again, it counts it. */
 	cr_assert_eq(kill(run.proc.pid, SIGCONT), 0);
 	th_wait_rounds(&run, 1, line, sizeof(line));
@@ -276,7 +261,7 @@ Test(command, all_reaches_every_matching_process_and_no_other)
 			         round,
 			         round == 2 ? "glibc_release"
 			                    : "no action (acts every 2 rounds; next at round 2)");
-			expect_in(out, expect);
+			th_expect_in(out, expect);
 			snprintf(expect, sizeof(expect), "\"rounds\":%d,", round);
 			cr_assert(
 			    th_wait_line(status[i], expect, line, sizeof(line), TH_TIMEOUT_MS));
@@ -284,10 +269,10 @@ Test(command, all_reaches_every_matching_process_and_no_other)
 	}
 	cr_assert_eq(ROUNDTRIM("status"), 0);
 	for (int i = 0; i < 3; i++)
-		expect_in(out, pid_text(procs[i].pid));
-	cr_assert_null(strstr(out, pid_text(plain.pid)), "%s", out);
+		th_expect_in(out, th_pid_text(procs[i].pid));
+	cr_assert_null(strstr(out, th_pid_text(plain.pid)), "%s", out);
 	cr_assert_eq(ROUNDTRIM("trim", "--all", "--match", "no-such-program-*"), 1);
-	expect_in(err, "no process of yours carries libroundtrim.so");
+	th_expect_in(err, "no process of yours carries libroundtrim.so");
 	for (int i = 0; i < 3; i++)
 		expect_unharmed(&procs[i]);
 	expect_unharmed(&plain);
@@ -316,14 +301,14 @@ Test(command, does_not_count_itself_when_it_carries_the_library)
 Test(command, usage_errors_exit_2_and_help_exits_0)
 {
 	cr_assert_eq(ROUNDTRIM("round"), 2);
-	expect_in(err, "missing PID");
+	th_expect_in(err, "missing PID");
 	cr_assert_eq(ROUNDTRIM("round", "12x"), 2);
-	expect_in(err, "not a pid: '12x'");
+	th_expect_in(err, "not a pid: '12x'");
 	cr_assert_eq(ROUNDTRIM("round", "--all", "1"), 2);
 	cr_assert_eq(ROUNDTRIM("trim", "--timeout", "soon", "1"), 2);
 	cr_assert_eq(ROUNDTRIM("status", "--frobnicate"), 2);
 	cr_assert_eq(ROUNDTRIM("frobnicate"), 2);
-	expect_in(err, "unknown verb 'frobnicate'");
+	th_expect_in(err, "unknown verb 'frobnicate'");
 	cr_assert_eq(ROUNDTRIM("patch"), 2);
 	cr_assert_eq(ROUNDTRIM("report"), 2);
 	const char *verbs[] = {"run", "round", "trim", "status", "patch", "report"};
@@ -331,11 +316,11 @@ Test(command, usage_errors_exit_2_and_help_exits_0)
 		cr_assert_eq(ROUNDTRIM(verbs[i], "--help"), 0);
 		char expect[64];
 		snprintf(expect, sizeof(expect), "Usage: roundtrim %s", verbs[i]);
-		expect_in(out, expect);
-		expect_in(out, "Exit status");
+		th_expect_in(out, expect);
+		th_expect_in(out, "Exit status");
 	}
 	cr_assert_eq(ROUNDTRIM("--version"), 0);
-	expect_in(out, "roundtrim 0.1.0");
+	th_expect_in(out, "roundtrim 0.1.0");
 }
 
 /* ---- One owner for every rule: the command applies policy's rules, not copies of them ---- */
@@ -397,7 +382,7 @@ Test(command, run_refuses_before_running_what_the_library_would_refuse)
 		             cases[i].value, err);
 		char expect[128];
 		snprintf(expect, sizeof(expect), "roundtrim: %s", cases[i].why);
-		expect_in(err, expect);
+		th_expect_in(err, expect);
 		cr_assert_str_eq(out, "", "%s %s ran", cases[i].option, cases[i].value);
 	}
 }
@@ -456,7 +441,7 @@ Test(command, all_match_is_fnmatch_whatever_the_working_directory_holds)
 	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
 	char expect[128];
 	snprintf(expect, sizeof(expect), "%d %s: round 1: no action", p.pid, name);
-	expect_in(out, expect);
+	th_expect_in(out, expect);
 	/* An empty list selects nothing, as an empty ROUNDTRIM_MATCH: a usage error, not all. */
 	cr_assert_eq(ROUNDTRIM("round", "--all", "--match", ""), 2);
 	expect_unharmed(&p);
@@ -519,7 +504,7 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	size_t len = rt_report_status_json(text, sizeof(text), &st);
 	write_in_place(status, text, len);
 
-	cr_assert_eq(ROUNDTRIM("status", pid_text(p.pid)), 0, "%s", err);
+	cr_assert_eq(ROUNDTRIM("status", th_pid_text(p.pid)), 0, "%s", err);
 	const char *row = strstr(out, "\n");
 	cr_assert_not_null(row);
 	char pid[16], program[16], alloc[16], last[32], when[16], rss[16], live[16], released[16],
@@ -529,7 +514,7 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	                    pid, program, alloc, &rounds, &n, last, when, rss, live, released,
 	                    fifo_seen, signal),
 	             12, "%s", out);
-	cr_assert_str_eq(pid, pid_text(p.pid));
+	cr_assert_str_eq(pid, th_pid_text(p.pid));
 	cr_assert_str_eq(last, "-");
 	cr_assert_str_eq(when, "never");
 	cr_assert_str_eq(rss, "1.1", "%s", out);
@@ -539,7 +524,7 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	cr_assert_str_eq(signal, "RTMIN+8=42", "%s", out);
 
 	/* --json: the library's object as it wrote it. */
-	cr_assert_eq(ROUNDTRIM("status", "--json", pid_text(p.pid)), 0, "%s", err);
+	cr_assert_eq(ROUNDTRIM("status", "--json", th_pid_text(p.pid)), 0, "%s", err);
 	char expect[RT_REPORT_LINE_MAX * 2];
 	snprintf(expect, sizeof(expect), "[%.*s]\n", (int)len - 1, text);
 	cr_assert_str_eq(out, expect);
@@ -561,7 +546,7 @@ Test(command, status_waits_out_a_torn_status_file)
 	int watch = inotify_init1(IN_CLOEXEC);
 	cr_assert_geq(watch, 0);
 	cr_assert_geq(inotify_add_watch(watch, status, IN_ACCESS), 0);
-	const char *argv[] = {command(), "status", pid_text(p.pid), NULL};
+	const char *argv[] = {command(), "status", th_pid_text(p.pid), NULL};
 	const char *env[] = {env_lib(), NULL};
 	struct th_proc cmd;
 	th_spawn(&cmd, argv, env);
@@ -574,7 +559,7 @@ Test(command, status_waits_out_a_torn_status_file)
 	char line[1024];
 	cr_assert(th_read_line(&cmd, line, sizeof(line), TH_TIMEOUT_MS), "no table");
 	cr_assert(th_read_line(&cmd, line, sizeof(line), TH_TIMEOUT_MS), "no row");
-	cr_assert_eq(strncmp(line, pid_text(p.pid), strlen(pid_text(p.pid))), 0, "%s", line);
+	cr_assert_eq(strncmp(line, th_pid_text(p.pid), strlen(th_pid_text(p.pid))), 0, "%s", line);
 	cr_assert(th_wait(&cmd, TH_TIMEOUT_MS));
 	cr_assert_eq(WEXITSTATUS(cmd.status), 0);
 	expect_unharmed(&p);
@@ -595,10 +580,10 @@ Test(command, round_finds_the_status_file_by_the_librarys_rule)
 	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
 	snprintf(status, sizeof(status), "%s/%d.pipe.status", dir, p.pid);
 	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS));
-	cr_assert_eq(ROUNDTRIM("round", "--wait", pid_text(p.pid)), 0, "%s", err);
+	cr_assert_eq(ROUNDTRIM("round", "--wait", th_pid_text(p.pid)), 0, "%s", err);
 	char expect[64];
 	snprintf(expect, sizeof(expect), "%d probe: round 1: glibc_release, RSS ", p.pid);
-	expect_in(out, expect);
+	th_expect_in(out, expect);
 	expect_unharmed(&p);
 }
 
@@ -677,21 +662,21 @@ Test(command, patch_is_idempotent_and_undo_restores_the_exact_bytes)
 	         "export ROUNDTRIM_MATCH='python*'\nexport ROUNDTRIM_GC_ROUNDS=2\n"
 	         "# <<< roundtrim <<<\n",
 	         th_lib());
-	expect_in(once, expect);
+	th_expect_in(once, expect);
 	/* The original follows the block, untouched. */
-	expect_in(once, strchr(original, '\n') + 1);
+	th_expect_in(once, strchr(original, '\n') + 1);
 	cr_assert_eq(mode_of(launcher), 0750);
 	cr_assert_eq(th_entries_in(startup), 1, "a file appeared beside the launcher");
 
 	cr_assert_eq(ROUNDTRIM("patch", "--gc-rounds", "2", launcher), 0, "%s", err);
-	expect_in(err, ": already patched; nothing changed");
+	th_expect_in(err, ": already patched; nothing changed");
 	cr_assert(holds(launcher, once, once_len));
 
 	/* Other settings replace the block where it stands. */
 	cr_assert_eq(ROUNDTRIM("patch", "--gc-rounds", "3", "--arena-max", "2", launcher), 0);
-	expect_in(err, ": roundtrim block updated");
+	th_expect_in(err, ": roundtrim block updated");
 	th_read_file(launcher, twice, sizeof(twice));
-	expect_in(twice, "\nexport ROUNDTRIM_GC_ROUNDS=3\nexport MALLOC_ARENA_MAX=2\n");
+	th_expect_in(twice, "\nexport ROUNDTRIM_GC_ROUNDS=3\nexport MALLOC_ARENA_MAX=2\n");
 	cr_assert_null(strstr(twice, "ROUNDTRIM_GC_ROUNDS=2"));
 
 	/* Through a symbolic link: the file it names changes, the link stays. */
@@ -699,7 +684,7 @@ Test(command, patch_is_idempotent_and_undo_restores_the_exact_bytes)
 	snprintf(link, sizeof(link), "%s/link.sh", th_tmpdir());
 	cr_assert_eq(symlink(launcher, link), 0);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", link), 0, "%s", err);
-	expect_in(err, ": roundtrim block removed");
+	th_expect_in(err, ": roundtrim block removed");
 	cr_assert(holds(launcher, original, len), "undo did not give back the exact bytes");
 	cr_assert_eq(mode_of(launcher), 0750);
 	struct stat st;
@@ -707,7 +692,7 @@ Test(command, patch_is_idempotent_and_undo_restores_the_exact_bytes)
 	cr_assert(S_ISLNK(st.st_mode));
 	cr_assert_eq(th_entries_in(startup), 1);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0);
-	expect_in(err, ": not patched; nothing to undo");
+	th_expect_in(err, ": not patched; nothing to undo");
 }
 
 /* Runs the launcher with --once, a fake python3 first on PATH that reports what it carries. */
@@ -740,22 +725,22 @@ Test(command, patched_nvflare_client_gets_the_roles_cap_and_the_library_first)
 
 	run_patched_site(launcher, NULL, out, sizeof(out));
 	snprintf(expect, sizeof(expect), "preload=%s\n", th_lib());
-	expect_in(out, expect);
-	expect_in(out, "maps=");
+	th_expect_in(out, expect);
+	th_expect_in(out, "maps=");
 	cr_assert_null(strstr(out, "maps=0"), "%s", out);
-	expect_in(out, "match=python* role=client arena=2 args=-u -m "
-	               "nvflare.private.fed.app.client.client_train -m ");
+	th_expect_in(out, "match=python* role=client arena=2 args=-u -m "
+	                  "nvflare.private.fed.app.client.client_train -m ");
 
 	/* A cap in the site's environment still wins. */
 	run_patched_site(launcher, "MALLOC_ARENA_MAX=8", out, sizeof(out));
-	expect_in(out, " arena=8 ");
+	th_expect_in(out, " arena=8 ");
 
 	/* NVFlare's jemalloc block appends: the library stays first. */
 	const char *je = th_jemalloc();
 	cr_assert_not_null(je, "Debian's libjemalloc2 is not installed (scripts/deps.sh)");
 	run_patched_site(launcher, "NVFLARE_ENABLE_JEMALLOC_PRELOAD=true", out, sizeof(out));
 	snprintf(expect, sizeof(expect), "preload=%s:%s\n", th_lib(), je);
-	expect_in(out, expect);
+	th_expect_in(out, expect);
 	/* --once left nothing beside the launcher. */
 	cr_assert_eq(th_entries_in(startup), 1);
 }
@@ -783,9 +768,9 @@ Test(command, patch_refuses_a_signed_kit_unless_forced)
 	cr_assert_eq(th_entries_in(startup), 2);
 
 	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", "--force", launcher), 0, "%s", err);
-	expect_in(err, ": patched\n");
-	expect_in(err, ": signature.json beside it no longer matches it; --undo gives back the "
-	               "signed bytes\n");
+	th_expect_in(err, ": patched\n");
+	th_expect_in(err, ": signature.json beside it no longer matches it; --undo gives back the "
+	                  "signed bytes\n");
 	cr_assert_eq(th_entries_in(startup), 2);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
 	cr_assert(holds(launcher, original, len));
@@ -820,7 +805,7 @@ Test(command, dry_run_diff_changes_nothing_and_patch_p0_applies_it)
 	              "\"$2\" patch --role client --stats /var/tmp/s-%p.jsonl "
 	              "b/startup/sub_start.sh"),
 	    0, "%s", err);
-	expect_in(err, "roundtrim: a/startup/sub_start.sh: would be patched\n");
+	th_expect_in(err, "roundtrim: a/startup/sub_start.sh: would be patched\n");
 	cr_assert(holds(a, original, len), "--dry-run changed the file");
 	cr_assert_eq(th_entries_in(startup), 1);
 	char diff_path[PATH_MAX + 16], diff[FILE_MAX];
@@ -838,7 +823,7 @@ Test(command, dry_run_diff_changes_nothing_and_patch_p0_applies_it)
 	cr_assert_eq(in_tmpdir("cd \"$1\" && \"$2\" patch --undo --dry-run --diff "
 	                       "a/startup/sub_start.sh >undo.diff && patch -p0 -s <undo.diff"),
 	             0, "%s", err);
-	expect_in(err, ": roundtrim block would be removed\n");
+	th_expect_in(err, ": roundtrim block would be removed\n");
 	cr_assert(holds(a, original, len));
 }
 
@@ -858,7 +843,7 @@ Test(command, the_master_template_is_patched_and_undone_byte_for_byte)
 
 		cr_assert_eq(ROUNDTRIM("patch", "--role", "client", template), 1, "%s",
 		             versions[v]);
-		expect_in(err, ": NVFlare renders it for servers, clients and relays alike");
+		th_expect_in(err, ": NVFlare renders it for servers, clients and relays alike");
 		cr_assert(holds(template, original, len));
 
 		cr_assert_eq(ROUNDTRIM("patch", "--stats", "/var/tmp/nvflare-%p.jsonl", template),
@@ -871,8 +856,8 @@ Test(command, the_master_template_is_patched_and_undone_byte_for_byte)
 		cr_assert_str_eq(err, expect);
 		th_read_file(template, patched, sizeof(patched));
 		/* Inside the scalar, at its indentation. */
-		expect_in(patched, "  #!/usr/bin/env bash\n  # >>> roundtrim 0.1.0 >>>");
-		expect_in(patched, "\n  export ROUNDTRIM_STATS=/var/tmp/nvflare-%p.jsonl\n");
+		th_expect_in(patched, "  #!/usr/bin/env bash\n  # >>> roundtrim 0.1.0 >>>");
+		th_expect_in(patched, "\n  export ROUNDTRIM_STATS=/var/tmp/nvflare-%p.jsonl\n");
 
 		cr_assert_eq(ROUNDTRIM("patch", "--undo", template), 0, "%s", err);
 		cr_assert(holds(template, original, len), "%s: undo lost bytes", versions[v]);
@@ -894,7 +879,7 @@ Test(command, undo_removes_an_older_backup_with_the_same_bytes_and_keeps_another
 	         "roundtrim: %s.roundtrim-orig: an older roundtrim's backup; nothing needs it now, "
 	         "and NVFlare's kit verification fails on it: remove it\n",
 	         launcher);
-	expect_in(err, expect);
+	th_expect_in(err, expect);
 	cr_assert_eq(access(backup, F_OK), 0);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", "--dry-run", launcher), 0, "%s", err);
 	cr_assert_eq(access(backup, F_OK), 0, "--dry-run removed the backup");
@@ -903,7 +888,7 @@ Test(command, undo_removes_an_older_backup_with_the_same_bytes_and_keeps_another
 	         "roundtrim: %s.roundtrim-orig: removed, an older roundtrim's backup with the same "
 	         "bytes\n",
 	         launcher);
-	expect_in(err, expect);
+	th_expect_in(err, expect);
 	cr_assert_eq(access(backup, F_OK), -1);
 	cr_assert(holds(launcher, original, len));
 
@@ -915,7 +900,7 @@ Test(command, undo_removes_an_older_backup_with_the_same_bytes_and_keeps_another
 	         "roundtrim: %s.roundtrim-orig: an older roundtrim's backup that differs from %s; "
 	         "compare and remove it by hand\n",
 	         launcher, launcher);
-	expect_in(err, expect);
+	th_expect_in(err, expect);
 	cr_assert_eq(access(backup, F_OK), 0);
 }
 
@@ -952,7 +937,7 @@ Test(command, patch_refuses_what_it_does_not_understand)
 		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].name);
 		write_text(path, cases[i].text);
 		cr_assert_eq(ROUNDTRIM("patch", path), 1, "%s", cases[i].name);
-		expect_in(err, cases[i].why);
+		th_expect_in(err, cases[i].why);
 		th_read_file(path, after, sizeof(after));
 		cr_assert_str_eq(after, cases[i].text);
 	}
@@ -961,7 +946,7 @@ Test(command, patch_refuses_what_it_does_not_understand)
 	char launcher[PATH_MAX], startup[PATH_MAX];
 	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
 	cr_assert_eq(ROUNDTRIM("patch", "--role", "server", launcher), 1);
-	expect_in(err, ": starts an NVFlare client: --role client, not server\n");
+	th_expect_in(err, ": starts an NVFlare client: --role client, not server\n");
 	char binary[PATH_MAX];
 	snprintf(binary, sizeof(binary), "%s/probe-copy", dir);
 	copy_file(th_workload("probe"), binary, 0755);
@@ -969,18 +954,19 @@ Test(command, patch_refuses_what_it_does_not_understand)
 	char missing[PATH_MAX];
 	snprintf(missing, sizeof(missing), "%s/none.sh", dir);
 	cr_assert_eq(ROUNDTRIM("patch", missing), 1);
-	expect_in(err, ": no such file\n");
+	th_expect_in(err, ": no such file\n");
 	cr_assert_eq(ROUNDTRIM("patch", dir), 1);
-	expect_in(err, ": not a regular file\n");
+	th_expect_in(err, ": not a regular file\n");
 
 	/* Usage errors, the launcher untouched. */
 	cr_assert_eq(ROUNDTRIM("patch", "--frob", launcher), 2);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", "--role", "client", launcher), 2);
-	expect_in(err, "--undo takes no other option but --dry-run and --diff");
+	th_expect_in(err, "--undo takes no other option but --dry-run and --diff");
 	cr_assert_eq(ROUNDTRIM("patch", "--arena-max", "0", launcher), 2);
 	cr_assert_eq(ROUNDTRIM("patch", "--stats", "relative.jsonl", launcher), 2);
 	cr_assert_eq(ROUNDTRIM("patch", "--match", "py\tthon*", launcher), 2);
-	expect_in(err, "--match: holds a control character, which would break the block's lines");
+	th_expect_in(err,
+	             "--match: holds a control character, which would break the block's lines");
 	cr_assert_eq(ROUNDTRIM("patch", launcher, launcher), 2);
 	static char now[FILE_MAX], fixture[FILE_MAX];
 	ssize_t len = th_read_file(FIXTURE_CLIENT, fixture, sizeof(fixture));
@@ -1047,7 +1033,7 @@ Test(command, report_writes_a_png_and_the_numbers)
 	/* Growth per round, before and after: 10 and 0 MiB for pid 100, 5 and 5 for pid 200. */
 	expect_summary(out, "100", "glibc", 4, 4, 380.0, 20.0, 20.0, 10.0, 0.0);
 	expect_summary(out, "200", "jemalloc", 4, 0, 0.0, 55.0, 70.0, 5.0, 5.0);
-	expect_in(out, "2 process(es), 380.0 MiB released in total");
+	th_expect_in(out, "2 process(es), 380.0 MiB released in total");
 	char magic[16];
 	cr_assert_geq(th_read_file(png, magic, sizeof(magic)), 8);
 	cr_assert_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0, "not a PNG");
@@ -1055,14 +1041,14 @@ Test(command, report_writes_a_png_and_the_numbers)
 	cr_assert_eq(ROUNDTRIM("report", "--output", svg, stats), 0, "%s", err);
 	char head[512];
 	th_read_file(svg, head, sizeof(head));
-	expect_in(head, "<svg");
+	th_expect_in(head, "<svg");
 
 	cr_assert_eq(ROUNDTRIM("report", "-o", "plot.gif", stats), 2);
 	char empty[PATH_MAX];
 	snprintf(empty, sizeof(empty), "%s/empty.jsonl", dir);
 	fclose(fopen(empty, "w"));
 	cr_assert_eq(ROUNDTRIM("report", empty), 1);
-	expect_in(err, "no stats lines");
+	th_expect_in(err, "no stats lines");
 }
 
 /* A stats line cut short (the process killed while writing it) is no round: the reader refuses
@@ -1088,7 +1074,7 @@ Test(command, report_leaves_out_a_line_cut_short)
 	fclose(f);
 	cr_assert_eq(ROUNDTRIM("report", stats), 0, "%s", err);
 	expect_summary(out, "100", "glibc", 3, 3, 270.0, 20.0, 20.0, 10.0, 0.0);
-	expect_in(err, "1 line(s) that are not stats lines left out");
+	th_expect_in(err, "1 line(s) that are not stats lines left out");
 }
 
 /* ---- lint ---- */

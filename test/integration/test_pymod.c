@@ -84,12 +84,6 @@ pymod_finish(struct pymod_run *run, char *err, size_t size)
 	          "status %d, stderr: %s", run->proc.status, err);
 }
 
-static void
-expect_in(const char *text, const char *needle)
-{
-	cr_assert_not_null(strstr(text, needle), "\"%s\" lacks %s", text, needle);
-}
-
 /* Waits until the status file at path reports `rounds` rounds and `actions` actions. */
 static void
 wait_status(const char *path, long rounds, long actions)
@@ -113,17 +107,17 @@ Test(pymod, round_is_counted_with_the_trigger_api)
 	pymod_expect(&run, "round", "True");
 	cr_assert(th_wait_line(run.stats, "\"round\":1,", line, sizeof(line), TH_TIMEOUT_MS),
 	          "no stats line for round 1");
-	expect_in(line, "\"trigger\":\"api\"");
+	th_expect_in(line, "\"trigger\":\"api\"");
 	/* The main thread kept coming back to bytecode: the Python steps ran on it. */
-	expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"python\":\"collected\"");
 	wait_status(run.status, 1, 1);
 	pymod_ask(&run, "status", status, sizeof(status));
 	snprintf(pid, sizeof(pid), "{\"pid\":%d,", run.proc.pid);
 	cr_assert_eq(strncmp(status, pid, strlen(pid)), 0, "%s", status);
 	cr_assert_eq(th_field(status, "rounds"), 1, "%s", status);
 	cr_assert_eq(th_field(status, "actions"), 1, "%s", status);
-	expect_in(status, "\"mode\":\"announced\"");
-	expect_in(status, "\"last_trigger\":\"api\"");
+	th_expect_in(status, "\"mode\":\"announced\"");
+	th_expect_in(status, "\"last_trigger\":\"api\"");
 
 	pymod_expect(&run, "round", "True");
 	wait_status(run.status, 2, 2);
@@ -147,12 +141,12 @@ Test(pymod, trim_acts_whatever_the_count)
 	/* The round's own line had no action, hence no Python steps: this is the trim's. */
 	cr_assert(th_wait_line(run.stats, "\"python\":", line, sizeof(line), TH_TIMEOUT_MS),
 	          "no stats line for the trim");
-	expect_in(line, "\"round\":1,");
-	expect_in(line, "\"trigger\":\"api\"");
+	th_expect_in(line, "\"round\":1,");
+	th_expect_in(line, "\"trigger\":\"api\"");
 	pymod_ask(&run, "status", status, sizeof(status));
 	cr_assert_eq(th_field(status, "rounds"), 1, "%s", status);
 	cr_assert_eq(th_field(status, "actions"), 1, "%s", status);
-	expect_in(status, "\"last_trigger\":\"api\"");
+	th_expect_in(status, "\"last_trigger\":\"api\"");
 	pymod_finish(&run, err, sizeof(err));
 	cr_assert_str_empty(err);
 }
@@ -183,12 +177,12 @@ Test(pymod, status_without_a_fifo)
 	wait_prom_rounds(prom, run.proc.pid, 0);
 	pymod_ask(&run, "status", status, sizeof(status));
 	cr_assert_eq(th_field(status, "rounds"), 0, "%s", status);
-	expect_in(status, "\"fifo\":\"\"");
+	th_expect_in(status, "\"fifo\":\"\"");
 	pymod_expect(&run, "round", "True");
 	wait_prom_rounds(prom, run.proc.pid, 1);
 	pymod_ask(&run, "status", status, sizeof(status));
 	cr_assert_eq(th_field(status, "rounds"), 1, "%s", status);
-	expect_in(status, "\"last_trigger\":\"api\"");
+	th_expect_in(status, "\"last_trigger\":\"api\"");
 	pymod_finish(&run, err, sizeof(err));
 	cr_assert_str_empty(err);
 }
@@ -214,7 +208,7 @@ Test(pymod, fork_child_calls_are_its_own)
 	snprintf(pid, sizeof(pid), "{\"pid\":%d,", child);
 	cr_assert_eq(strncmp(status, pid, strlen(pid)), 0, "%s", status);
 	cr_assert_eq(th_field(status, "rounds"), 1, "%s", status);
-	expect_in(status, "\"mode\":\"announced\"");
+	th_expect_in(status, "\"mode\":\"announced\"");
 	pymod_expect(&run, "trim", "True");
 	wait_status(child_status, 1, 1);
 	pymod_expect(&run, "exit", "child exited 0");

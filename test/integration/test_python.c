@@ -103,12 +103,6 @@ py_finish(struct py_run *run)
 	cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
 }
 
-static void
-expect_in(const char *line, const char *needle)
-{
-	cr_assert_not_null(strstr(line, needle), "\"%s\" lacks %s", line, needle);
-}
-
 Test(python, cycles_collected_on_a_round_and_not_before)
 {
 	struct py_run run;
@@ -119,8 +113,8 @@ Test(python, cycles_collected_on_a_round_and_not_before)
 	cr_assert_str_eq(answer, "alive=100 gc=True", "collected before any round");
 
 	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"collected\"");
-	expect_in(line, "\"cuda\":\"off\"");
+	th_expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"cuda\":\"off\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0 gc=True");
@@ -135,15 +129,15 @@ Test(python, disabled_collector_stays_disabled)
 	char line[1024], answer[256];
 	py_start(&run, "gc_cycles.py", NULL, NULL, "ready");
 	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"skipped-gc-disabled\"");
+	th_expect_in(line, "\"python\":\"skipped-gc-disabled\"");
 	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	/* The CUDA step is not the collector's: it still ran (and found the option off). */
-	expect_in(line, "\"cuda\":\"off\"");
-	expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_in(line, "\"cuda\":\"off\"");
+	th_expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_round(&run, 2, line, sizeof(line));
-	expect_in(line, "\"python\":\"skipped-gc-disabled\"");
+	th_expect_in(line, "\"python\":\"skipped-gc-disabled\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_finish(&run);
@@ -160,8 +154,8 @@ Test(python, profile_line_says_what_was_done)
 	          "%s", err);
 	char *at = strstr(err, "[RSS] roundtrim");
 	cr_assert_not_null(at, "%s", err);
-	expect_in(at, " python=collected gc_collected=");
-	expect_in(at, " cuda=off");
+	th_expect_in(at, " python=collected gc_collected=");
+	th_expect_in(at, " cuda=off");
 	py_finish(&run);
 }
 
@@ -172,9 +166,9 @@ Test(python, off_with_roundtrim_python_0)
 	const char *extra[] = {"ROUNDTRIM_PYTHON=0", NULL};
 	py_start(&run, "gc_cycles.py", NULL, extra, "ready");
 	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"off\"");
+	th_expect_in(line, "\"python\":\"off\"");
 	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
-	expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_finish(&run);
@@ -208,10 +202,10 @@ cuda_case(const char *option, const char *initialized, const char *arg, const ch
 	const char *extra[] = {log_env, init_env, option, NULL};
 	py_start(&run, "torch_user.py", arg, extra, "ready");
 	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"python\":\"collected\"");
 	char expect[64];
 	snprintf(expect, sizeof(expect), "\"cuda\":\"%s\"", word);
-	expect_in(line, expect);
+	th_expect_in(line, expect);
 	/* The round's steps ended before its stats line: the log is complete now. */
 	ssize_t n = th_read_file(log, buf, sizeof(buf));
 	bool emptied = n > 0 && strstr(buf, "empty_cache") != NULL;
@@ -268,9 +262,9 @@ blocked_case(const char *mode)
 	py_start(&run, "blocked.py", mode, NULL, "ready");
 	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
-		expect_in(line, "\"python\":\"skipped-main-busy\"");
-		expect_in(line, "\"action\":\"glibc_release\"");
-		expect_in(line, "\"cuda\":\"skipped\"");
+		th_expect_in(line, "\"python\":\"skipped-main-busy\"");
+		th_expect_in(line, "\"action\":\"glibc_release\"");
+		th_expect_in(line, "\"cuda\":\"skipped\"");
 		cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	}
 	th_write(&run.proc, "x");
@@ -280,7 +274,7 @@ blocked_case(const char *mode)
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100", "a withdrawn request ran late");
 	py_round(&run, 3, line, sizeof(line));
-	expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"python\":\"collected\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0");
@@ -309,9 +303,9 @@ Test(python, no_thread_of_ours_after_a_round)
 	cr_assert_str_eq(answer, "dump=1 frames=1 enumerate=1 dummies=0 finalized=0 by=-");
 	for (int r = 1; r <= 3; r++) {
 		py_round(&run, r, line, sizeof(line));
-		expect_in(line, "\"python\":\"collected\"");
+		th_expect_in(line, "\"python\":\"collected\"");
 		py_ask(&run, answer, sizeof(answer));
-		expect_in(answer, "dump=1 frames=1 enumerate=1 dummies=0 ");
+		th_expect_in(answer, "dump=1 frames=1 enumerate=1 dummies=0 ");
 	}
 	py_finish(&run);
 }
@@ -325,7 +319,7 @@ Test(python, finalizers_run_on_the_main_thread)
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	py_start(&run, "visible.py", dump, NULL, "ready");
 	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"python\":\"collected\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 100, "%s", line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer,
@@ -394,7 +388,7 @@ Test(python, round_storm_while_exiting)
 		/* One round first: then a request of ours may sit in CPython's queue while the
 		 * interpreter finalises. */
 		py_round(&run, 1, line, sizeof(line));
-		expect_in(line, "\"python\":\"collected\"");
+		th_expect_in(line, "\"python\":\"collected\"");
 		th_close_stdin(&run.proc);
 		int sent = 0;
 		for (;;) {
@@ -431,7 +425,7 @@ mp_case(const char *method)
 	/* A round in the parent first, so that a fork child inherits the parent's state of the
 	 * hand-off. */
 	py_round(&run, 1, line, sizeof(line));
-	expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"python\":\"collected\"");
 	th_write(&run.proc, "go\n");
 	int pids[2];
 	for (int i = 0; i < 2; i++) {
@@ -442,10 +436,10 @@ mp_case(const char *method)
 	cr_assert_str_eq(line, "ready");
 	for (int i = 0; i < 2; i++) {
 		py_round_pid(th_tmpdir(), pids[i], 1, line, sizeof(line));
-		expect_in(line, "\"python\":\"collected\"");
+		th_expect_in(line, "\"python\":\"collected\"");
 	}
 	py_round(&run, 2, line, sizeof(line));
-	expect_in(line, "\"python\":\"collected\"");
+	th_expect_in(line, "\"python\":\"collected\"");
 	th_write(&run.proc, "end\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "done 0 0");

@@ -43,8 +43,7 @@ run_storm(const char *preload)
 
 	struct th_probe run;
 	th_spawn(&run.proc, argv, env);
-	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
-	          "storm said nothing");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "storm said nothing");
 	snprintf(run.fifo, sizeof(run.fifo), "%s/%d.fifo", dir, run.proc.pid);
 	snprintf(run.status, sizeof(run.status), "%s/%d.status", dir, run.proc.pid);
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));

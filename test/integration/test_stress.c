@@ -774,8 +774,8 @@ worker_read_held(const char *workload)
 {
 	struct th_probe run;
 	char line[512];
-	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, NULL,
-	                  line, sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, NULL, line,
+	                  sizeof(line));
 	int fifo = fd_ending(run.proc.pid, ".fifo");
 	pid_t worker = th_thread_named(run.proc.pid, "roundtrim");
 	cr_assert_gt(worker, 0, "no worker thread");

@@ -33,22 +33,6 @@ roundtrim_args(const char *const args[])
 
 #define ROUNDTRIM(...) roundtrim_args((const char *const[]){__VA_ARGS__, NULL})
 
-static const char *
-pid_text(pid_t pid)
-{
-	static __thread char buf[4][16];
-	static __thread int next;
-	char *s = buf[next++ % 4];
-	snprintf(s, 16, "%d", (int)pid);
-	return s;
-}
-
-static void
-expect_in(const char *haystack, const char *needle)
-{
-	cr_assert_not_null(strstr(haystack, needle), "\"%s\" lacks \"%s\"", haystack, needle);
-}
-
 /* Whether `round --wait` printed a line for pid, and which round it was. */
 static int
 round_told(pid_t pid)
@@ -200,20 +184,20 @@ Test(targets, under_pid_fl_reaches_the_sites_python3_and_nothing_else)
 	cr_assert_neq(subshell, python_pid, "pid.fl holds python3 itself");
 	cr_assert_eq(stat_of(python_pid).ppid, subshell, "python3 is not the subshell's child");
 
-	cr_assert_eq(ROUNDTRIM("round", "--under", pid_text(subshell), "--wait"), 0, "%s", err);
+	cr_assert_eq(ROUNDTRIM("round", "--under", th_pid_text(subshell), "--wait"), 0, "%s", err);
 	cr_assert_eq(round_told(python_pid), 1, "%s", out);
 	cr_assert_eq(round_told(sibling.pid), 0, "%s", out);
-	cr_assert_eq(ROUNDTRIM("status", "--json", "--under", pid_text(subshell)), 0, "%s", err);
-	expect_in(out, pid_text(python_pid));
-	cr_assert_null(strstr(out, pid_text(sibling.pid)), "%s", out);
+	cr_assert_eq(ROUNDTRIM("status", "--json", "--under", th_pid_text(subshell)), 0, "%s", err);
+	th_expect_in(out, th_pid_text(python_pid));
+	cr_assert_null(strstr(out, th_pid_text(sibling.pid)), "%s", out);
 
 	/* The watchdog itself is no longer python3's ancestor. */
-	cr_assert_eq(ROUNDTRIM("trim", "--under", pid_text(watchdog.pid)), 1);
+	cr_assert_eq(ROUNDTRIM("trim", "--under", th_pid_text(watchdog.pid)), 1);
 	char expect[128];
 	snprintf(expect, sizeof(expect),
 	         "no process of yours carries libroundtrim.so with a FIFO under pid %d\n",
 	         (int)watchdog.pid);
-	expect_in(err, expect);
+	th_expect_in(err, expect);
 
 	/* --all reaches both: they share the caller's session. */
 	cr_assert_eq(ROUNDTRIM("round", "--all", "--match", name, "--wait"), 0, "%s", err);
@@ -257,14 +241,14 @@ Test(targets, all_stays_in_the_callers_session_unless_any_session)
 	cr_assert_str_eq(err, "");
 
 	/* Named by --under, the other session is the job asked for. */
-	cr_assert_eq(ROUNDTRIM("round", "--under", pid_text(away.pid), "--wait"), 0, "%s", err);
+	cr_assert_eq(ROUNDTRIM("round", "--under", th_pid_text(away.pid), "--wait"), 0, "%s", err);
 	cr_assert_eq(round_told(away.pid), 2, "%s", out);
 	cr_assert_eq(round_told(here.pid), 0, "%s", out);
 
 	/* status only reads: every session. */
 	cr_assert_eq(ROUNDTRIM("status", "--match", name), 0, "%s", err);
-	expect_in(out, pid_text(here.pid));
-	expect_in(out, pid_text(away.pid));
+	th_expect_in(out, th_pid_text(here.pid));
+	th_expect_in(out, th_pid_text(away.pid));
 
 	end_probe(&here);
 	cr_assert_eq(ROUNDTRIM("trim", "--match", name), 1);
@@ -317,8 +301,8 @@ Test(targets, cgroup_selects_by_directory_and_by_cgroup_path)
 	cr_assert_eq(round_told(outside.pid), 0, "%s", out);
 
 	cr_assert_eq(ROUNDTRIM("status", "--cgroup", cg), 0, "%s", err);
-	expect_in(out, pid_text(in.pid));
-	cr_assert_null(strstr(out, pid_text(outside.pid)), "%s", out);
+	th_expect_in(out, th_pid_text(in.pid));
+	cr_assert_null(strstr(out, th_pid_text(outside.pid)), "%s", out);
 
 	end_probe(&in);
 	end_probe(&outside);
@@ -328,20 +312,20 @@ Test(targets, cgroup_selects_by_directory_and_by_cgroup_path)
 Test(targets, selection_usage_and_a_gone_under_pid)
 {
 	cr_assert_eq(ROUNDTRIM("round", "--under", "x"), 2);
-	expect_in(err, "not a pid: 'x'");
+	th_expect_in(err, "not a pid: 'x'");
 	cr_assert_eq(ROUNDTRIM("round", "--under", "1", "42"), 2);
-	expect_in(err, "--under takes no PID");
+	th_expect_in(err, "--under takes no PID");
 	cr_assert_eq(ROUNDTRIM("trim", "--any-session"), 2);
-	expect_in(err, "--any-session goes with --all or --match");
+	th_expect_in(err, "--any-session goes with --all or --match");
 	cr_assert_eq(ROUNDTRIM("round", "--cgroup", "jobs/42"), 2);
-	expect_in(err, "--cgroup jobs/42: not an absolute path");
+	th_expect_in(err, "--cgroup jobs/42: not an absolute path");
 	cr_assert_eq(ROUNDTRIM("status", "--all"), 2);
 	cr_assert_eq(ROUNDTRIM("status", "--match", "x", "42"), 2);
 
 	struct th_proc gone;
 	th_spawn(&gone, (const char *[]){"/bin/true", NULL}, NULL);
 	cr_assert(th_wait(&gone, TH_TIMEOUT_MS));
-	cr_assert_eq(ROUNDTRIM("round", "--under", pid_text(gone.pid)), 1);
+	cr_assert_eq(ROUNDTRIM("round", "--under", th_pid_text(gone.pid)), 1);
 	char expect[64];
 	snprintf(expect, sizeof(expect), "roundtrim: --under %d: no such process\n", (int)gone.pid);
 	cr_assert_str_eq(err, expect);
