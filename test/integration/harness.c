@@ -624,3 +624,22 @@ th_pid_text(pid_t pid)
 	snprintf(s, 16, "%d", (int)pid);
 	return s;
 }
+
+void
+th_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "cannot write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+const char *
+th_env_in_tmp(const char *name, const char *file)
+{
+	static __thread char buf[4][PATH_MAX];
+	static __thread int next;
+	char *out = buf[next++ % 4];
+	snprintf(out, PATH_MAX, "%s=%s/%s", name, th_tmpdir(), file);
+	return out;
+}

@@ -69,6 +69,10 @@ int th_entries_in(const char *dir);
 int th_fd_floor(void);
 /* Reads a whole small file into buf; returns its length or -1. */
 ssize_t th_read_file(const char *path, char *buf, size_t size);
+/* Writes text to path (a new file or one truncated); fails the test when it cannot. */
+void th_write_file(const char *path, const char *text);
+/* "NAME=TMPDIR/FILE" in th_tmpdir(), for an environment: four live at once. */
+const char *th_env_in_tmp(const char *name, const char *file);
 /* Fails the test unless haystack holds needle, showing both. */
 void th_expect_in(const char *haystack, const char *needle);
 /* A pid as text, for argv: four live at once per thread. */

@@ -605,15 +605,6 @@ copy_file(const char *from, const char *to, mode_t mode)
 	cr_assert_eq(chmod(to, mode), 0);
 }
 
-static void
-write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "cannot write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* A site of its own, DIR/NAME/startup/sub_start.sh, from NVFlare 2.8.1's rendered client, mode
  * 0750; the launcher's path in launcher, its directory in startup. */
 static void
@@ -703,11 +694,11 @@ run_patched_site(const char *launcher, const char *extra_env, char *output, size
 	snprintf(bin, sizeof(bin), "%s/bin", th_tmpdir());
 	mkdir(bin, 0700);
 	snprintf(python, sizeof(python), "%s/python3", bin);
-	write_text(python, "#!/bin/sh\n"
-	                   "echo \"preload=$LD_PRELOAD\"\n"
-	                   "echo \"maps=$(grep -c /libroundtrim.so /proc/$$/maps)\"\n"
-	                   "echo \"match=$ROUNDTRIM_MATCH role=$ROUNDTRIM_ROLE "
-	                   "arena=$MALLOC_ARENA_MAX args=$*\"\n");
+	th_write_file(python, "#!/bin/sh\n"
+	                      "echo \"preload=$LD_PRELOAD\"\n"
+	                      "echo \"maps=$(grep -c /libroundtrim.so /proc/$$/maps)\"\n"
+	                      "echo \"match=$ROUNDTRIM_MATCH role=$ROUNDTRIM_ROLE "
+	                      "arena=$MALLOC_ARENA_MAX args=$*\"\n");
 	cr_assert_eq(chmod(python, 0755), 0);
 	snprintf(path_env, sizeof(path_env), "PATH=%s:%s", bin, getenv("PATH"));
 	const char *argv[] = {"/bin/bash", launcher, "--once", NULL};
@@ -753,7 +744,8 @@ Test(command, patch_refuses_a_signed_kit_unless_forced)
 	make_site("site-1", launcher, sizeof(launcher), startup, sizeof(startup));
 	ssize_t len = th_read_file(launcher, original, sizeof(original));
 	snprintf(signature, sizeof(signature), "%s/signature.json", startup);
-	write_text(signature, "{\"sub_start.sh\": \"c2lnbmVk\", \"fed_client.json\": \"c2ln\"}\n");
+	th_write_file(signature,
+	              "{\"sub_start.sh\": \"c2lnbmVk\", \"fed_client.json\": \"c2ln\"}\n");
 
 	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", launcher), 1);
 	snprintf(expect, sizeof(expect),
@@ -776,7 +768,7 @@ Test(command, patch_refuses_a_signed_kit_unless_forced)
 	cr_assert(holds(launcher, original, len));
 
 	/* A signature.json that does not list the launcher signs nothing that patch changes. */
-	write_text(signature, "{\"fed_client.json\": \"c2ln\"}\n");
+	th_write_file(signature, "{\"fed_client.json\": \"c2ln\"}\n");
 	cr_assert_eq(ROUNDTRIM("patch", "--role", "client", launcher), 0, "%s", err);
 	cr_assert_null(strstr(err, "signature.json"), "%s", err);
 }
@@ -893,7 +885,7 @@ Test(command, undo_removes_an_older_backup_with_the_same_bytes_and_keeps_another
 	cr_assert(holds(launcher, original, len));
 
 	/* One that differs is the user's to compare. */
-	write_text(backup, "#!/bin/bash\necho edited\n");
+	th_write_file(backup, "#!/bin/bash\necho edited\n");
 	cr_assert_eq(ROUNDTRIM("patch", launcher), 0, "%s", err);
 	cr_assert_eq(ROUNDTRIM("patch", "--undo", launcher), 0, "%s", err);
 	snprintf(expect, sizeof(expect),
@@ -935,7 +927,7 @@ Test(command, patch_refuses_what_it_does_not_understand)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[PATH_MAX], after[4096];
 		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].name);
-		write_text(path, cases[i].text);
+		th_write_file(path, cases[i].text);
 		cr_assert_eq(ROUNDTRIM("patch", path), 1, "%s", cases[i].name);
 		th_expect_in(err, cases[i].why);
 		th_read_file(path, after, sizeof(after));

@@ -21,16 +21,6 @@ TestSuite(invisible, .timeout = 120, .fini = th_cleanup);
 #define SIGNAL_ON "ROUNDTRIM_SIGNAL=RTMIN+8"
 
 static const char *
-env_in_dir(const char *name, const char *file)
-{
-	static char buf[4][PATH_MAX];
-	static int next;
-	char *out = buf[next++ % 4];
-	snprintf(out, PATH_MAX, "%s=%s/%s", name, th_tmpdir(), file);
-	return out;
-}
-
-static const char *
 env_preload(void)
 {
 	static char buf[PATH_MAX];
@@ -42,7 +32,7 @@ Test(invisible, no_low_descriptor_is_taken_while_rounds_storm)
 {
 	struct th_probe run;
 	char line[512];
-	const char *env[] = {env_in_dir("ROUNDTRIM_STATS", "%p.jsonl"), NULL};
+	const char *env[] = {th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), NULL};
 	th_start_probe_env(&run, (const char *[]){"lowfd", "300000", NULL}, env, line,
 	                   sizeof(line));
 	th_write(&run.proc, "go\n");
@@ -120,8 +110,8 @@ static void
 start_with_every_file(struct th_probe *run, const char *workload)
 {
 	char line[512];
-	const char *env[] = {env_in_dir("ROUNDTRIM_STATS", "%p.jsonl"),
-	                     env_in_dir("ROUNDTRIM_LOG", "log"), "ROUNDTRIM_PROFILE=1", NULL};
+	const char *env[] = {th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     th_env_in_tmp("ROUNDTRIM_LOG", "log"), "ROUNDTRIM_PROFILE=1", NULL};
 	th_start_workload(run, workload, NULL, NULL, (const char *[]){"idle", NULL}, env, line,
 	                  sizeof(line));
 	cr_assert(th_fifo_write(run->fifo, "round\n", 6));
@@ -175,7 +165,7 @@ Test(invisible, shell_reads_its_own_descriptor_3)
 	snprintf(script, sizeof(script),
 	         "exec 3<%s; n=0; while read -r -u 3 x; do n=$((n + x)); done; echo $n", file);
 	const char *argv[] = {"/bin/bash", "-c", script, NULL};
-	const char *env[] = {env_preload(), env_in_dir("ROUNDTRIM_FIFO", "%p.fifo"), SIGNAL_ON,
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), SIGNAL_ON,
 	                     NULL};
 	for (int i = 0; i < 5; i++) {
 		cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
@@ -315,7 +305,7 @@ Test(invisible, fork_exec_children_are_left_alone)
 {
 	char out[256], err[8192];
 	const char *argv[] = {th_workload("probe"), "forkexec", "300", NULL};
-	const char *env[] = {env_preload(), env_in_dir("ROUNDTRIM_FIFO", "%p.fifo"),
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
 	                     "ROUNDTRIM_MATCH=probe", NULL};
 	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(out, "forkexec=300\n");
@@ -340,21 +330,12 @@ stats_run(const char *stats, bool act, char *err, size_t size)
 	th_read_stderr(&run.proc, err, size);
 }
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 Test(invisible, stats_never_follow_a_symbolic_link)
 {
 	char victim[PATH_MAX], link[PATH_MAX], err[4096], buf[64];
 	snprintf(victim, sizeof(victim), "%s/victim", th_tmpdir());
 	snprintf(link, sizeof(link), "%s/stats.jsonl", th_tmpdir());
-	write_file(victim, "x\n");
+	th_write_file(victim, "x\n");
 	cr_assert_eq(symlink(victim, link), 0);
 	stats_run(link, true, err, sizeof(err));
 	cr_assert_not_null(strstr(err, "stats file off: refusing"), "%s", err);
@@ -370,7 +351,7 @@ Test(invisible, stats_refuse_another_users_file_in_a_shared_directory)
 	snprintf(file, sizeof(file), "%s/stats.jsonl", dir);
 	cr_assert_eq(mkdir(dir, 0777), 0);
 	cr_assert_eq(chmod(dir, 01777), 0);
-	write_file(file, "theirs\n");
+	th_write_file(file, "theirs\n");
 	if (geteuid() != 0 || chown(file, 4242, 4242) != 0)
 		cr_skip_test("needs root to give a file to another user");
 	stats_run(file, true, err, sizeof(err));

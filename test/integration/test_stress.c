@@ -76,16 +76,6 @@ fifo_dir(void)
 	return dir;
 }
 
-static const char *
-env_in_tmp(const char *name, const char *file)
-{
-	static char buf[4][PATH_MAX];
-	static int next;
-	char *out = buf[next++ % 4];
-	snprintf(out, PATH_MAX, "%s=%s/%s", name, th_tmpdir(), file);
-	return out;
-}
-
 static void
 stress_start(struct th_probe *run, const char *preload, const char *const args[],
              const char *const extra[])
@@ -404,7 +394,7 @@ fifo_rounds(const char *preload, long full)
 {
 	long rounds = stress_size(full, 3000);
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	storm_run(preload, (const char *[]){"churn", NULL}, env, rounds, NULL, 0);
 }
 
@@ -443,7 +433,7 @@ Test(stress, signals)
 	char status[4096];
 	bool broken;
 	const char *env[] = {SIGNAL_ON, "ROUNDTRIM_GC_ROUNDS=50",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	stress_start(&run, NULL, (const char *[]){"churn", NULL}, env);
 	th_write(&run.proc, "go\n");
 	storms_start(&storm, 1, run.fifo, total / 10, false, false);
@@ -483,7 +473,7 @@ Test(stress, fork_exec)
 	long forks = stress_size(10000, 100);
 	snprintf(n, sizeof(n), "%ld", forks);
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	storm_run(NULL, (const char *[]){"forkexec", n, fifo_dir(), NULL}, env, 0, detail,
 	          sizeof(detail));
 	cr_assert_eq(th_field(detail, "children") + th_field(detail, "stays"), forks, "%s", detail);
@@ -497,7 +487,7 @@ thread_churn(const char *preload)
 	long threads = stress_size(10000, 100);
 	snprintf(n, sizeof(n), "%ld", threads);
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	storm_run(preload, (const char *[]){"threads", n, "16", NULL}, env, 0, detail,
 	          sizeof(detail));
 	cr_assert_eq(th_field(detail, "threads"), threads, "%s", detail);
@@ -520,7 +510,7 @@ Test(stress, dlopen_dlclose)
 	long times = stress_size(10000, 100);
 	snprintf(n, sizeof(n), "%ld", times);
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	storm_run(NULL, (const char *[]){"dlopen", n, th_workload("libstress_dso.so"), NULL}, env,
 	          0, detail, sizeof(detail));
 	cr_assert_eq(th_field(detail, "dlopen"), times / 2 * 2, "%s", detail);
@@ -538,7 +528,7 @@ Test(stress, exec_chain)
 	struct storm storms[2];
 	bool broken;
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	stress_start(&run, NULL, (const char *[]){"execchain", n, fifo_dir(), NULL}, env);
 	storms_start(storms, 2, run.fifo, 0, true, true);
 	th_write(&run.proc, "go\n");
@@ -554,7 +544,7 @@ Test(stress, exit_during_action)
 	static const char *const ways[] = {"exit", "_exit", "return"};
 	long runs = stress_size(300, 3), unfinished = 0;
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	for (long r = 0; r < runs; r++) {
 		struct th_probe run;
 		char line[256];
@@ -602,8 +592,8 @@ hostile(const char *workload, const char *how, long full)
 	char floor[16];
 	snprintf(floor, sizeof(floor), "%d", th_fd_floor());
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
-	                     env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"),
-	                     env_in_tmp("ROUNDTRIM_LOG", "log-%p"), "ROUNDTRIM_PROFILE=1", NULL};
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"),
+	                     th_env_in_tmp("ROUNDTRIM_LOG", "log-%p"), "ROUNDTRIM_PROFILE=1", NULL};
 	static const char *const features[] = {"FIFO trigger", "RSS readings", "stats file",
 	                                       "log file"};
 	for (long r = 0; r < runs; r++) {
