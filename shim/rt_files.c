@@ -441,8 +441,7 @@ rt_files_open(void)
 	bool forked = rt_shim.forked;
 	atomic_store(&rt_f.owner, getpid());
 	rt_files_open_sanitizer_reports();
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !rt_fd_adopt(&rt_f.statm, fd))
+	if (!rt_files_adopt_path(&rt_f.statm, "/proc/self/statm"))
 		rt_warn("RSS readings off: cannot open /proc/self/statm: %s", strerror(errno));
 	/* Read after actions only: it walks every mapping (about 3 ms per GiB resident). */
 	rt_files_adopt_path(&rt_f.smaps, "/proc/self/smaps_rollup");
