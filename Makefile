@@ -93,7 +93,7 @@ $(LIB): $(SHIM_OBJ) $(POLICY_LIB_OBJ) shim/exports.map
 
 $(UNIT): $(UNIT_SRC) $(TEST_POLICY_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(TEST_POLICY_OBJ) -lcriterion -ljson-c -lm \
+	$(CC) $(TEST_CFLAGS) -o $@ $(UNIT_SRC) $(TEST_POLICY_OBJ) -lcriterion -ljson-c -lm -pthread \
 		$(SAN_RUNNER_LDFLAGS)
 
 $(INTEGRATION): $(INTEGRATION_SRC) $(TEST_POLICY_OBJ) \

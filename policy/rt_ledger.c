@@ -30,6 +30,27 @@ rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger)
 }
 
 void
+rt_batch_counted(struct rt_batch *b, uint64_t n, bool acts, const char *trigger)
+{
+	/* An acting round's flag may reach the worker a wake-up before its count does. */
+	if (!n && !acts)
+		return;
+	rt_batch_add(b, n, trigger);
+	b->pending -= n;
+	b->announced = true;
+	b->due |= acts;
+}
+
+void
+rt_batch_python(struct rt_batch *b, uint64_t round, bool freed)
+{
+	b->python = true;
+	b->python_freed = freed;
+	b->python_round = round;
+	b->trigger = RT_REPORT_TRIGGER_PYTHON;
+}
+
+void
 rt_batch_detected(struct rt_batch *b)
 {
 	rt_batch_add(b, 1, "auto");
@@ -74,17 +95,17 @@ rt_ledger_line(struct rt_ledger *l, struct rt_batch *b, const struct rt_proto_cm
 void
 rt_ledger_close(struct rt_ledger *l, struct rt_batch *b)
 {
-	b->due |= rt_rounds_add(&l->rounds, b->pending);
+	b->due |= rt_rounds_add(&l->rounds, b->pending) != 0;
 	b->pending = 0;
 }
 
 struct rt_ledger_plan
 rt_ledger_plan(const struct rt_batch *b, bool profile, bool have_stats)
 {
-	struct rt_ledger_plan p = {.handle = b->rounds || b->trim || b->stats};
+	struct rt_ledger_plan p = {.handle = b->rounds || b->trim || b->stats || b->python};
 	if (!p.handle)
 		return p;
-	p.act = b->due || b->trim;
+	p.act = b->due || b->trim || b->python_freed;
 	p.read_live = profile || have_stats || b->stats;
 	/* A stats request without a stats file is answered on the log. */
 	p.rss_line = profile || (b->stats && !have_stats);
@@ -99,7 +120,7 @@ rt_ledger_start(const struct rt_ledger *l, const struct rt_batch *b, int pid, co
 	note[0] = '\0';
 	*rec = (struct rt_round_record){
 	    .pid = pid,
-	    .round = l->rounds.counted,
+	    .round = b->python ? b->python_round : rt_rounds_counted(&l->rounds),
 	    .trigger = b->trigger ? b->trigger : "fifo",
 	    .action = "none",
 	    .allocator = allocator,
@@ -163,8 +184,8 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	    .last_trigger = l->last.trigger ? l->last.trigger : "none",
 	    .program = f->program,
 	    .allocator = f->allocator,
-	    .rounds = l->rounds.counted,
-	    .gc_rounds = l->rounds.every,
+	    .rounds = rt_rounds_counted(&l->rounds),
+	    .gc_rounds = rt_rounds_every(&l->rounds),
 	    .actions = l->actions,
 	    .last_action_round = l->last.round,
 	    .last_action = l->last.action ? l->last.action : "none",
@@ -195,7 +216,7 @@ rt_ledger_prom(const struct rt_ledger *l, const struct rt_ledger_facts *f, const
 	    .allocator = f->allocator,
 	    .action = f->action,
 	    .version = version,
-	    .rounds = l->rounds.counted,
+	    .rounds = rt_rounds_counted(&l->rounds),
 	    .actions = l->actions,
 	    .released_total_kib = l->released_total_kib,
 	    .rss_kib = l->last_rss_kib,

@@ -37,6 +37,11 @@ struct rt_batch {
 	bool stats;
 	bool announced;      /* some of its rounds came through the FIFO, the signal or the API */
 	const char *trigger; /* the last source that added to it */
+	/* The record of Python steps that ran on the main thread after their round's action
+	 * (rt_batch_python): it counts no round, and releases only what the steps freed. */
+	bool python;
+	bool python_freed;
+	uint64_t python_round; /* the last round the steps served */
 };
 
 /* What a FIFO line asks the worker to say on stderr, once for each kind. */
@@ -57,11 +62,17 @@ struct rt_ledger_plan {
 
 void rt_ledger_init(struct rt_ledger *l, uint32_t every);
 
-/* n rounds announced through trigger ("fifo", "signal", "api"). */
+/* n rounds announced through trigger ("fifo", "signal"), to be counted when the batch closes. */
 void rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger);
+/* n rounds that their callers already counted (the API counts where it is called); `acts`: one
+ * of them is a round that acts. */
+void rt_batch_counted(struct rt_batch *b, uint64_t n, bool acts, const char *trigger);
 /* One round whose end the library found itself ("auto"). */
 void rt_batch_detected(struct rt_batch *b);
 void rt_batch_trim(struct rt_batch *b, const char *trigger);
+/* The Python steps handed off at round `round` have run ("python"); freed: they freed something
+ * that a release should return. */
+void rt_batch_python(struct rt_batch *b, uint64_t round, bool freed);
 /* One FIFO line: rounds before a "gc-rounds N" count under the old N. */
 enum rt_ledger_say rt_ledger_line(struct rt_ledger *l, struct rt_batch *b,
                                   const struct rt_proto_cmd *cmd);
@@ -70,7 +81,8 @@ void rt_ledger_close(struct rt_ledger *l, struct rt_batch *b);
 
 struct rt_ledger_plan rt_ledger_plan(const struct rt_batch *b, bool profile, bool have_stats);
 
-/* The round's record before anything is measured; note is its buffer (RT_LEDGER_NOTE_MAX). */
+/* The round's record before anything is measured; note is its buffer (RT_LEDGER_NOTE_MAX). A
+ * Python follow-up's record carries the round its steps served. */
 void rt_ledger_start(const struct rt_ledger *l, const struct rt_batch *b, int pid,
                      const char *allocator, char *note, struct rt_round_record *rec);
 /* After the action (rec->action, duration and RSS filled; note is the record's buffer): books it.

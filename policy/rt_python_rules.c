@@ -15,10 +15,6 @@ rt_python_plan(const struct rt_python_readings *r)
 		return RT_PYTHON_FINALIZING;
 	if (!r->initialized)
 		return RT_PYTHON_NOT_INITIALIZED;
-	/* The steps of an earlier round still run on the main thread (past the worker's wait):
-	 * asking again would only make this round wait on them. */
-	if (r->busy)
-		return RT_PYTHON_BUSY;
 	return RT_PYTHON_RUN;
 }
 
@@ -27,7 +23,7 @@ rt_python_plan_word(enum rt_python_plan plan)
 {
 	switch (plan) {
 	case RT_PYTHON_RUN:
-		return "collected";
+		return rt_python_end_word(RT_PYTHON_END_PENDING);
 	case RT_PYTHON_NOT_PYTHON:
 		return NULL;
 	case RT_PYTHON_OFF:
@@ -35,9 +31,7 @@ rt_python_plan_word(enum rt_python_plan plan)
 	case RT_PYTHON_NOT_INITIALIZED:
 		return "not-initialized";
 	case RT_PYTHON_FINALIZING:
-		return "finalizing";
-	case RT_PYTHON_BUSY:
-		return "skipped-busy";
+		return rt_python_end_word(RT_PYTHON_END_FINALIZING);
 	}
 	return NULL;
 }
@@ -48,10 +42,10 @@ rt_python_end_word(enum rt_python_end end)
 	switch (end) {
 	case RT_PYTHON_END_DONE:
 		return "collected";
-	case RT_PYTHON_END_MAIN_BUSY:
-		return "skipped-main-busy";
-	case RT_PYTHON_END_UNFINISHED:
-		return "unfinished";
+	case RT_PYTHON_END_PENDING:
+		return "pending";
+	case RT_PYTHON_END_BUSY:
+		return "skipped-busy";
 	case RT_PYTHON_END_FINALIZING:
 		return "finalizing";
 	case RT_PYTHON_END_GC_DISABLED:
@@ -62,25 +56,46 @@ rt_python_end_word(enum rt_python_end end)
 	return "error";
 }
 
-enum rt_python_end
-rt_python_gc_step(bool finalizing, bool gc_enabled)
+enum rt_python_gc
+rt_python_gc_step(bool finalizing, bool gc_imported, bool gc_enabled)
 {
 	/* A call that CPython runs once finalisation has begun (its own finalizers run bytecode)
 	 * must leave the dying interpreter alone. */
 	if (finalizing)
-		return RT_PYTHON_END_FINALIZING;
-	/* The program's gc.disable() stands: enabling the collector around the collection would
-	 * be visible to the program, and PyGC_Collect collects nothing while it is disabled. */
+		return RT_PYTHON_GC_FINALIZING;
+	/* NVFlare's cleanup calls gc.collect(), which collects whether or not the collector is
+	 * enabled and leaves it as it was; PyGC_Collect() does nothing while it is disabled. Only
+	 * the gc module disables it from Python, so a program that did has imported gc: its own
+	 * collect() is the call, and the library imports nothing. */
+	if (gc_imported)
+		return RT_PYTHON_GC_MODULE;
+	/* Disabled from C (PyGC_Disable) by a program that never imported gc: its own
+	 * gc.collect() would need an import, which the library never makes. */
 	if (!gc_enabled)
+		return RT_PYTHON_GC_DISABLED;
+	return RT_PYTHON_GC_C;
+}
+
+enum rt_python_end
+rt_python_gc_end(enum rt_python_gc step)
+{
+	switch (step) {
+	case RT_PYTHON_GC_MODULE:
+	case RT_PYTHON_GC_C:
+		return RT_PYTHON_END_DONE;
+	case RT_PYTHON_GC_DISABLED:
 		return RT_PYTHON_END_GC_DISABLED;
-	return RT_PYTHON_END_DONE;
+	case RT_PYTHON_GC_FINALIZING:
+		break;
+	}
+	return RT_PYTHON_END_FINALIZING;
 }
 
 bool
-rt_python_cuda_runs(enum rt_python_end gc_step)
+rt_python_cuda_runs(enum rt_python_gc step)
 {
 	/* The CUDA cache is not the collector's business: only finalisation stops it. */
-	return gc_step == RT_PYTHON_END_DONE || gc_step == RT_PYTHON_END_GC_DISABLED;
+	return step != RT_PYTHON_GC_FINALIZING;
 }
 
 enum rt_python_cuda
@@ -119,11 +134,16 @@ rt_python_cuda_word(enum rt_python_cuda cuda)
 	return "error";
 }
 
+bool
+rt_python_freed(int64_t gc_collected, enum rt_python_cuda cuda)
+{
+	return gc_collected > 0 || cuda == RT_PYTHON_CUDA_EMPTIED;
+}
+
 uint32_t
-rt_python_word(uint32_t generation, bool queued, enum rt_python_state state)
+rt_python_word(uint32_t generation, enum rt_python_state state)
 {
 	return (generation & RT_PYTHON_GENERATION_MASK) << RT_PYTHON_WORD_GENERATION_SHIFT |
-	       (queued ? RT_PYTHON_WORD_QUEUED : 0u) |
 	       ((uint32_t)state & RT_PYTHON_WORD_STATE_MASK);
 }
 
@@ -133,45 +153,32 @@ rt_python_word_state(uint32_t word)
 	return (enum rt_python_state)(word & RT_PYTHON_WORD_STATE_MASK);
 }
 
-bool
-rt_python_word_queued(uint32_t word)
-{
-	return (word & RT_PYTHON_WORD_QUEUED) != 0;
-}
-
 uint32_t
 rt_python_word_generation(uint32_t word)
 {
 	return word >> RT_PYTHON_WORD_GENERATION_SHIFT;
 }
 
-bool
-rt_python_arm(uint32_t word, uint32_t *next, bool *add)
+enum rt_python_ask
+rt_python_ask(uint32_t word, uint32_t *next)
 {
-	enum rt_python_state state = rt_python_word_state(word);
-	if (state != RT_PYTHON_IDLE && state != RT_PYTHON_DONE)
-		return false;
-	/* CPython cannot take a call back out of its queue: at most one of ours sits there, and a
-	 * withdrawn one that has not run yet serves the next request. */
-	*add = !rt_python_word_queued(word);
-	*next = rt_python_word(rt_python_word_generation(word), true, RT_PYTHON_ARMED);
-	return true;
+	switch (rt_python_word_state(word)) {
+	case RT_PYTHON_IDLE:
+		*next = rt_python_word(rt_python_word_generation(word), RT_PYTHON_ARMED);
+		return RT_PYTHON_ASK_ADD;
+	case RT_PYTHON_ARMED:
+		return RT_PYTHON_ASK_JOIN;
+	case RT_PYTHON_RUNNING:
+	case RT_PYTHON_DONE:
+		break;
+	}
+	return RT_PYTHON_ASK_BUSY;
 }
 
 uint32_t
 rt_python_add_failed(uint32_t word)
 {
-	return rt_python_word(rt_python_word_generation(word), false, RT_PYTHON_IDLE);
-}
-
-bool
-rt_python_withdraw(uint32_t word, uint32_t *next)
-{
-	if (rt_python_word_state(word) != RT_PYTHON_ARMED)
-		return false;
-	*next = rt_python_word(rt_python_word_generation(word), rt_python_word_queued(word),
-	                       RT_PYTHON_IDLE);
-	return true;
+	return rt_python_word(rt_python_word_generation(word), RT_PYTHON_IDLE);
 }
 
 bool
@@ -179,8 +186,7 @@ rt_python_collect_answer(uint32_t word, uint32_t *next)
 {
 	if (rt_python_word_state(word) != RT_PYTHON_DONE)
 		return false;
-	*next = rt_python_word(rt_python_word_generation(word), rt_python_word_queued(word),
-	                       RT_PYTHON_IDLE);
+	*next = rt_python_word(rt_python_word_generation(word), RT_PYTHON_IDLE);
 	return true;
 }
 
@@ -188,16 +194,13 @@ enum rt_python_call
 rt_python_called(uint32_t word, uint32_t generation, uint32_t *next)
 {
 	uint32_t own = rt_python_word_generation(word);
-	/* A fork child inherits its parent's queue, our call in it included. */
-	if (own != (generation & RT_PYTHON_GENERATION_MASK))
+	/* A fork child inherits its parent's queue, our call in it included. Within one
+	 * generation a call is added only on IDLE -> ARMED and is the only one until it runs. */
+	if (own != (generation & RT_PYTHON_GENERATION_MASK) ||
+	    rt_python_word_state(word) != RT_PYTHON_ARMED)
 		return RT_PYTHON_CALL_STALE;
-	enum rt_python_state state = rt_python_word_state(word);
-	if (state == RT_PYTHON_ARMED) {
-		*next = rt_python_word(own, false, RT_PYTHON_RUNNING);
-		return RT_PYTHON_CALL_RUN;
-	}
-	*next = rt_python_word(own, false, state);
-	return RT_PYTHON_CALL_WITHDRAWN;
+	*next = rt_python_word(own, RT_PYTHON_RUNNING);
+	return RT_PYTHON_CALL_RUN;
 }
 
 bool
@@ -207,7 +210,7 @@ rt_python_finish(uint32_t word, uint32_t generation, uint32_t *next)
 	if (own != (generation & RT_PYTHON_GENERATION_MASK) ||
 	    rt_python_word_state(word) != RT_PYTHON_RUNNING)
 		return false;
-	*next = rt_python_word(own, rt_python_word_queued(word), RT_PYTHON_DONE);
+	*next = rt_python_word(own, RT_PYTHON_DONE);
 	return true;
 }
 
@@ -217,5 +220,5 @@ rt_python_forget(uint32_t word)
 	/* Whatever the parent had queued may sit in the child's copy of CPython's queue, or not
 	 * (the fork can fall inside Py_AddPendingCall): the child cannot know, so it counts on
 	 * none and any inherited call finds a generation that is not its own. */
-	return rt_python_word(rt_python_word_generation(word) + 1u, false, RT_PYTHON_IDLE);
+	return rt_python_word(rt_python_word_generation(word) + 1u, RT_PYTHON_IDLE);
 }

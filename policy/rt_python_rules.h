@@ -6,13 +6,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* What the worker reads before an action round, without the GIL. */
+/* What is read before the steps are asked for (by the worker, without the GIL) or run (by the
+ * API's caller, with it). */
 struct rt_python_readings {
 	bool enabled;     /* ROUNDTRIM_PYTHON */
 	bool found;       /* the C API's entry points are in the process */
 	bool initialized; /* Py_IsInitialized() */
 	bool finalizing;  /* _Py_IsFinalizing() / Py_IsFinalizing() */
-	bool busy;        /* the steps an earlier round asked for are still running */
 };
 
 enum rt_python_plan {
@@ -21,16 +21,16 @@ enum rt_python_plan {
 	RT_PYTHON_OFF,
 	RT_PYTHON_NOT_INITIALIZED,
 	RT_PYTHON_FINALIZING,
-	RT_PYTHON_BUSY,
 };
 
-/* How a request that was made ended, as the worker saw it. */
+/* What a round reports about the steps. */
 enum rt_python_end {
 	RT_PYTHON_END_DONE,        /* the steps ran; the outcome is valid */
-	RT_PYTHON_END_MAIN_BUSY,   /* the main thread did not come to it in time: withdrawn */
-	RT_PYTHON_END_UNFINISHED,  /* the steps began but did not end in time */
+	RT_PYTHON_END_PENDING,     /* handed to the main thread, which runs them when it next runs
+	                            * bytecode; a record of their own reports them */
+	RT_PYTHON_END_BUSY,        /* an earlier round's steps were running: they serve this one */
 	RT_PYTHON_END_FINALIZING,  /* the call found the interpreter finalising: nothing ran */
-	RT_PYTHON_END_GC_DISABLED, /* the program disabled the collector: not collected */
+	RT_PYTHON_END_GC_DISABLED, /* the collector is disabled and gc was never imported */
 	RT_PYTHON_END_QUEUE_FULL,  /* Py_AddPendingCall refused the call (its queue is full) */
 };
 
@@ -45,16 +45,24 @@ enum rt_python_cuda {
 };
 
 enum rt_python_plan rt_python_plan(const struct rt_python_readings *r);
-/* The word for the "python" report field: what the round did about Python; NULL for
+/* The word for the "python" report field of a round whose plan is not RT_PYTHON_RUN; NULL for
  * RT_PYTHON_NOT_PYTHON (no Python fields are reported). */
 const char *rt_python_plan_word(enum rt_python_plan plan);
 const char *rt_python_end_word(enum rt_python_end end);
 
-/* The gc step, on the main thread with the GIL: RT_PYTHON_END_DONE when the collection is to
- * run, else why not (the CUDA step runs only when this is DONE or GC_DISABLED). */
-enum rt_python_end rt_python_gc_step(bool finalizing, bool gc_enabled);
-/* Whether the CUDA step runs after the gc step ended so. */
-bool rt_python_cuda_runs(enum rt_python_end gc_step);
+/* How the collection runs, on a thread that holds the GIL: as the program's own gc.collect()
+ * would, a full collection whether or not the collector is enabled, leaving it as it was. */
+enum rt_python_gc {
+	RT_PYTHON_GC_MODULE,     /* call collect() of the gc module the program imported */
+	RT_PYTHON_GC_C,          /* PyGC_Collect(): gc never imported, the collector enabled */
+	RT_PYTHON_GC_DISABLED,   /* gc never imported, yet the collector disabled (C API) */
+	RT_PYTHON_GC_FINALIZING, /* leave the dying interpreter alone */
+};
+enum rt_python_gc rt_python_gc_step(bool finalizing, bool gc_imported, bool gc_enabled);
+/* What a round reports once the gc step ended so. */
+enum rt_python_end rt_python_gc_end(enum rt_python_gc step);
+/* Whether the CUDA step runs after the gc step. */
+bool rt_python_cuda_runs(enum rt_python_gc step);
 
 /* The CUDA step, with the GIL held, from what is known so far: torch_imported is read only
  * when the option is on, cuda_initialized only when torch is imported. Returns the outcome to
@@ -62,51 +70,52 @@ bool rt_python_cuda_runs(enum rt_python_end gc_step);
 enum rt_python_cuda rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized);
 const char *rt_python_cuda_word(enum rt_python_cuda cuda);
 
-/* The hand-off word (32 bits, for futex waits): a state, whether a call of this process's
- * generation sits in CPython's pending-call queue, and that generation (bumped in every fork
- * child). Only the worker moves IDLE/DONE -> ARMED and ARMED -> IDLE (withdrawn); only the
- * pending call moves ARMED -> RUNNING -> DONE. Every move is one compare-and-swap of the whole
- * word, so the CAS that wins on an ARMED word decides whether the steps run. */
+/* Whether the steps freed something that a release after them should return: the collection
+ * found unreachable objects, or the CUDA cache was emptied (its host-side bookkeeping). */
+bool rt_python_freed(int64_t gc_collected, enum rt_python_cuda cuda);
+
+/* The hand-off word (32 bits, for futex waits): a state and the process's generation (bumped in
+ * every fork child). Only the worker moves IDLE -> ARMED and DONE -> IDLE; only the pending call
+ * moves ARMED -> RUNNING -> DONE. No deadline takes a request back: a main thread that sits in
+ * one C call for an hour runs the steps when it returns, and every round that comes meanwhile
+ * joins the armed request, so that at most one call of ours is ever in CPython's queue. */
 enum rt_python_state {
 	RT_PYTHON_IDLE,
-	RT_PYTHON_ARMED,   /* a request waits for the pending call */
+	RT_PYTHON_ARMED,   /* a call is in CPython's queue and will run the steps */
 	RT_PYTHON_RUNNING, /* the pending call took it and runs the steps */
 	RT_PYTHON_DONE,    /* the answer is published */
 };
 
 #define RT_PYTHON_WORD_STATE_MASK 3u
-#define RT_PYTHON_WORD_QUEUED 4u
-#define RT_PYTHON_WORD_GENERATION_SHIFT 3
+#define RT_PYTHON_WORD_GENERATION_SHIFT 2
 #define RT_PYTHON_GENERATION_MASK ((1u << (32 - RT_PYTHON_WORD_GENERATION_SHIFT)) - 1u)
 
-uint32_t rt_python_word(uint32_t generation, bool queued, enum rt_python_state state);
+uint32_t rt_python_word(uint32_t generation, enum rt_python_state state);
 enum rt_python_state rt_python_word_state(uint32_t word);
-bool rt_python_word_queued(uint32_t word);
 uint32_t rt_python_word_generation(uint32_t word);
 
-/* Worker: a new request from IDLE, or from DONE (an answer nobody waits for any more). False
- * when the word is ARMED or RUNNING. *add says whether a call must be added to CPython's queue:
- * false when this generation's call is still there (withdrawn, not run yet), which the request
- * re-arms instead. */
-bool rt_python_arm(uint32_t word, uint32_t *next, bool *add);
+/* Worker, at an action round: what asking for the steps means for the word. */
+enum rt_python_ask {
+	RT_PYTHON_ASK_ADD,  /* IDLE -> ARMED (*next): add a call to CPython's queue */
+	RT_PYTHON_ASK_JOIN, /* already armed: the queued call serves this round too */
+	RT_PYTHON_ASK_BUSY, /* the steps run now, or just ended: they serve this round */
+};
+enum rt_python_ask rt_python_ask(uint32_t word, uint32_t *next);
 /* Worker: Py_AddPendingCall refused the call just armed: back to IDLE, nothing queued. */
 uint32_t rt_python_add_failed(uint32_t word);
-/* Worker, at the deadline: ARMED -> IDLE; the queued call stays and will find nothing. */
-bool rt_python_withdraw(uint32_t word, uint32_t *next);
 /* Worker, once it copied the answer: DONE -> IDLE. */
 bool rt_python_collect_answer(uint32_t word, uint32_t *next);
 
 /* The pending call, with the generation it was added with: what it may do. */
 enum rt_python_call {
-	RT_PYTHON_CALL_STALE,     /* another generation's call (a fork parent's): touch nothing */
-	RT_PYTHON_CALL_WITHDRAWN, /* ours, nothing armed: *next only drops the queued flag */
-	RT_PYTHON_CALL_RUN,       /* ours, armed: *next is RUNNING, the steps run */
+	RT_PYTHON_CALL_STALE, /* another generation's call (a fork parent's): touch nothing */
+	RT_PYTHON_CALL_RUN,   /* ours, armed: *next is RUNNING, the steps run */
 };
 enum rt_python_call rt_python_called(uint32_t word, uint32_t generation, uint32_t *next);
 /* The pending call, steps done: RUNNING -> DONE in its own generation only (a fork made during
  * the steps leaves a child whose word has moved on). */
 bool rt_python_finish(uint32_t word, uint32_t generation, uint32_t *next);
-/* In a fork child: the next generation, IDLE, nothing of it queued. */
+/* In a fork child: the next generation, IDLE. */
 uint32_t rt_python_forget(uint32_t word);
 
 #endif

@@ -10,6 +10,10 @@
 
 #define RT_REPORT_LINE_MAX 1024
 
+/* The trigger of the record that Python steps write once they ran on the interpreter's main
+ * thread, after their round's own record: it names that round, and is no round of its own. */
+#define RT_REPORT_TRIGGER_PYTHON "python"
+
 struct rt_round_record {
 	int pid;
 	uint64_t round;

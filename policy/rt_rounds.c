@@ -3,29 +3,40 @@
 void
 rt_rounds_init(struct rt_rounds *rounds, uint32_t every)
 {
-	rounds->counted = 0;
-	rounds->every = every;
-	rounds->last_acted = 0;
+	atomic_store(&rounds->counted, 0);
+	atomic_store(&rounds->every, every);
 }
 
-bool
+uint64_t
 rt_rounds_add(struct rt_rounds *rounds, uint64_t n)
 {
-	uint64_t before = rounds->counted;
-	rounds->counted = before + n;
-	if (rounds->every == 0 || n == 0)
-		return false;
-	uint64_t last_multiple = rounds->counted / rounds->every * rounds->every;
-	if (last_multiple <= before)
-		return false;
-	rounds->last_acted = last_multiple;
-	return true;
+	if (n == 0)
+		return 0;
+	/* The numbers before + 1 ... before + n are this caller's alone, whoever counts beside. */
+	uint64_t before = atomic_fetch_add(&rounds->counted, n);
+	uint32_t every = atomic_load(&rounds->every);
+	if (every == 0)
+		return 0;
+	uint64_t last_multiple = (before + n) / every * every;
+	return last_multiple > before ? last_multiple : 0;
 }
 
 void
 rt_rounds_set_every(struct rt_rounds *rounds, uint32_t every)
 {
-	rounds->every = every;
+	atomic_store(&rounds->every, every);
+}
+
+uint64_t
+rt_rounds_counted(const struct rt_rounds *rounds)
+{
+	return atomic_load(&rounds->counted);
+}
+
+uint32_t
+rt_rounds_every(const struct rt_rounds *rounds)
+{
+	return atomic_load(&rounds->every);
 }
 
 uint64_t

@@ -15,18 +15,25 @@ rt_summary_init(struct rt_summary *s, int pid)
 void
 rt_summary_add(struct rt_summary *s, const struct rt_round_record *rec)
 {
+	bool python = rec->trigger && !strcmp(rec->trigger, RT_REPORT_TRIGGER_PYTHON);
 	if (s->lines == 0 || rec->round < s->first_round) {
 		s->first_round = rec->round;
 		s->first_after_kib = rec->rss_after_kib;
 		snprintf(s->allocator, sizeof(s->allocator), "%s", rec->allocator);
 	}
-	if (s->lines == 0 || rec->round >= s->last_round) {
+	/* Within one round, the follow-up came last, whatever the order given. */
+	if (s->lines == 0 || rec->round > s->last_round ||
+	    (rec->round == s->last_round && (python || !s->last_after_by_python))) {
 		s->last_round = rec->round;
 		s->last_after_kib = rec->rss_after_kib;
+		s->last_after_by_python = python;
 	}
 	s->lines++;
 	s->actions += strcmp(rec->action, rt_action_name(RT_ACTION_NONE)) != 0;
 	s->released_kib += rt_report_released_kib(rec);
+	if (python)
+		return;
+	s->n++;
 	double x = (double)rec->round, b = (double)rec->rss_before_kib / 1024.0,
 	       a = (double)rec->rss_after_kib / 1024.0;
 	s->sx += x;
@@ -40,8 +47,8 @@ rt_summary_add(struct rt_summary *s, const struct rt_round_record *rec)
 static double
 rt_summary_slope(const struct rt_summary *s, double sy, double sxy)
 {
-	double n = (double)s->lines, d = n * s->sxx - s->sx * s->sx;
-	return s->lines > 1 && d != 0 ? (n * sxy - s->sx * sy) / d : 0;
+	double n = (double)s->n, d = n * s->sxx - s->sx * s->sx;
+	return s->n > 1 && d != 0 ? (n * sxy - s->sx * sy) / d : 0;
 }
 
 double

@@ -3,6 +3,7 @@
 #ifndef RT_SUMMARY_H
 #define RT_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rt_report.h"
@@ -10,17 +11,22 @@
 struct rt_summary {
 	int pid;
 	char allocator[RT_REPORT_WORD_MAX]; /* the allocator of the first round */
-	uint64_t lines;
-	uint64_t actions; /* rounds whose action was not "none" */
+	uint64_t lines;                     /* every line, Python follow-ups included */
+	uint64_t actions;                   /* lines whose action was not "none" */
 	uint64_t released_kib;
 	uint64_t first_round, last_round; /* the lowest and highest round seen */
 	uint64_t first_after_kib, last_after_kib;
-	/* Sums for the least-squares lines of RSS before and after against the round. */
+	bool last_after_by_python; /* last_after_kib is a follow-up's: its round's last word */
+	/* Sums for the least-squares lines of RSS before and after against the round, over the
+	 * rounds' own records (n of them). */
+	uint64_t n;
 	double sx, sxx, sb, sxb, sa, sxa;
 };
 
 void rt_summary_init(struct rt_summary *s, int pid);
-/* Adds one of the process's stats lines, in any order. */
+/* Adds one of the process's stats lines, in any order. A Python follow-up
+ * (RT_REPORT_TRIGGER_PYTHON) is an action and its release, and the RSS its round ended at, but no
+ * round of its own. */
 void rt_summary_add(struct rt_summary *s, const struct rt_round_record *rec);
 /* How fast RSS grows per round, before and after the actions: the least-squares slope of
  * rss_before_kib and rss_after_kib against the round, in MiB per round; 0 without two distinct

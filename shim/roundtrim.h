@@ -17,11 +17,20 @@ struct roundtrim_thread_counts {
 	uint64_t bytes_requested; /* sum of the sizes asked for */
 };
 
-/* Counts one round, as a signal or a FIFO "round" line would. Asynchronous: the worker thread
- * acts. Returns 0, or -1 when the library is inactive in this process. */
+/* Counts one round, as a signal or a FIFO "round" line would; the round is counted before the
+ * call returns. Asynchronous: when the round acts, the worker thread releases at once (and, in a
+ * CPython host, hands the Python steps to the interpreter's main thread). Returns 0, or -1 when
+ * the library is inactive in this process. */
 int roundtrim_round(void);
 /* Acts now, whatever the count, as the FIFO line "trim" would. Same return values. */
 int roundtrim_trim(void);
+/* For the Python module, called with the GIL held (ctypes.PyDLL): as roundtrim_round and
+ * roundtrim_trim, but when the call acts, the Python steps (a full collection as gc.collect()
+ * runs it, and torch.cuda.empty_cache() when configured) run in the calling thread before it
+ * returns, and the worker then releases what they freed. Return 1 when the call acts, 0 when it
+ * only counted, -1 when the library is inactive. Never call them without the GIL. */
+int roundtrim_python_round(void);
+int roundtrim_python_trim(void);
 /* Copies the status JSON object of roundtrim(7), STATUS FILE, as the worker last published it
  * (at its start and after every round it handled), with or without a status file: at most
  * size - 1 bytes and a NUL into buf. Returns the object's whole length (a result >= size means

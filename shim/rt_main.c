@@ -202,16 +202,46 @@ rt_main_ready_for_request(void)
 	return rt_worker_running();
 }
 
+/* A round or trim of the API. The round is counted here, in the caller's thread; when it acts
+ * and here_with_gil (the Python module's call, through ctypes.PyDLL), the Python steps run here
+ * too, as the program's own cleanup would, and the worker then releases at once. Otherwise the
+ * worker hands the steps to the interpreter's main thread. Returns 1 when the call acts, 0 when it
+ * only counted, -1 when the library is inactive here. */
+static int
+rt_main_api(bool trim, bool here_with_gil)
+{
+	if (!rt_main_ready_for_request())
+		return -1;
+	bool acts = trim || rt_worker_api_count() != 0;
+	struct rt_python_outcome ran;
+	bool steps_ran = acts && here_with_gil && rt_python_run_here(&ran);
+	if (!rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL))
+		return -1;
+	return acts ? 1 : 0;
+}
+
 RT_EXPORT int
 roundtrim_round(void)
 {
-	return rt_main_ready_for_request() && rt_worker_request_round() ? 0 : -1;
+	return rt_main_api(false, false) < 0 ? -1 : 0;
 }
 
 RT_EXPORT int
 roundtrim_trim(void)
 {
-	return rt_main_ready_for_request() && rt_worker_request_trim() ? 0 : -1;
+	return rt_main_api(true, false) < 0 ? -1 : 0;
+}
+
+RT_EXPORT int
+roundtrim_python_round(void)
+{
+	return rt_main_api(false, true);
+}
+
+RT_EXPORT int
+roundtrim_python_trim(void)
+{
+	return rt_main_api(true, true);
 }
 
 void

@@ -1,38 +1,24 @@
 /* The Python steps. No thread of the library calls into Python or holds a Python thread state:
  * the worker adds one pending call (Py_AddPendingCall), which CPython runs on the interpreter's
  * main thread at its next safe point between bytecodes, with the GIL, exactly where the
- * program's own gc.collect() could run (roundtrim(7), PYTHON). The worker waits for it with a
- * deadline and withdraws the request when the main thread stays inside C. A call cannot be
- * taken back out of CPython's queue, so the hand-off is one atomic word (policy's
- * rt_python_arm ... rt_python_forget) with futex waits: a withdrawn call that runs later finds
- * nothing to do, at most one call of ours sits in the queue, and a generation in the word,
- * bumped in every fork child, makes a parent's call that the child inherited do nothing. No
- * lock of ours exists, so none is held while CPython runs. */
+ * program's own gc.collect() could run (roundtrim(7), PYTHON). The worker never waits for it:
+ * the allocator's action runs at once, and when the steps have run, the worker releases what
+ * they freed in a record of its own. A call cannot be taken back out of CPython's queue, and
+ * none needs to be: rounds that come before it runs join it. The hand-off is one atomic word
+ * (policy's rt_python_ask ... rt_python_forget); a generation in it, bumped in every fork child,
+ * makes a parent's call that the child inherited do nothing. No lock of ours exists, so none is
+ * held while CPython runs. The Python module's round() runs the same steps in its own thread,
+ * which holds the GIL (rt_python_run_here). */
 #include "rt_python.h"
 #include "rt_python_rules.h"
 #include "rt_shim.h"
 
 #include <dlfcn.h>
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
-#include <time.h>
-#include <unistd.h>
-
-/* How long the worker waits for the main thread to take the request. The main thread runs
- * pending calls between bytecodes; two seconds without that means it sits in one C call (a
- * blocking read, a sleep, a join, a long computation in an extension) or, before CPython 3.13,
- * runs bytecode without ever releasing the GIL (see LIMITS). The allocator action must not
- * wait on it, and two seconds of delay are invisible in rounds that last minutes. */
-#define RT_PYTHON_START_WAIT_MS 2000
-/* How long, once the steps run, the worker waits for them: a full collection of tens of
- * millions of objects takes seconds, and trimming before it ends would miss what it frees; a
- * finalizer that blocks must still not hold up the round forever. */
-#define RT_PYTHON_FINISH_WAIT_MS 10000
 
 typedef void *rt_pyobj;
 
@@ -42,8 +28,10 @@ struct rt_python_api {
 	int (*is_initialized)(void);
 	int (*is_finalizing)(void); /* Py_IsFinalizing (3.13+) or _Py_IsFinalizing (3.11, 3.12) */
 	int (*add_pending)(int (*)(void *), void *);
+	int (*gil_held)(void); /* PyGILState_Check */
 	ssize_t (*gc_collect)(void);
-	int (*gc_is_enabled)(void);                   /* 3.10+; NULL before */
+	int (*gc_is_enabled)(void); /* 3.10+; NULL before */
+	long long (*as_long_long)(rt_pyobj);
 	rt_pyobj (*modules)(void);                    /* PyImport_GetModuleDict: borrowed */
 	rt_pyobj (*dict_get)(rt_pyobj, const char *); /* PyDict_GetItemString: borrowed */
 	rt_pyobj (*getattr)(rt_pyobj, const char *);
@@ -62,56 +50,19 @@ struct rt_python_api {
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
  * DONE: the word orders them. */
-struct rt_python_answer {
-	enum rt_python_end end;
-	int64_t gc_collected;
-	enum rt_python_cuda cuda;
-};
+static struct rt_python_outcome rt_py_answer;
 
+/* The API, published once whole: 0 not looked up (or not found yet: libpython may be loaded
+ * later), 1 being looked up by one thread, 2 found. */
+#define RT_PY_UNKNOWN 0
+#define RT_PY_RESOLVING 1
+#define RT_PY_FOUND 2
 static struct rt_python_api rt_py;
-static bool rt_py_found;
+static atomic_int rt_py_state;
 static _Atomic uint32_t rt_py_word;
 static atomic_bool rt_py_cuda_option;
-static struct rt_python_answer rt_py_answer;
-
-static void
-rt_python_wake(void)
-{
-	syscall(SYS_futex, &rt_py_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* Waits while the word holds `value`, at most until `deadline` (CLOCK_MONOTONIC). Returns
- * the word's value then. */
-static uint32_t
-rt_python_wait_while(uint32_t value, const struct timespec *deadline)
-{
-	uint32_t now_value;
-	while ((now_value = atomic_load(&rt_py_word)) == value) {
-		struct timespec now, rel;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		rel.tv_sec = deadline->tv_sec - now.tv_sec;
-		rel.tv_nsec = deadline->tv_nsec - now.tv_nsec;
-		if (rel.tv_nsec < 0)
-			rel.tv_sec--, rel.tv_nsec += 1000000000L;
-		if (rel.tv_sec < 0)
-			break;
-		/* FUTEX_WAIT's timeout is relative; EINTR, EAGAIN and spurious wake-ups loop. */
-		syscall(SYS_futex, &rt_py_word, FUTEX_WAIT_PRIVATE, value, &rel, NULL, 0);
-	}
-	return now_value;
-}
-
-static struct timespec
-rt_python_deadline(long ms)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L)
-		t.tv_sec++, t.tv_nsec -= 1000000000L;
-	return t;
-}
+/* The worker's own: the last round the armed request serves. */
+static uint64_t rt_py_round;
 
 static void *
 rt_python_sym(const char *name)
@@ -119,25 +70,33 @@ rt_python_sym(const char *name)
 	return dlsym(RTLD_DEFAULT, name);
 }
 
-/* Looks the API up; false (and retried next round: libpython may be loaded later) when a
- * required entry point is missing. Worker thread only. */
+/* Looks the API up; false (and retried at the next round: libpython may be loaded later) when a
+ * required entry point is missing. From the worker or an API caller: one thread looks, and
+ * publishes the whole table. */
 static bool
 rt_python_resolve(void)
 {
-	if (rt_py_found)
-		return true;
+	int state = atomic_load_explicit(&rt_py_state, memory_order_acquire);
+	if (state != RT_PY_UNKNOWN)
+		return state == RT_PY_FOUND;
+	if (!atomic_compare_exchange_strong(&rt_py_state, &state, RT_PY_RESOLVING))
+		return state == RT_PY_FOUND;
 	struct rt_python_api a;
 	memset(&a, 0, sizeof(a));
 	/* The first lookup tells a non-Python process at the cost of one dlsym. */
 	*(void **)&a.is_initialized = rt_python_sym("Py_IsInitialized");
-	if (!a.is_initialized)
+	if (!a.is_initialized) {
+		atomic_store(&rt_py_state, RT_PY_UNKNOWN);
 		return false;
+	}
 	*(void **)&a.is_finalizing = rt_python_sym("Py_IsFinalizing");
 	if (!a.is_finalizing)
 		*(void **)&a.is_finalizing = rt_python_sym("_Py_IsFinalizing");
 	*(void **)&a.add_pending = rt_python_sym("Py_AddPendingCall");
+	*(void **)&a.gil_held = rt_python_sym("PyGILState_Check");
 	*(void **)&a.gc_collect = rt_python_sym("PyGC_Collect");
 	*(void **)&a.gc_is_enabled = rt_python_sym("PyGC_IsEnabled");
+	*(void **)&a.as_long_long = rt_python_sym("PyLong_AsLongLong");
 	*(void **)&a.modules = rt_python_sym("PyImport_GetModuleDict");
 	*(void **)&a.dict_get = rt_python_sym("PyDict_GetItemString");
 	*(void **)&a.getattr = rt_python_sym("PyObject_GetAttrString");
@@ -153,22 +112,23 @@ rt_python_resolve(void)
 	a.none = rt_python_sym("_Py_NoneStruct");
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
-	if (!a.is_finalizing || !a.add_pending || !a.gc_collect || !a.modules || !a.dict_get ||
-	    !a.getattr || !a.call || !a.is_true || !a.incref || !a.decref || !a.err_clear ||
-	    (!a.err_get_raised && (!a.err_fetch || !a.err_restore)) || !a.none) {
-		static bool warned;
-		if (!warned)
+	if (!a.is_finalizing || !a.add_pending || !a.gil_held || !a.gc_collect || !a.as_long_long ||
+	    !a.modules || !a.dict_get || !a.getattr || !a.call || !a.is_true || !a.incref ||
+	    !a.decref || !a.err_clear || (!a.err_get_raised && (!a.err_fetch || !a.err_restore)) ||
+	    !a.none) {
+		static atomic_bool warned;
+		if (!atomic_exchange(&warned, true))
 			rt_warn("Python steps off: this interpreter lacks part of the C API");
-		warned = true;
+		atomic_store(&rt_py_state, RT_PY_UNKNOWN);
 		return false;
 	}
 	rt_py = a;
-	rt_py_found = true;
+	atomic_store_explicit(&rt_py_state, RT_PY_FOUND, memory_order_release);
 	return true;
 }
 
-/* --- The pending call: everything below until rt_python_round runs on the interpreter's main
- * thread, with the GIL. */
+/* --- The steps: everything below until the worker's side runs on a thread that holds the GIL:
+ * the interpreter's main thread in the pending call, or the caller of the Python module. */
 
 /* sys.modules[name] when the program imported it, as a new reference; NULL otherwise. Never
  * imports: a plain dictionary lookup, which also never waits on an import in progress. */
@@ -225,34 +185,56 @@ rt_python_cuda(bool option)
 	return outcome;
 }
 
-/* gc.collect()'s full collection unless the program disabled the collector, then the CUDA
- * cache. */
-static void
-rt_python_steps(struct rt_python_answer *answer, bool cuda_option)
+/* The collection, as the program's own gc.collect() would run it; returns what it found, -1
+ * when the call raised (the exception is cleared by the caller). */
+static int64_t
+rt_python_collect(enum rt_python_gc step, rt_pyobj gc)
 {
-	answer->gc_collected = -1;
-	answer->cuda = RT_PYTHON_CUDA_SKIPPED;
-	/* PyGC_IsEnabled reads the current thread state: only here, never on the worker. */
-	answer->end = rt_python_gc_step(rt_py.is_finalizing() != 0,
-	                                rt_py.gc_is_enabled ? rt_py.gc_is_enabled() != 0 : true);
-	if (answer->end == RT_PYTHON_END_FINALIZING)
-		return;
-	/* A pending call may run where an exception is already set (Py_MakePendingCalls from a
-	 * C call): keep it exactly as found, and leave none of ours. */
-	rt_pyobj raised = NULL, type = NULL, value = NULL, tb = NULL;
-	if (rt_py.err_get_raised)
-		raised = rt_py.err_get_raised();
-	else
-		rt_py.err_fetch(&type, &value, &tb);
-	if (answer->end == RT_PYTHON_END_DONE)
-		answer->gc_collected = (int64_t)rt_py.gc_collect();
-	if (rt_python_cuda_runs(answer->end))
-		answer->cuda = rt_python_cuda(cuda_option);
-	rt_py.err_clear();
-	if (rt_py.err_set_raised)
-		rt_py.err_set_raised(raised);
-	else
-		rt_py.err_restore(type, value, tb);
+	if (step == RT_PYTHON_GC_C)
+		return (int64_t)rt_py.gc_collect();
+	rt_pyobj fn = rt_py.getattr(gc, "collect");
+	rt_pyobj result = fn ? rt_py.call(fn, NULL) : NULL;
+	int64_t found = result ? (int64_t)rt_py.as_long_long(result) : -1;
+	if (result)
+		rt_py.decref(result);
+	if (fn)
+		rt_py.decref(fn);
+	return found;
+}
+
+/* The steps, on a thread that holds the GIL: a full collection, then the CUDA cache. */
+static void
+rt_python_steps(struct rt_python_outcome *out, bool cuda_option)
+{
+	*out = (struct rt_python_outcome){
+	    .plan = RT_PYTHON_RUN, .gc_collected = -1, .cuda = RT_PYTHON_CUDA_SKIPPED};
+	bool finalizing = rt_py.is_finalizing() != 0;
+	rt_pyobj gc = finalizing ? NULL : rt_python_module("gc");
+	/* PyGC_IsEnabled reads the current thread state: only here, with the GIL. */
+	bool enabled = rt_py.gc_is_enabled ? rt_py.gc_is_enabled() != 0 : true;
+	enum rt_python_gc step = rt_python_gc_step(finalizing, gc != NULL, enabled);
+	out->end = rt_python_gc_end(step);
+	if (step != RT_PYTHON_GC_FINALIZING) {
+		/* The steps may run where an exception is already set (a pending call run from a
+		 * C call, a module call inside an except block): keep it exactly as found, and
+		 * leave none of ours. */
+		rt_pyobj raised = NULL, type = NULL, value = NULL, tb = NULL;
+		if (rt_py.err_get_raised)
+			raised = rt_py.err_get_raised();
+		else
+			rt_py.err_fetch(&type, &value, &tb);
+		if (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C)
+			out->gc_collected = rt_python_collect(step, gc);
+		if (rt_python_cuda_runs(step))
+			out->cuda = rt_python_cuda(cuda_option);
+		rt_py.err_clear();
+		if (rt_py.err_set_raised)
+			rt_py.err_set_raised(raised);
+		else
+			rt_py.err_restore(type, value, tb);
+	}
+	if (gc)
+		rt_py.decref(gc);
 }
 
 /* The pending call. arg is the generation it was added in. Returns 0 always: a pending call
@@ -262,17 +244,12 @@ rt_python_pending(void *arg)
 {
 	uint32_t generation = (uint32_t)(uintptr_t)arg;
 	uint32_t word = atomic_load(&rt_py_word), next;
-	enum rt_python_call call;
 	do {
-		call = rt_python_called(word, generation, &next);
-		if (call == RT_PYTHON_CALL_STALE)
+		if (rt_python_called(word, generation, &next) == RT_PYTHON_CALL_STALE)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
-	if (call == RT_PYTHON_CALL_WITHDRAWN)
-		return 0;
-	rt_python_wake();
 
-	struct rt_python_answer answer;
+	struct rt_python_outcome answer;
 	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option));
 	/* A finalizer may have forked during the steps: in that child the word's generation has
 	 * moved on, and this answer is nobody's. */
@@ -284,93 +261,136 @@ rt_python_pending(void *arg)
 		if (!rt_python_finish(word, generation, &next))
 			return 0;
 	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
-	rt_python_wake();
+	/* The worker releases what the steps freed as soon as it sees the answer. */
+	rt_worker_wake();
 	return 0;
 }
 
 /* --- The worker's side. */
 
-/* Arms a request; false when the steps of an earlier one still run. *add: whether a call must
- * be added to CPython's queue. */
-static bool
-rt_python_arm_request(uint32_t *armed, bool *add)
+static struct rt_python_readings
+rt_python_read(void)
 {
-	uint32_t word = atomic_load(&rt_py_word);
-	do {
-		if (!rt_python_arm(word, armed, add))
-			return false;
-	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, *armed));
-	return true;
+	struct rt_python_readings r = {.enabled = rt_shim.cfg.python, .found = rt_python_resolve()};
+	if (r.found) {
+		r.initialized = rt_py.is_initialized() != 0;
+		r.finalizing = rt_py.is_finalizing() != 0;
+	}
+	return r;
 }
 
-/* Waits for the armed request within the deadlines; withdraws it when the main thread has not
- * taken it in time. */
-static enum rt_python_end
-rt_python_request(uint32_t armed, bool add, struct rt_python_answer *answer)
+static void
+rt_python_not_run(enum rt_python_plan plan, enum rt_python_end end, struct rt_python_outcome *out)
 {
-	if (add) {
-		uint32_t generation = rt_python_word_generation(armed);
-		if (rt_py.add_pending(rt_python_pending, (void *)(uintptr_t)generation) != 0) {
-			/* Nothing of ours is queued: no call can have moved the word. */
-			atomic_store(&rt_py_word, rt_python_add_failed(armed));
-			return RT_PYTHON_END_QUEUE_FULL;
-		}
-	}
-	struct timespec deadline = rt_python_deadline(RT_PYTHON_START_WAIT_MS);
-	uint32_t word = rt_python_wait_while(armed, &deadline), next;
-	if (word == armed) {
-		if (rt_python_withdraw(word, &next) &&
-		    atomic_compare_exchange_strong(&rt_py_word, &word, next))
-			return RT_PYTHON_END_MAIN_BUSY;
-		/* The call took it at the last moment: word holds what it made. */
-	}
-	if (rt_python_word_state(word) == RT_PYTHON_RUNNING) {
-		deadline = rt_python_deadline(RT_PYTHON_FINISH_WAIT_MS);
-		word = rt_python_wait_while(word, &deadline);
-	}
-	if (rt_python_word_state(word) != RT_PYTHON_DONE)
-		return RT_PYTHON_END_UNFINISHED;
-	*answer = rt_py_answer;
-	/* Only the worker moves a DONE word. */
-	if (rt_python_collect_answer(word, &next))
-		atomic_store(&rt_py_word, next);
-	return answer->end;
+	*out = (struct rt_python_outcome){
+	    .plan = plan, .end = end, .gc_collected = -1, .cuda = RT_PYTHON_CUDA_SKIPPED};
 }
 
 void
-rt_python_round(struct rt_round_record *rec)
+rt_python_hand_off(uint64_t round, struct rt_python_outcome *out)
 {
-	rec->python = NULL;
-	rec->gc_collected = -1;
-	rec->cuda = rt_python_cuda_word(RT_PYTHON_CUDA_SKIPPED);
-	if (!rt_python_resolve())
-		return;
-	enum rt_python_state state = rt_python_word_state(atomic_load(&rt_py_word));
-	struct rt_python_readings r = {
-	    .enabled = rt_shim.cfg.python,
-	    .found = true,
-	    .initialized = rt_py.is_initialized() != 0,
-	    .finalizing = rt_py.is_finalizing() != 0,
-	    .busy = state == RT_PYTHON_RUNNING || state == RT_PYTHON_ARMED,
-	};
+	struct rt_python_readings r = rt_python_read();
 	enum rt_python_plan plan = rt_python_plan(&r);
-	uint32_t armed = 0;
-	bool add = false;
-	atomic_store(&rt_py_cuda_option, rt_shim.cfg.cuda_empty_cache);
-	if (plan == RT_PYTHON_RUN && !rt_python_arm_request(&armed, &add))
-		plan = RT_PYTHON_BUSY;
 	if (plan != RT_PYTHON_RUN) {
-		rec->python = rt_python_plan_word(plan);
+		rt_python_not_run(plan, RT_PYTHON_END_DONE, out);
 		return;
 	}
-	struct rt_python_answer answer = {.gc_collected = -1, .cuda = RT_PYTHON_CUDA_SKIPPED};
-	enum rt_python_end end = rt_python_request(armed, add, &answer);
-	rec->python = rt_python_end_word(end);
-	if (end == RT_PYTHON_END_DONE || end == RT_PYTHON_END_GC_DISABLED ||
-	    end == RT_PYTHON_END_FINALIZING) {
-		rec->gc_collected = answer.gc_collected;
-		rec->cuda = rt_python_cuda_word(answer.cuda);
+	atomic_store(&rt_py_cuda_option, rt_shim.cfg.cuda_empty_cache);
+	uint32_t word = atomic_load(&rt_py_word), next = 0;
+	enum rt_python_ask ask;
+	do {
+		ask = rt_python_ask(word, &next);
+	} while (ask == RT_PYTHON_ASK_ADD &&
+	         !atomic_compare_exchange_weak(&rt_py_word, &word, next));
+	enum rt_python_end end = RT_PYTHON_END_PENDING;
+	if (ask == RT_PYTHON_ASK_BUSY) {
+		end = RT_PYTHON_END_BUSY;
+	} else {
+		rt_py_round = round;
+		uint32_t generation = rt_python_word_generation(next);
+		if (ask == RT_PYTHON_ASK_ADD &&
+		    rt_py.add_pending(rt_python_pending, (void *)(uintptr_t)generation) != 0) {
+			/* Nothing of ours is queued: no call can have moved the word. */
+			atomic_store(&rt_py_word, rt_python_add_failed(next));
+			end = RT_PYTHON_END_QUEUE_FULL;
+		}
 	}
+	rt_python_not_run(RT_PYTHON_RUN, end, out);
+}
+
+bool
+rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
+{
+	uint32_t word = atomic_load(&rt_py_word), next;
+	if (!rt_python_collect_answer(word, &next))
+		return false;
+	*out = rt_py_answer;
+	*round = rt_py_round;
+	/* Only the worker moves a DONE word. */
+	atomic_store(&rt_py_word, next);
+	return true;
+}
+
+bool
+rt_python_run_here(struct rt_python_outcome *out)
+{
+	struct rt_python_readings r = rt_python_read();
+	enum rt_python_plan plan = rt_python_plan(&r);
+	if (plan == RT_PYTHON_NOT_PYTHON)
+		return false;
+	if (plan != RT_PYTHON_RUN) {
+		rt_python_not_run(plan, RT_PYTHON_END_DONE, out);
+		return true;
+	}
+	/* Through ctypes.CDLL the caller would have released the GIL: calling into Python then
+	 * would corrupt the interpreter, so the steps go to the main thread instead. */
+	if (!rt_py.gil_held())
+		return false;
+	rt_python_steps(out, rt_shim.cfg.cuda_empty_cache);
+	return true;
+}
+
+bool
+rt_python_outcome_freed(const struct rt_python_outcome *out)
+{
+	return out->plan == RT_PYTHON_RUN && out->end == RT_PYTHON_END_DONE &&
+	       rt_python_freed(out->gc_collected, out->cuda);
+}
+
+void
+rt_python_report(const struct rt_python_outcome *out, struct rt_round_record *rec)
+{
+	rec->python = out->plan == RT_PYTHON_RUN ? rt_python_end_word(out->end)
+	                                         : rt_python_plan_word(out->plan);
+	rec->gc_collected = out->gc_collected;
+	rec->cuda = rt_python_cuda_word(out->cuda);
+}
+
+/* plan, end and cuda in a byte each, gc_collected + 1 above them; bit 63 marks a word. */
+#define RT_PY_PACKED UINT64_C(0x8000000000000000)
+#define RT_PY_COUNT_SHIFT 24
+#define RT_PY_COUNT_MAX ((UINT64_C(1) << (63 - RT_PY_COUNT_SHIFT)) - 1)
+
+uint64_t
+rt_python_outcome_pack(const struct rt_python_outcome *out)
+{
+	uint64_t count = out->gc_collected < 0 ? 0 : (uint64_t)out->gc_collected + 1;
+	if (count > RT_PY_COUNT_MAX)
+		count = RT_PY_COUNT_MAX;
+	return RT_PY_PACKED | count << RT_PY_COUNT_SHIFT | (uint64_t)(out->plan & 0xff) << 16 |
+	       (uint64_t)(out->end & 0xff) << 8 | (uint64_t)(out->cuda & 0xff);
+}
+
+void
+rt_python_outcome_unpack(uint64_t packed, struct rt_python_outcome *out)
+{
+	uint64_t count = (packed & ~RT_PY_PACKED) >> RT_PY_COUNT_SHIFT;
+	*out = (struct rt_python_outcome){
+	    .plan = (enum rt_python_plan)(packed >> 16 & 0xff),
+	    .end = (enum rt_python_end)(packed >> 8 & 0xff),
+	    .gc_collected = count ? (int64_t)(count - 1) : -1,
+	    .cuda = (enum rt_python_cuda)(packed & 0xff),
+	};
 }
 
 void
@@ -379,4 +399,5 @@ rt_python_forget_parent(void)
 	/* The API's addresses stay valid in the child. Nothing else of the parent's is here: no
 	 * thread, no thread state; only, perhaps, its call in CPython's copied queue. */
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
+	rt_py_round = 0;
 }

@@ -1,16 +1,43 @@
 /* rt_python: the Python steps of an action round (gc, CUDA cache) in a CPython host.
  * Owns the lookup of the C API, the pending call that runs the steps on the interpreter's main
- * thread, and the bounded hand-off between the worker and that call. */
+ * thread, the hand-off between the worker and that call, and the steps run in an API caller. */
 #ifndef RT_PYTHON_H
 #define RT_PYTHON_H
 
+#include "rt_python_rules.h"
 #include "rt_report.h"
 
-/* Worker thread only, before the allocator action: when the host is a live CPython
- * interpreter, asks its main thread to run the Python steps (Py_AddPendingCall), waits at most
- * a bounded time, and fills rec's Python fields (python NULL when the host is not CPython).
- * Never runs Python code or takes the GIL itself. */
-void rt_python_round(struct rt_round_record *rec);
+#include <stdint.h>
+
+/* What the steps did, or why they did not run. */
+struct rt_python_outcome {
+	enum rt_python_plan plan; /* RT_PYTHON_RUN: end says how they ended */
+	enum rt_python_end end;
+	int64_t gc_collected; /* unreachable objects the collection found; -1: it did not run */
+	enum rt_python_cuda cuda;
+};
+
+/* Worker thread only, at an action round: when the host is a live CPython interpreter, hands
+ * the steps to its main thread (Py_AddPendingCall) and returns at once: the allocator's action
+ * never waits for them. `round` is the round they serve; a later round that comes before the
+ * main thread took them joins the same request. Fills out ("pending", or why not; plan
+ * RT_PYTHON_NOT_PYTHON when the host is not CPython). Never runs Python code or takes the GIL. */
+void rt_python_hand_off(uint64_t round, struct rt_python_outcome *out);
+/* Worker thread only: true once for each hand-off whose steps have run since, with their
+ * outcome and the last round they served. */
+bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);
+/* In a thread that holds the GIL (the Python module's call, through ctypes.PyDLL): runs the
+ * steps here, as the program's own gc.collect() and torch.cuda.empty_cache() would run, or says
+ * why not (off, finalising). False when they must go to the main thread instead: the calling
+ * thread does not hold the GIL. */
+bool rt_python_run_here(struct rt_python_outcome *out);
+/* Whether the steps freed something that a release after them should return. */
+bool rt_python_outcome_freed(const struct rt_python_outcome *out);
+/* Fills a record's Python fields (none when the host is not CPython). */
+void rt_python_report(const struct rt_python_outcome *out, struct rt_round_record *rec);
+/* An outcome as one word and back, for the API's mailbox to the worker (0 is never a word). */
+uint64_t rt_python_outcome_pack(const struct rt_python_outcome *out);
+void rt_python_outcome_unpack(uint64_t packed, struct rt_python_outcome *out);
 /* In a fork child, before anything else runs: a request of the parent's, still in the child's
  * copy of CPython's pending-call queue, must find nothing to do. */
 void rt_python_forget_parent(void);

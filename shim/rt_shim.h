@@ -41,9 +41,14 @@ bool rt_worker_running(void);
 bool rt_worker_thread_exits(void);
 /* In a fork child, inside fork: forget the parent's worker and its pending requests. */
 void rt_worker_forget_parent(void);
-/* Asynchronous requests from the API; false when the worker is not running. */
-bool rt_worker_request_round(void);
-bool rt_worker_request_trim(void);
+/* An API round, counted in the caller's thread into the process's one sequence of rounds:
+ * returns its number when it acts, 0 when it only counts. */
+uint64_t rt_worker_api_count(void);
+/* Hands the worker an API round (or, with trim, an action whatever the count): acts says whether
+ * the round acts; ran: the Python steps the caller ran for it, NULL when the worker is to hand
+ * them to the main thread. Asynchronous; false when the worker is not running. */
+struct rt_python_outcome;
+bool rt_worker_api_post(bool trim, bool acts, const struct rt_python_outcome *ran);
 /* Wakes the worker from any thread or signal handler (async-signal-safe). */
 void rt_worker_wake(void);
 

@@ -62,8 +62,14 @@ static enum rt_trigger rt_w_due;
 static atomic_bool rt_w_running;
 /* Bumped by every wake-up; the worker waits on it when it has no FIFO. */
 static atomic_uint rt_w_wake_word;
+/* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the Python
+ * steps where it is called when the round acts (the module, which holds the GIL), and posts:
+ * the steps' outcome first, then whether the round acts, then the count, so that a worker that
+ * sees the count sees the rest. */
 static atomic_uint_fast64_t rt_w_api_rounds;
 static atomic_uint_fast64_t rt_w_api_trims;
+static atomic_bool rt_w_api_acts;
+static _Atomic uint64_t rt_w_api_outcome; /* rt_python_outcome_pack's word; 0: none */
 
 static int64_t
 rt_worker_clock_us(clockid_t clock)
@@ -132,13 +138,22 @@ rt_worker_on_line(void *ctx, const struct rt_proto_cmd *cmd)
 
 static struct rt_proto rt_w_proto;
 
+/* Everything that asked for rounds or actions since the last look; *given: the Python steps an
+ * API caller already ran for an acting round or trim among them (false: none did). */
 static void
-rt_worker_collect(struct rt_batch *b)
+rt_worker_collect(struct rt_batch *b, struct rt_python_outcome *given, bool *given_valid)
 {
 	rt_batch_count(b, rt_signal_take(), "signal");
-	rt_batch_count(b, atomic_exchange(&rt_w_api_rounds, 0), "api");
-	if (atomic_exchange(&rt_w_api_trims, 0))
+	uint64_t api_rounds = atomic_exchange(&rt_w_api_rounds, 0);
+	uint64_t api_trims = atomic_exchange(&rt_w_api_trims, 0);
+	bool api_acts = atomic_exchange(&rt_w_api_acts, false);
+	uint64_t outcome = atomic_exchange(&rt_w_api_outcome, 0);
+	rt_batch_counted(b, api_rounds, api_acts, "api");
+	if (api_trims)
 		rt_batch_trim(b, "api");
+	*given_valid = outcome != 0;
+	if (*given_valid)
+		rt_python_outcome_unpack(outcome, given);
 	char buf[4096];
 	ssize_t got;
 	while ((got = rt_files_fifo_read(buf, sizeof(buf))) > 0)
@@ -223,8 +238,35 @@ rt_worker_quiet_moment(void)
 	}
 }
 
+/* The allocator's action, at once: it never waits for Python. */
 static void
-rt_worker_handle(const struct rt_batch *b)
+rt_worker_release(struct rt_round_record *rec, char *note)
+{
+	const struct rt_config *cfg = &rt_shim.cfg;
+	if (!rt_worker_quiet_moment())
+		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "not-quiet");
+	int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
+	enum rt_action done;
+	int rc = rt_heap_act(rt_shim.action, cfg->trim_pad, &done);
+	rec->duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
+	rec->action = rt_action_name(done);
+	rec->rss_after_kib = rt_files_rss_kib();
+	struct rt_procfs_rss split;
+	if (rt_files_rss_split(&split)) {
+		rec->anon_kib = split.anon_kib;
+		rec->file_kib = split.file_kib;
+		rec->lazyfree_kib = split.lazyfree_kib;
+	}
+	if (rt_ledger_acted(&rt_w, rec, note, rc != 0))
+		rt_warn("%s failed; rounds are still counted", rec->action);
+}
+
+/* A batch: a round or a trim, with the allocator's action when it acts; or the record of Python
+ * steps that ran after their round's action. python: the steps' outcome when they already ran
+ * (in an API caller, or on the main thread for a follow-up); NULL: an acting round hands them to
+ * the main thread. */
+static void
+rt_worker_handle(const struct rt_batch *b, const struct rt_python_outcome *python)
 {
 	const struct rt_config *cfg = &rt_shim.cfg;
 	struct rt_ledger_plan plan = rt_ledger_plan(b, cfg->profile, rt_files_have_stats());
@@ -234,26 +276,17 @@ rt_worker_handle(const struct rt_batch *b)
 	struct rt_round_record rec;
 	rt_ledger_start(&rt_w, b, getpid(), rt_allocator_name(rt_shim.allocator), note, &rec);
 	rec.rss_before_kib = rec.rss_after_kib = rt_files_rss_kib();
+	struct rt_python_outcome handed;
+	if (plan.act && !python) {
+		rt_python_hand_off(rec.round, &handed);
+		python = &handed;
+	}
+	if (python)
+		rt_python_report(python, &rec);
 	if (plan.act) {
-		/* gc first, then the trim returns what the collection freed, as NVFlare does. */
-		rt_python_round(&rec);
-		if (!rt_worker_quiet_moment())
-			rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "not-quiet");
-		int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
-		enum rt_action done;
-		int rc = rt_heap_act(rt_shim.action, cfg->trim_pad, &done);
-		rec.duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
-		rec.action = rt_action_name(done);
-		rec.rss_after_kib = rt_files_rss_kib();
-		struct rt_procfs_rss split;
-		if (rt_files_rss_split(&split)) {
-			rec.anon_kib = split.anon_kib;
-			rec.file_kib = split.file_kib;
-			rec.lazyfree_kib = split.lazyfree_kib;
-		}
-		if (rt_ledger_acted(&rt_w, &rec, note, rc != 0))
-			rt_warn("%s failed; rounds are still counted", rec.action);
-		rt_triggers_acted(&rt_w_triggers, rt_w_due, &rt_w_reading);
+		rt_worker_release(&rec, note);
+		if (!b->python)
+			rt_triggers_acted(&rt_w_triggers, rt_w_due, &rt_w_reading);
 	}
 	/* mallinfo2 walks every free chunk under the arena locks: only when someone reads it. */
 	uint64_t live = plan.read_live ? rt_heap_live_bytes() : UINT64_MAX;
@@ -261,7 +294,7 @@ rt_worker_handle(const struct rt_batch *b)
 	if (plan.read_live && live == UINT64_MAX && rt_heap_has_live())
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "live-skipped");
 	rt_ledger_finish(&rt_w, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec, note);
-	if (plan.act)
+	if (plan.act && !b->python)
 		rt_sampler_round(&rec);
 
 	char line[RT_REPORT_LINE_MAX];
@@ -270,6 +303,20 @@ rt_worker_handle(const struct rt_batch *b)
 	if (plan.stats_line)
 		rt_files_stats_line(line, rt_report_json(line, sizeof(line), &rec));
 	rt_worker_publish();
+}
+
+/* Python steps handed to the main thread have run: their record, and a release of what they
+ * freed. */
+static void
+rt_worker_python_follow_up(void)
+{
+	struct rt_python_outcome outcome;
+	uint64_t round;
+	if (!rt_python_answered(&outcome, &round))
+		return;
+	struct rt_batch b = {0};
+	rt_batch_python(&b, round, rt_python_outcome_freed(&outcome));
+	rt_worker_handle(&b, &outcome);
 }
 
 /* How long to wait for the next tick: the triggers' need, and the longest wait. */
@@ -451,13 +498,17 @@ rt_worker_main(void *arg)
 	for (;;) {
 		unsigned seen = atomic_load(&rt_w_wake_word);
 		struct rt_batch batch = {0};
-		rt_worker_collect(&batch);
+		struct rt_python_outcome given;
+		bool given_valid;
+		rt_worker_collect(&batch, &given, &given_valid);
 		/* The first announced round hands the process over from detection, for good. */
 		if (batch.announced)
 			rt_triggers_announced(&rt_w_triggers);
 		rt_worker_read(&batch);
 		rt_ledger_close(&rt_w, &batch);
-		rt_worker_handle(&batch);
+		/* What earlier steps freed first: it is the older memory. */
+		rt_worker_python_follow_up();
+		rt_worker_handle(&batch, given_valid ? &given : NULL);
 		rt_worker_wait(seen);
 		rt_worker_alone();
 	}
@@ -523,6 +574,8 @@ rt_worker_forget_parent(void)
 	/* Like the kernel's pending signals, the parent's pending requests are not the child's. */
 	atomic_store(&rt_w_api_rounds, 0);
 	atomic_store(&rt_w_api_trims, 0);
+	atomic_store(&rt_w_api_acts, false);
+	atomic_store(&rt_w_api_outcome, 0);
 	rt_ledger_init(&rt_w, 0);
 	atomic_store(&rt_w_table, 0);
 }
@@ -535,24 +588,22 @@ rt_worker_wake(void)
 	rt_files_fifo_poke();
 }
 
-static bool
-rt_worker_request(atomic_uint_fast64_t *counter)
+uint64_t
+rt_worker_api_count(void)
+{
+	return rt_rounds_add(&rt_w.rounds, 1);
+}
+
+bool
+rt_worker_api_post(bool trim, bool acts, const struct rt_python_outcome *ran)
 {
 	if (!atomic_load(&rt_w_running))
 		return false;
-	atomic_fetch_add(counter, 1);
+	if (ran)
+		atomic_store(&rt_w_api_outcome, rt_python_outcome_pack(ran));
+	if (acts)
+		atomic_store(&rt_w_api_acts, true);
+	atomic_fetch_add(trim ? &rt_w_api_trims : &rt_w_api_rounds, 1);
 	rt_worker_wake();
 	return true;
-}
-
-bool
-rt_worker_request_round(void)
-{
-	return rt_worker_request(&rt_w_api_rounds);
-}
-
-bool
-rt_worker_request_trim(void)
-{
-	return rt_worker_request(&rt_w_api_trims);
 }

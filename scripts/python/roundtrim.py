@@ -5,6 +5,11 @@
     roundtrim.trim()      # act now, whatever the count
     roundtrim.status()    # the process's status as a dict, as roundtrim(7) STATUS FILE has it
 
+A round that acts (and every trim) runs the Python steps right here, in the calling thread, as
+NVFlare's own cleanup does: a full collection exactly as gc.collect() runs it, enabled
+collector or not, then torch.cuda.empty_cache() when ROUNDTRIM_CUDA_EMPTY_CACHE says so. The
+library's worker then returns what was freed to the system, at once, while the program goes on.
+
 Each call goes through the C API of roundtrim.h, found in this process: the library must have
 been preloaded (LD_PRELOAD) when the process started. This module never loads it, as a library
 loaded late would start a worker mid-run without its malloc wrappers in place.
@@ -36,11 +41,12 @@ _warning = [_NOT_LOADED]
 
 
 class _Api:
-    def __init__(self, process):
-        self.round = process.roundtrim_round
+    def __init__(self, process, with_gil):
+        # Through PyDLL the GIL stays held during the call: the steps it runs call into Python.
+        self.round = with_gil.roundtrim_python_round
         self.round.restype = ctypes.c_int
         self.round.argtypes = []
-        self.trim = process.roundtrim_trim
+        self.trim = with_gil.roundtrim_python_trim
         self.trim.restype = ctypes.c_int
         self.trim.argtypes = []
         self.status_json = process.roundtrim_status_json
@@ -54,7 +60,7 @@ def _resolve():
         try:
             # dlopen(NULL): the process's global scope, where preloaded objects are; nothing
             # is loaded. A missing symbol raises AttributeError.
-            _api = _Api(ctypes.CDLL(None))
+            _api = _Api(ctypes.CDLL(None), ctypes.PyDLL(None))
         except (AttributeError, OSError):
             _api = False
     return _api
@@ -76,21 +82,23 @@ def loaded():
 
 
 def round():
-    """Counts one round, as a FIFO "round" line would; the library's worker acts on it.
+    """Counts one round, as a FIFO "round" line would. When the round acts (every N rounds), runs
+    the collection (and the CUDA step when configured) here, then has the library release.
 
     True when counted; False when the library is not loaded or is inactive in this process.
     """
     api = _library()
-    return bool(api) and api.round() == 0
+    return bool(api) and api.round() >= 0
 
 
 def trim():
-    """Has the library act now, whatever the count, as a FIFO "trim" line would.
+    """Acts now, whatever the count, as a FIFO "trim" line would: the collection (and the CUDA
+    step when configured) here, then the library's release.
 
-    True when asked; False when the library is not loaded or is inactive in this process.
+    True when done; False when the library is not loaded or is inactive in this process.
     """
     api = _library()
-    return bool(api) and api.trim() == 0
+    return bool(api) and api.trim() >= 0
 
 
 def status():

@@ -1,9 +1,12 @@
-/* The Python steps with Debian's real /usr/bin/python3: they run on the interpreter's main
- * thread as a pending call, so that nothing of the library shows in the program (no thread in a
- * faulthandler dump, no Dummy thread after a finalizer), a disabled collector stays disabled, a
- * main thread inside a C call makes the round go on without them and nothing runs late, forks
- * from other threads complete; plus the CUDA cache step against a fake torch, rounds while the
- * interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
+/* The Python steps with Debian's real /usr/bin/python3: the allocator's action never waits for
+ * them; they run on the interpreter's main thread as a pending call, so that nothing of the
+ * library shows in the program (no thread in a faulthandler dump, no Dummy thread after a
+ * finalizer), and report in a record of their own ("trigger":"python") with a release of what
+ * they freed; a main thread inside a C call gets them when the call returns, with every round
+ * that came meanwhile; the collection is gc.collect()'s, enabled collector or not, leaving it as
+ * it was; the Python module runs them in the caller's thread, even while the main thread waits;
+ * forks from other threads complete; plus the CUDA cache step against a fake torch, rounds while
+ * the interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
@@ -42,7 +45,8 @@ py_start(struct py_run *run, const char *script, const char *arg, const char *co
 	snprintf(run->env[0], PATH_MAX, "LD_PRELOAD=%s", th_lib());
 	snprintf(run->env[1], PATH_MAX, "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
 	snprintf(run->env[2], PATH_MAX, "ROUNDTRIM_STATS=%s/%%p.jsonl", dir);
-	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%sfaketorch", PY_DIR);
+	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%sfaketorch:%s/scripts/python", PY_DIR,
+	         RT_SOURCE_DIR);
 	for (; n < 4; n++)
 		env[n] = run->env[n];
 	for (size_t i = 0; extra && extra[i] && n < 10; i++)
@@ -61,24 +65,55 @@ py_start(struct py_run *run, const char *script, const char *arg, const char *co
 	cr_assert(th_wait_path(run->fifo, false, TH_TIMEOUT_MS), "no FIFO %s", run->fifo);
 }
 
+/* Waits for the first stats line of pid's round (its own record) and copies it into line. */
+static void
+py_record_pid(const char *dir, int pid, int round, char *line, size_t size)
+{
+	char stats[PATH_MAX], needle[32];
+	snprintf(stats, sizeof(stats), "%s/%d.jsonl", dir, pid);
+	snprintf(needle, sizeof(needle), "\"round\":%d,", round);
+	cr_assert(th_wait_line(stats, needle, line, size, TH_TIMEOUT_MS),
+	          "pid %d: round %d never reported", pid, round);
+}
+
 /* One round through pid's FIFO; waits for its stats line and copies it into line. */
 static void
 py_round_pid(const char *dir, int pid, int round, char *line, size_t size)
 {
-	char fifo[PATH_MAX], stats[PATH_MAX], needle[32];
+	char fifo[PATH_MAX];
 	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, pid);
-	snprintf(stats, sizeof(stats), "%s/%d.jsonl", dir, pid);
-	snprintf(needle, sizeof(needle), "\"round\":%d,", round);
 	cr_assert(th_wait_path(fifo, false, TH_TIMEOUT_MS), "no FIFO %s", fifo);
 	cr_assert(th_fifo_write(fifo, "round\n", 6), "FIFO %s not served", fifo);
-	cr_assert(th_wait_line(stats, needle, line, size, TH_TIMEOUT_MS),
-	          "pid %d: round %d never reported", pid, round);
+	py_record_pid(dir, pid, round, line, size);
 }
 
 static void
 py_round(struct py_run *run, int round, char *line, size_t size)
 {
 	py_round_pid(th_tmpdir(), run->proc.pid, round, line, size);
+}
+
+/* Waits for the record of the Python steps that served `round` of pid (they ran after the
+ * round's own record) and copies it into line. */
+static void
+py_steps_pid(const char *dir, int pid, int round, char *line, size_t size)
+{
+	char stats[PATH_MAX], needle[64];
+	snprintf(stats, sizeof(stats), "%s/%d.jsonl", dir, pid);
+	snprintf(needle, sizeof(needle), "\"round\":%d,\"trigger\":\"python\"", round);
+	cr_assert(th_wait_line(stats, needle, line, size, TH_TIMEOUT_MS),
+	          "pid %d: no record of the steps of round %d", pid, round);
+}
+
+/* A round through the FIFO: its own record hands the steps to the main thread and releases at
+ * once; line gets the record of the steps, which follows. */
+static void
+py_round_and_steps(struct py_run *run, int round, char *line, size_t size)
+{
+	py_round(run, round, line, size);
+	th_expect_in(line, "\"python\":\"pending\"");
+	th_expect_in(line, "\"action\":\"glibc_release\"");
+	py_steps_pid(th_tmpdir(), run->proc.pid, round, line, size);
 }
 
 /* Writes a line to the program and returns its answer. */
@@ -112,34 +147,36 @@ Test(python, cycles_collected_on_a_round_and_not_before)
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=True", "collected before any round");
 
-	py_round(&run, 1, line, sizeof(line));
+	py_round_and_steps(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	th_expect_in(line, "\"cuda\":\"off\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
+	/* They freed something: a release of its own returned it. */
+	th_expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0 gc=True");
 	py_finish(&run);
 }
 
-/* The program's gc.disable() stands: the round neither collects nor enables the collector,
- * and says why. */
-Test(python, disabled_collector_stays_disabled)
+/* NVFlare's gc.collect() collects whether or not the collector is enabled: so does the round,
+ * through the program's own gc module, and the collector stays disabled. */
+Test(python, disabled_collector_is_collected_and_stays_disabled)
 {
 	struct py_run run;
 	char line[1024], answer[256];
 	py_start(&run, "gc_cycles.py", NULL, NULL, "ready");
-	py_round(&run, 1, line, sizeof(line));
-	th_expect_in(line, "\"python\":\"skipped-gc-disabled\"");
-	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
-	/* The CUDA step is not the collector's: it still ran (and found the option off). */
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "alive=100 gc=False");
+	py_round_and_steps(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
 	th_expect_in(line, "\"cuda\":\"off\"");
-	th_expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
-	cr_assert_str_eq(answer, "alive=100 gc=False");
-	py_round(&run, 2, line, sizeof(line));
-	th_expect_in(line, "\"python\":\"skipped-gc-disabled\"");
+	cr_assert_str_eq(answer, "alive=0 gc=False");
+	py_round_and_steps(&run, 2, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
 	py_ask(&run, answer, sizeof(answer));
-	cr_assert_str_eq(answer, "alive=100 gc=False");
+	cr_assert_str_eq(answer, "alive=0 gc=False");
 	py_finish(&run);
 }
 
@@ -149,7 +186,7 @@ Test(python, profile_line_says_what_was_done)
 	char line[1024], err[8192];
 	const char *extra[] = {"ROUNDTRIM_PROFILE=1", NULL};
 	py_start(&run, "gc_cycles.py", "--gc-enabled", extra, "ready");
-	py_round(&run, 1, line, sizeof(line));
+	py_round_and_steps(&run, 1, line, sizeof(line));
 	cr_assert(th_wait_stderr(&run.proc, "python=collected", err, sizeof(err), TH_TIMEOUT_MS),
 	          "%s", err);
 	char *at = strstr(err, "[RSS] roundtrim");
@@ -201,12 +238,12 @@ cuda_case(const char *option, const char *initialized, const char *arg, const ch
 	snprintf(init_env, sizeof(init_env), "FAKETORCH_CUDA_INITIALIZED=%s", initialized);
 	const char *extra[] = {log_env, init_env, option, NULL};
 	py_start(&run, "torch_user.py", arg, extra, "ready");
-	py_round(&run, 1, line, sizeof(line));
+	py_round_and_steps(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	char expect[64];
 	snprintf(expect, sizeof(expect), "\"cuda\":\"%s\"", word);
 	th_expect_in(line, expect);
-	/* The round's steps ended before its stats line: the log is complete now. */
+	/* The steps ended before their record: the log is complete now. */
 	ssize_t n = th_read_file(log, buf, sizeof(buf));
 	bool emptied = n > 0 && strstr(buf, "empty_cache") != NULL;
 	cr_assert_eq(emptied, called, "log: %s", n > 0 ? buf : "(none)");
@@ -250,10 +287,10 @@ Test(python, cuda_error_is_swallowed)
 	cuda_case("NVFLARE_CUDA_EMPTY_CACHE=true", "raise", NULL, "error", false);
 }
 
-/* The main thread sits in one C call: the round goes on without the Python steps once the
- * bound has passed, a second round re-arms the same request instead of queueing another, and
- * when the call returns the withdrawn request runs as nothing (the cycles are still there);
- * the next round collects them. */
+/* The main thread sits in one C call (MODE of blocked.py): each round releases at once and
+ * hands the steps over, a second round joins the first's request instead of queueing another,
+ * and when the call returns the steps run, once, for both: their record names the last round
+ * and a release returns what they freed. */
 static void
 blocked_case(const char *mode)
 {
@@ -262,33 +299,97 @@ blocked_case(const char *mode)
 	py_start(&run, "blocked.py", mode, NULL, "ready");
 	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
-		th_expect_in(line, "\"python\":\"skipped-main-busy\"");
+		th_expect_in(line, "\"python\":\"pending\"");
 		th_expect_in(line, "\"action\":\"glibc_release\"");
 		th_expect_in(line, "\"cuda\":\"skipped\"");
 		cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	}
 	th_write(&run.proc, "x");
-	/* The withdrawn call runs at the main thread's first safe point after the C call. */
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
-	cr_assert_str_eq(line, "released alive=100", "a withdrawn request ran late");
-	py_ask(&run, answer, sizeof(answer));
-	cr_assert_str_eq(answer, "alive=100", "a withdrawn request ran late");
-	py_round(&run, 3, line, sizeof(line));
+	cr_assert_eq(strncmp(line, "released alive=", 15), 0, "%s", line);
+	py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
+	th_expect_in(line, "\"action\":\"glibc_release\"");
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0");
+	char stats[4096];
+	th_read_file(run.stats, stats, sizeof(stats));
+	cr_assert_null(strstr(stats, "\"round\":1,\"trigger\":\"python\""),
+	               "round 1 had steps of its own: %s", stats);
 	py_finish(&run);
 }
 
-Test(python, main_thread_in_a_read_skips_the_steps)
+Test(python, main_thread_in_a_read_gets_the_steps_when_it_returns)
 {
 	blocked_case("read");
 }
 
-Test(python, main_thread_holding_the_gil_skips_the_steps)
+Test(python, main_thread_holding_the_gil_gets_the_steps_when_it_returns)
 {
 	blocked_case("hold");
+}
+
+/* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for
+ * its next model: the release does not wait for the main thread (the round's record is there
+ * while it still waits), and the steps run when the wait ends. */
+Test(python, fifo_round_releases_while_the_main_thread_waits)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *args = "--announce=fifo";
+	py_start(&run, "between.py", args, NULL, "ready");
+	th_write(&run.proc, "round\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "waiting");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	th_expect_in(line, "\"action\":\"glibc_release\"");
+	py_ask(&run, answer, sizeof(answer));
+	cr_assert_str_eq(answer, "alive=0 gc=True");
+	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
+	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
+	py_finish(&run);
+}
+
+/* roundtrim.round() at the end of the round, then Event.wait(): the collection ran in the
+ * caller's thread before round() returned, so the round's own record has it, and the cycles are
+ * gone while the main thread still waits; with gc.disable(), the same, and the collector stays
+ * disabled. */
+static void
+api_round_case(const char *gc_arg)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	py_start(&run, "between.py", gc_arg, NULL, "ready");
+	bool enabled = gc_arg == NULL;
+	for (int r = 1; r <= 2; r++) {
+		th_write(&run.proc, "round\n");
+		cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+		cr_assert_str_eq(answer, "waiting");
+		py_record_pid(th_tmpdir(), run.proc.pid, r, line, sizeof(line));
+		th_expect_in(line, "\"trigger\":\"api\"");
+		th_expect_in(line, "\"python\":\"collected\"");
+		cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
+		th_expect_in(line, "\"action\":\"glibc_release\"");
+		py_ask(&run, answer, sizeof(answer));
+		cr_assert_str_eq(answer, enabled ? "alive=0 gc=True" : "alive=0 gc=False");
+	}
+	char stats[8192];
+	th_read_file(run.stats, stats, sizeof(stats));
+	cr_assert_null(strstr(stats, "\"trigger\":\"python\""),
+	               "the steps ran in round(): nothing is left for the main thread: %s", stats);
+	py_finish(&run);
+}
+
+Test(python, api_round_collects_in_the_callers_thread)
+{
+	api_round_case(NULL);
+}
+
+Test(python, api_round_collects_with_the_collector_disabled)
+{
+	api_round_case("--gc-disabled");
 }
 
 /* Nothing of the library is a thread of the program's: not in a faulthandler dump of all
@@ -302,7 +403,7 @@ Test(python, no_thread_of_ours_after_a_round)
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "dump=1 frames=1 enumerate=1 dummies=0 finalized=0 by=-");
 	for (int r = 1; r <= 3; r++) {
-		py_round(&run, r, line, sizeof(line));
+		py_round_and_steps(&run, r, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"collected\"");
 		py_ask(&run, answer, sizeof(answer));
 		th_expect_in(answer, "dump=1 frames=1 enumerate=1 dummies=0 ");
@@ -318,7 +419,7 @@ Test(python, finalizers_run_on_the_main_thread)
 	char line[1024], answer[256], dump[PATH_MAX];
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	py_start(&run, "visible.py", dump, NULL, "ready");
-	py_round(&run, 1, line, sizeof(line));
+	py_round_and_steps(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 100, "%s", line);
 	py_ask(&run, answer, sizeof(answer));
@@ -387,7 +488,7 @@ Test(python, round_storm_while_exiting)
 		py_start(&run, "exit_now.py", NULL, signal_on, "ready");
 		/* One round first: then a request of ours may sit in CPython's queue while the
 		 * interpreter finalises. */
-		py_round(&run, 1, line, sizeof(line));
+		py_round_and_steps(&run, 1, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"collected\"");
 		th_close_stdin(&run.proc);
 		int sent = 0;
@@ -424,7 +525,7 @@ mp_case(const char *method)
 	py_start(&run, "mp_children.py", method, NULL, "parent");
 	/* A round in the parent first, so that a fork child inherits the parent's state of the
 	 * hand-off. */
-	py_round(&run, 1, line, sizeof(line));
+	py_round_and_steps(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	th_write(&run.proc, "go\n");
 	int pids[2];
@@ -436,9 +537,11 @@ mp_case(const char *method)
 	cr_assert_str_eq(line, "ready");
 	for (int i = 0; i < 2; i++) {
 		py_round_pid(th_tmpdir(), pids[i], 1, line, sizeof(line));
+		th_expect_in(line, "\"python\":\"pending\"");
+		py_steps_pid(th_tmpdir(), pids[i], 1, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"collected\"");
 	}
-	py_round(&run, 2, line, sizeof(line));
+	py_round_and_steps(&run, 2, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	th_write(&run.proc, "end\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));

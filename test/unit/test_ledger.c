@@ -32,10 +32,34 @@ Test(ledger, rounds_from_every_trigger_make_one_batch)
 	cr_assert_not(b.due, "rounds 1 and 2 are no multiple of 3");
 	cr_assert_str_eq(b.trigger, "fifo");
 	struct rt_batch c = {0};
-	rt_batch_count(&c, 1, "api");
+	rt_batch_count(&c, 1, "signal");
 	rt_ledger_close(&ledger, &c);
 	cr_assert(c.due, "round 3");
-	cr_assert_eq(ledger.rounds.counted, 3);
+	cr_assert_eq(rt_rounds_counted(&ledger.rounds), 3);
+}
+
+/* The API counts its rounds where it is called: the batch reports them without counting them
+ * again, and acts when one of them acts. */
+Test(ledger, rounds_the_api_counted_are_not_counted_again)
+{
+	rt_ledger_init(&ledger, 2);
+	cr_assert_eq(rt_rounds_add(&ledger.rounds, 1), 0);
+	struct rt_batch b = {0};
+	rt_batch_counted(&b, 1, false, "api");
+	rt_ledger_close(&ledger, &b);
+	cr_assert_eq(b.rounds, 1);
+	cr_assert_not(b.due);
+	cr_assert(b.announced);
+	cr_assert_eq(rt_rounds_counted(&ledger.rounds), 1);
+	cr_assert_eq(rt_rounds_add(&ledger.rounds, 1), 2);
+	struct rt_batch c = {0};
+	line(&c, RT_PROTO_ROUND, 0);
+	rt_batch_counted(&c, 1, true, "api");
+	rt_ledger_close(&ledger, &c);
+	cr_assert_eq(c.rounds, 2);
+	cr_assert(c.due, "round 2 acted where the API counted it");
+	cr_assert_str_eq(c.trigger, "api");
+	cr_assert_eq(rt_rounds_counted(&ledger.rounds), 3, "the FIFO's round is 3");
 }
 
 /* Rounds before "gc-rounds N" count under the old N, those after under the new. */
@@ -52,7 +76,7 @@ Test(ledger, gc_rounds_mid_batch)
 	rt_ledger_close(&ledger, &b);
 	cr_assert(b.due, "round 4 under N=4");
 	cr_assert_eq(b.rounds, 4);
-	cr_assert_eq(ledger.rounds.every, 4);
+	cr_assert_eq(rt_rounds_every(&ledger.rounds), 4);
 	/* And the other way: due under the old N, then N changes. */
 	rt_ledger_init(&ledger, 1);
 	struct rt_batch c = {0};
@@ -186,4 +210,29 @@ Test(ledger, counting_rounds_keep_the_last_action)
 	cr_assert_str_eq(st.last_action, "none");
 	cr_assert_eq(st.last_action_round, 0);
 	cr_assert_eq(st.rss_kib, 4000);
+}
+
+/* The steps handed to the main thread report in a record of their own: it names the round they
+ * served, counts no round, and releases only when they freed something. */
+Test(ledger, python_follow_up)
+{
+	rt_ledger_init(&ledger, 1);
+	struct rt_batch b = {0};
+	line(&b, RT_PROTO_ROUND, 0);
+	line(&b, RT_PROTO_ROUND, 0);
+	rt_ledger_close(&ledger, &b);
+	struct rt_batch f = {0};
+	rt_batch_python(&f, 1, false);
+	rt_ledger_close(&ledger, &f);
+	cr_assert_eq(rt_rounds_counted(&ledger.rounds), 2, "a follow-up counts no round");
+	struct rt_ledger_plan p = rt_ledger_plan(&f, false, true);
+	cr_assert(p.handle && !p.act && p.stats_line, "nothing freed: a record, no release");
+	char note[RT_LEDGER_NOTE_MAX];
+	struct rt_round_record rec;
+	rt_ledger_start(&ledger, &f, 42, "glibc", note, &rec);
+	cr_assert_eq(rec.round, 1, "the round the steps served, not the last counted");
+	cr_assert_str_eq(rec.trigger, "python");
+	struct rt_batch g = {0};
+	rt_batch_python(&g, 2, true);
+	cr_assert(rt_ledger_plan(&g, false, false).act, "the steps freed something");
 }

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "rt_rounds.h"
@@ -12,13 +13,11 @@ expect_acting_rounds(uint32_t every, uint64_t last, const uint64_t *acting, size
 	size_t next = 0;
 	for (uint64_t round = 1; round <= last; round++) {
 		bool want = next < n_acting && acting[next] == round;
-		cr_assert_eq(rt_rounds_add(&r, 1), want, "N=%u round %lu", every,
+		cr_assert_eq(rt_rounds_add(&r, 1), want ? round : 0, "N=%u round %lu", every,
 		             (unsigned long)round);
-		cr_assert_eq(r.counted, round);
+		cr_assert_eq(rt_rounds_counted(&r), round);
 		if (want)
 			next++;
-		cr_assert_eq(r.last_acted, next ? acting[next - 1] : 0, "N=%u round %lu", every,
-		             (unsigned long)round);
 	}
 	cr_assert_eq(next, n_acting);
 }
@@ -26,12 +25,10 @@ expect_acting_rounds(uint32_t every, uint64_t last, const uint64_t *acting, size
 Test(rounds, init)
 {
 	struct rt_rounds r;
-	r.counted = 99;
-	r.last_acted = 99;
+	atomic_store(&r.counted, 99);
 	rt_rounds_init(&r, 4);
-	cr_assert_eq(r.counted, 0);
-	cr_assert_eq(r.every, 4);
-	cr_assert_eq(r.last_acted, 0);
+	cr_assert_eq(rt_rounds_counted(&r), 0);
+	cr_assert_eq(rt_rounds_every(&r), 4);
 }
 
 Test(rounds, every_round)
@@ -55,75 +52,65 @@ Test(rounds, burst_merges_into_one_action)
 {
 	struct rt_rounds r;
 	rt_rounds_init(&r, 3);
-	cr_assert(rt_rounds_add(&r, 7));
-	cr_assert_eq(r.counted, 7);
-	cr_assert_eq(r.last_acted, 6);
-	cr_assert_not(rt_rounds_add(&r, 1));
-	cr_assert_eq(r.last_acted, 6);
-	cr_assert(rt_rounds_add(&r, 1));
-	cr_assert_eq(r.counted, 9);
-	cr_assert_eq(r.last_acted, 9);
+	cr_assert_eq(rt_rounds_add(&r, 7), 6);
+	cr_assert_eq(rt_rounds_counted(&r), 7);
+	cr_assert_eq(rt_rounds_add(&r, 1), 0);
+	cr_assert_eq(rt_rounds_add(&r, 1), 9);
+	cr_assert_eq(rt_rounds_counted(&r), 9);
 }
 
 Test(rounds, burst_without_a_multiple)
 {
 	struct rt_rounds r;
 	rt_rounds_init(&r, 5);
-	cr_assert_not(rt_rounds_add(&r, 1));
-	cr_assert_not(rt_rounds_add(&r, 3));
-	cr_assert_eq(r.counted, 4);
-	cr_assert_eq(r.last_acted, 0);
-	cr_assert(rt_rounds_add(&r, 2));
-	cr_assert_eq(r.last_acted, 5);
+	cr_assert_eq(rt_rounds_add(&r, 1), 0);
+	cr_assert_eq(rt_rounds_add(&r, 3), 0);
+	cr_assert_eq(rt_rounds_counted(&r), 4);
+	cr_assert_eq(rt_rounds_add(&r, 2), 5);
 }
 
 Test(rounds, zero_rounds_never_act)
 {
 	struct rt_rounds r;
 	rt_rounds_init(&r, 1);
-	cr_assert_not(rt_rounds_add(&r, 0));
-	cr_assert_eq(r.counted, 0);
-	cr_assert(rt_rounds_add(&r, 1));
-	cr_assert_not(rt_rounds_add(&r, 0));
-	cr_assert_eq(r.counted, 1);
+	cr_assert_eq(rt_rounds_add(&r, 0), 0);
+	cr_assert_eq(rt_rounds_counted(&r), 0);
+	cr_assert_eq(rt_rounds_add(&r, 1), 1);
+	cr_assert_eq(rt_rounds_add(&r, 0), 0);
+	cr_assert_eq(rt_rounds_counted(&r), 1);
 }
 
 Test(rounds, never_still_counts)
 {
 	struct rt_rounds r;
 	rt_rounds_init(&r, 0);
-	cr_assert_not(rt_rounds_add(&r, 1000));
-	cr_assert_eq(r.counted, 1000);
-	cr_assert_eq(r.last_acted, 0);
+	cr_assert_eq(rt_rounds_add(&r, 1000), 0);
+	cr_assert_eq(rt_rounds_counted(&r), 1000);
 }
 
 Test(rounds, set_every_keeps_round_numbers)
 {
 	struct rt_rounds r;
 	rt_rounds_init(&r, 3);
-	cr_assert(rt_rounds_add(&r, 3));
-	cr_assert_not(rt_rounds_add(&r, 1));
+	cr_assert_eq(rt_rounds_add(&r, 3), 3);
+	cr_assert_eq(rt_rounds_add(&r, 1), 0);
 	rt_rounds_set_every(&r, 2);
-	cr_assert_eq(r.every, 2);
-	cr_assert_eq(r.counted, 4);
-	cr_assert_eq(r.last_acted, 3);
-	cr_assert_not(rt_rounds_add(&r, 1));
-	cr_assert(rt_rounds_add(&r, 1));
-	cr_assert_eq(r.last_acted, 6);
+	cr_assert_eq(rt_rounds_every(&r), 2);
+	cr_assert_eq(rt_rounds_counted(&r), 4);
+	cr_assert_eq(rt_rounds_add(&r, 1), 0);
+	cr_assert_eq(rt_rounds_add(&r, 1), 6);
 }
 
 Test(rounds, set_every_zero_stops)
 {
 	struct rt_rounds r;
 	rt_rounds_init(&r, 1);
-	cr_assert(rt_rounds_add(&r, 1));
+	cr_assert_eq(rt_rounds_add(&r, 1), 1);
 	rt_rounds_set_every(&r, 0);
-	cr_assert_not(rt_rounds_add(&r, 5));
-	cr_assert_eq(r.counted, 6);
-	cr_assert_eq(r.last_acted, 1);
+	cr_assert_eq(rt_rounds_add(&r, 5), 0);
+	cr_assert_eq(rt_rounds_counted(&r), 6);
 	rt_rounds_set_every(&r, 7);
-	cr_assert(rt_rounds_add(&r, 1));
-	cr_assert_eq(r.last_acted, 7);
+	cr_assert_eq(rt_rounds_add(&r, 1), 7);
 }
 
 Test(rounds, next_action_is_the_next_multiple_of_n)
@@ -143,10 +130,39 @@ Test(rounds, next_action_is_the_round_that_acts)
 		struct rt_rounds r;
 		rt_rounds_init(&r, every);
 		for (int i = 0; i < 30; i++) {
-			uint64_t next = rt_rounds_next_action(r.counted, every);
-			while (!rt_rounds_add(&r, 1))
+			uint64_t next = rt_rounds_next_action(rt_rounds_counted(&r), every);
+			uint64_t acted;
+			while (!(acted = rt_rounds_add(&r, 1)))
 				;
-			cr_assert_eq(r.last_acted, next, "N=%u", every);
+			cr_assert_eq(acted, next, "N=%u", every);
 		}
 	}
+}
+
+/* The worker and the API's callers count into one sequence: every number is given once, and
+ * exactly the multiples of N act, whoever counted them. */
+#define RACE_ROUNDS 20000
+
+static struct rt_rounds race;
+
+static void *
+count_ones(void *arg)
+{
+	uint64_t *acted = arg;
+	for (int i = 0; i < RACE_ROUNDS; i++)
+		if (rt_rounds_add(&race, 1))
+			(*acted)++;
+	return NULL;
+}
+
+Test(rounds, two_threads_count_one_sequence)
+{
+	rt_rounds_init(&race, 7);
+	uint64_t acted[2] = {0, 0};
+	pthread_t other;
+	cr_assert_eq(pthread_create(&other, NULL, count_ones, &acted[1]), 0);
+	count_ones(&acted[0]);
+	pthread_join(other, NULL);
+	cr_assert_eq(rt_rounds_counted(&race), 2 * RACE_ROUNDS);
+	cr_assert_eq(acted[0] + acted[1], 2 * RACE_ROUNDS / 7);
 }

@@ -57,3 +57,29 @@ Test(summary, no_action_and_one_round)
 	cr_assert_float_eq(rt_summary_after_mib_per_round(&s), 10.0, 1e-9);
 	cr_assert_eq(s.last_after_kib, 65 * 1024);
 }
+
+/* Python steps that ran after their round's action: their release counts, their RSS is where the
+ * round ended, but they are no round of their own and stay out of the growth lines. */
+Test(summary, python_follow_ups_are_actions_not_rounds)
+{
+	struct rt_summary s;
+	rt_summary_init(&s, 100);
+	for (uint64_t r = 1; r <= 3; r++) {
+		struct rt_round_record follow = line(r, 30, 20, "glibc_release");
+		follow.trigger = RT_REPORT_TRIGGER_PYTHON;
+		struct rt_round_record own = line(r, 90 + 10 * r, 30, "glibc_release");
+		/* Round 3's lines come in the other order: the follow-up still ends it. */
+		if (r == 3)
+			rt_summary_add(&s, &follow);
+		rt_summary_add(&s, &own);
+		if (r != 3)
+			rt_summary_add(&s, &follow);
+	}
+	cr_assert_eq(s.lines, 6);
+	cr_assert_eq(s.actions, 6);
+	cr_assert_eq(s.last_round, 3);
+	cr_assert_eq(s.last_after_kib, 20 * 1024, "the follow-up's RSS ends round 3");
+	cr_assert_eq(s.released_kib, (70 + 80 + 90 + 3 * 10) * 1024);
+	cr_assert_float_eq(rt_summary_before_mib_per_round(&s), 10.0, 1e-9);
+	cr_assert_float_eq(rt_summary_after_mib_per_round(&s), 0.0, 1e-9);
+}
