@@ -108,7 +108,7 @@ Test(pymod, round_is_counted_with_the_trigger_api)
 	cr_assert(th_wait_line(run.stats, "\"round\":1,", line, sizeof(line), TH_TIMEOUT_MS),
 	          "no stats line for round 1");
 	th_expect_in(line, "\"trigger\":\"api\"");
-	/* The main thread kept coming back to bytecode: the Python steps ran on it. */
+	/* The steps ran in round() itself, in the caller's thread, before it returned. */
 	th_expect_in(line, "\"python\":\"collected\"");
 	wait_status(run.status, 1, 1);
 	pymod_ask(&run, "status", status, sizeof(status));
@@ -147,6 +147,27 @@ Test(pymod, trim_acts_whatever_the_count)
 	cr_assert_eq(th_field(status, "rounds"), 1, "%s", status);
 	cr_assert_eq(th_field(status, "actions"), 1, "%s", status);
 	th_expect_in(status, "\"last_trigger\":\"api\"");
+	pymod_finish(&run, err, sizeof(err));
+	cr_assert_str_empty(err);
+}
+
+/* The entry point that runs the steps in the caller needs the GIL: called without it (through
+ * ctypes.CDLL), it hands them to the main thread instead of calling into Python. */
+Test(pymod, a_call_without_the_gil_hands_the_steps_to_the_main_thread)
+{
+	struct pymod_run run;
+	char line[1024], err[8192];
+	const char *extra[] = {"ROUNDTRIM_GC_ROUNDS=1", NULL};
+	pymod_start(&run, true, extra);
+	pymod_expect(&run, "round-nogil", "1");
+	cr_assert(th_wait_line(run.stats, "\"round\":1,", line, sizeof(line), TH_TIMEOUT_MS),
+	          "no stats line for round 1");
+	th_expect_in(line, "\"trigger\":\"api\"");
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_wait_line(run.stats, "\"round\":1,\"trigger\":\"python\"", line,
+	                       sizeof(line), TH_TIMEOUT_MS),
+	          "the main thread never ran the steps");
+	th_expect_in(line, "\"python\":\"collected\"");
 	pymod_finish(&run, err, sizeof(err));
 	cr_assert_str_empty(err);
 }

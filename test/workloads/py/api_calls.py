@@ -1,11 +1,14 @@
 """api_calls: the roundtrim module (scripts/python/roundtrim.py) driven from stdin, one command a
 line, one answer a line.
 
-round, trim, loaded: the call's result. status: the dict as compact JSON, or None. maps: whether
+round, trim, loaded: the call's result. round-nogil: the library's roundtrim_python_round called
+through ctypes.CDLL, which releases the GIL around it (the module itself uses PyDLL): its
+result. status: the dict as compact JSON, or None. maps: whether
 libroundtrim is mapped into this process. fork: os.fork(); the child takes over stdin and stdout
 and answers "child PID", and the parent, once the child has gone, "child exited CODE". exit: a
 fork child leaves through os._exit(0). EOF ends the program. Stdin is read through mainloop, so
 that the main thread keeps coming back to bytecode, as a training loop does."""
+import ctypes
 import json
 import os
 
@@ -25,6 +28,8 @@ def main():
             answer(roundtrim.round())
         elif line == "trim":
             answer(roundtrim.trim())
+        elif line == "round-nogil":
+            answer(ctypes.CDLL(None).roundtrim_python_round())
         elif line == "loaded":
             answer(roundtrim.loaded())
         elif line == "status":
