@@ -175,6 +175,82 @@ rt_procfs_list_has(const char *list, size_t len, const char *name)
 	return false;
 }
 
+/* The cgroup path of the /proc/self/cgroup line whose controllers include want (v2: want ""
+ * names the unified hierarchy's line), into out. */
+static bool
+rt_procfs_cgroup_path(const char *proc_cgroup, const char *want, char *out, size_t size)
+{
+	struct rt_procfs_cgroup line;
+	for (const char *at = proc_cgroup; rt_procfs_cgroup_next(&at, &line);) {
+		bool match = *want
+		                 ? rt_procfs_list_has(line.controllers, line.controllers_len, want)
+		                 : line.v2;
+		if (match && line.path_len < size) {
+			memcpy(out, line.path, line.path_len);
+			out[line.path_len] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+/* From mountinfo: the mount point and root of a cgroup mount (fstype "cgroup2", or "cgroup"
+ * whose super options name the controller). */
+static bool
+rt_procfs_cgroup_mount(const char *mountinfo, const char *fstype, const char *controller,
+                       char *root, char *point, size_t size)
+{
+	struct rt_procfs_mount m;
+	for (const char *at = mountinfo; at && *at;) {
+		const char *end = strchr(at, '\n');
+		bool found =
+		    rt_procfs_mount(at, &m) && !strcmp(m.fstype, fstype) &&
+		    (!controller || rt_procfs_list_has(m.super, strlen(m.super), controller)) &&
+		    strlen(m.root) < size && strlen(m.point) < size;
+		at = end ? end + 1 : NULL;
+		if (found) {
+			strcpy(root, m.root);
+			strcpy(point, m.point);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* point + (path less root): the cgroup's directory as this mount shows it. */
+static bool
+rt_procfs_cgroup_join(const char *root, const char *point, const char *path, char *out, size_t size,
+                      size_t *mount_len)
+{
+	size_t rlen = strcmp(root, "/") ? strlen(root) : 0;
+	if (strncmp(path, root, rlen) || (path[rlen] && path[rlen] != '/'))
+		return false;
+	int n = snprintf(out, size, "%s%s", point, path + rlen);
+	/* The root cgroup: "/sys/fs/cgroup/memory/" reads as well without its slash. */
+	if (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	*mount_len = strlen(point);
+	if (*mount_len > 1 && point[*mount_len - 1] == '/')
+		--*mount_len;
+	return n > 0 && (size_t)n < size;
+}
+
+enum rt_procfs_cgroup_version
+rt_procfs_cgroup_dir(const char *proc_cgroup, const char *mountinfo, const char *controller,
+                     char *dir, size_t size, size_t *mount_len)
+{
+	char path[512], root[512], point[512];
+	if (rt_procfs_cgroup_path(proc_cgroup, controller, path, sizeof(path)) &&
+	    rt_procfs_cgroup_mount(mountinfo, "cgroup", controller, root, point, sizeof(root)) &&
+	    rt_procfs_cgroup_join(root, point, path, dir, size, mount_len))
+		return RT_PROCFS_CGROUP_V1;
+	if (rt_procfs_cgroup_path(proc_cgroup, "", path, sizeof(path)) &&
+	    rt_procfs_cgroup_mount(mountinfo, "cgroup2", NULL, root, point, sizeof(root)) &&
+	    rt_procfs_cgroup_join(root, point, path, dir, size, mount_len))
+		return RT_PROCFS_CGROUP_V2;
+	return RT_PROCFS_CGROUP_NONE;
+}
+
 size_t
 rt_procfs_link_len(const char *text, size_t len, bool *deleted)
 {

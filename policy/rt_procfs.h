@@ -74,4 +74,17 @@ struct rt_procfs_mount {
 };
 bool rt_procfs_mount(const char *line, struct rt_procfs_mount *out);
 
+/* From /proc/PID/cgroup and /proc/PID/mountinfo: the directory of the process's cgroup for a
+ * controller ("memory", "pids") as it is mounted here, into dir: v1's hierarchy of that
+ * controller when one is mounted, else v2's unified one. *mount_len is the length of the mount
+ * point, the top of dir: the ancestors the mount shows end there. */
+enum rt_procfs_cgroup_version {
+	RT_PROCFS_CGROUP_NONE,
+	RT_PROCFS_CGROUP_V1,
+	RT_PROCFS_CGROUP_V2,
+};
+enum rt_procfs_cgroup_version rt_procfs_cgroup_dir(const char *proc_cgroup, const char *mountinfo,
+                                                   const char *controller, char *dir, size_t size,
+                                                   size_t *mount_len);
+
 #endif

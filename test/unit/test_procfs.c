@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "rt_procfs.h"
 
@@ -70,4 +71,51 @@ Test(procfs, last_program_thread_to_exit)
 	cr_assert_not(rt_procfs_last_thread(3, false, false), "the main thread still runs");
 	cr_assert_not(rt_procfs_last_thread(3, true, true), "another thread still runs");
 	cr_assert_not(rt_procfs_last_thread(4, false, true));
+}
+
+/* As read on a machine of this project: v1 controllers, v2 mounted beside them. */
+static const char hybrid_cgroup[] = "9:name=systemd:/\n8:pids:/job/7\n4:memory:/process_api/6e96\n"
+                                    "0::/\n";
+static const char hybrid_mountinfo[] =
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "38 31 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "40 31 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+
+Test(procfs, cgroup_dir_of_each_controller)
+{
+	char dir[256];
+	size_t top;
+	cr_assert_eq(
+	    rt_procfs_cgroup_dir(hybrid_cgroup, hybrid_mountinfo, "pids", dir, sizeof(dir), &top),
+	    RT_PROCFS_CGROUP_V1);
+	cr_assert_str_eq(dir, "/sys/fs/cgroup/pids/job/7");
+	cr_assert_eq(top, strlen("/sys/fs/cgroup/pids"));
+	cr_assert_eq(
+	    rt_procfs_cgroup_dir(hybrid_cgroup, hybrid_mountinfo, "memory", dir, sizeof(dir), &top),
+	    RT_PROCFS_CGROUP_V1);
+	cr_assert_str_eq(dir, "/sys/fs/cgroup/memory/process_api/6e96");
+	/* No v1 hierarchy of the controller: the unified one, where it may be enabled. */
+	cr_assert_eq(
+	    rt_procfs_cgroup_dir(hybrid_cgroup, hybrid_mountinfo, "cpu", dir, sizeof(dir), &top),
+	    RT_PROCFS_CGROUP_V2);
+	cr_assert_str_eq(dir, "/sys/fs/cgroup/unified");
+	cr_assert_eq(top, strlen("/sys/fs/cgroup/unified"));
+}
+
+/* In a container the mount shows the container's cgroup as its top. */
+Test(procfs, cgroup_dir_below_a_mount_of_a_subtree)
+{
+	static const char cgroup[] = "0::/docker/abc/inner\n";
+	static const char mountinfo[] =
+	    "29 23 0:26 /docker/abc /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n";
+	char dir[256];
+	size_t top;
+	cr_assert_eq(rt_procfs_cgroup_dir(cgroup, mountinfo, "pids", dir, sizeof(dir), &top),
+	             RT_PROCFS_CGROUP_V2);
+	cr_assert_str_eq(dir, "/sys/fs/cgroup/inner");
+	cr_assert_eq(top, strlen("/sys/fs/cgroup"));
+	cr_assert_eq(
+	    rt_procfs_cgroup_dir("0::/elsewhere\n", mountinfo, "pids", dir, sizeof(dir), &top),
+	    RT_PROCFS_CGROUP_NONE);
 }
