@@ -2,6 +2,7 @@
  * library's files and start the worker; the fork child's deferred start; the exit wrappers and
  * the API. */
 #include "roundtrim.h"
+#include "rt_creds.h"
 #include "rt_fd.h"
 #include "rt_files.h"
 #include "rt_heap.h"
@@ -12,6 +13,7 @@
 #include "rt_shim.h"
 #include "rt_signal.h"
 #include "rt_tally.h"
+#include "rt_tasks.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -70,12 +72,16 @@ rt_main_diag(void *ctx, const char *line)
 }
 
 /* In the thread that starts the library, synchronously: the files first (every descriptor
- * lifted above the floor before this returns), then the worker, which opens nothing. */
+ * lifted above the floor before this returns), then the worker, which opens nothing. Under the
+ * tasks' lock: a credential call of another thread must not meet a worker half started. */
 static bool
 rt_main_start(void)
 {
+	rt_tasks_lock();
 	rt_files_open();
-	return rt_worker_start();
+	bool started = rt_worker_start();
+	rt_tasks_unlock();
+	return started;
 }
 
 static void
@@ -86,6 +92,8 @@ rt_main_atfork_child(void)
 	/* Inside fork, before the child runs a line of its own: the parent's worker, files and
 	 * requests are not the child's. Nothing is opened or started here. */
 	rt_shim.forked = true;
+	rt_tasks_forget_parent();
+	rt_creds_forget_parent();
 	rt_tally_forget_parent();
 	rt_worker_forget_parent();
 	rt_files_forget_parent();

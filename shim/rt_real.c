@@ -61,6 +61,18 @@ rt_real_resolving(void)
 	return rt_real_in_resolve;
 }
 
+void *
+rt_real_lazy(void **slot, const char *name)
+{
+	void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!fn) {
+		/* Two threads may both look it up: they find the same address. */
+		fn = dlsym(RTLD_NEXT, name);
+		__atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+	}
+	return fn;
+}
+
 /* Assigning dlsym's void * to a function pointer is what dlsym(3) prescribes. */
 #define RT_RESOLVE(field, name) *(void **)(&rt_real.field) = dlsym(RTLD_NEXT, name)
 /* glibc's own entry points, for the unlikely case where RTLD_NEXT finds nothing. */

@@ -56,6 +56,10 @@ void rt_real_resolve(void);
 /* Whether the calling thread is inside rt_real_resolve. */
 bool rt_real_resolving(void);
 
+/* The next definition of name, for entry points called too rarely to resolve at start-up (the
+ * credential calls): found at the first call, kept in *slot. NULL when there is none. */
+void *rt_real_lazy(void **slot, const char *name);
+
 /* This object's own malloc wrapper (a hidden alias, not subject to interposition). */
 void *rt_malloc_self(size_t size);
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "rt_allocator.h"
 #include "rt_config.h"
@@ -16,7 +17,9 @@
 
 struct rt_shim {
 	struct rt_config cfg;
-	bool active; /* the program matched, nothing disabled it: the library works here */
+	/* The program matched, nothing disabled it, and the library has not stood down: it works
+	 * here. Atomic: a program thread that stands the library down clears it. */
+	atomic_bool active;
 	bool forked; /* this process is a fork child of one where the library was active */
 	enum rt_allocator_kind allocator;
 	enum rt_action action;
@@ -36,6 +39,16 @@ void rt_out_stderr_via(int pidfd);
 /* rt_worker: the one thread that does all the work. */
 bool rt_worker_start(void);
 bool rt_worker_running(void);
+/* Whether the calling thread is the worker. */
+bool rt_worker_is_self(void);
+/* The worker's kernel thread id, 0 while none runs in this process. */
+pid_t rt_worker_tid(void);
+/* Tells the worker to leave and waits, bounded, until it has ended; true once it has (or when
+ * none ran). Never from the worker. */
+bool rt_worker_stop(void);
+/* In the worker, between its steps and inside its waits: serves a pending request of a program
+ * thread (rt_creds); true when it must leave. */
+bool rt_worker_serve(void);
 /* A program thread is exiting (its tally's destructor): whether it is the program's last, whose
  * exit must end the process in the program's own descriptor table, as glibc would end it. */
 bool rt_worker_thread_exits(void);

@@ -2,8 +2,10 @@
  * while it waits, gathers rounds into batches, runs the allocator action outside any
  * lock of ours, and reports; the book-keeping is policy/rt_ledger's. It is the only thread the
  * library starts; it blocks every signal but the trigger inside its wait, opens nothing (rt_files
- * opened everything before it started), and is never joined (a thread that exit-time code waited
- * for could hang the host at exit). */
+ * opened everything before it started), and is joined only when the library stands down
+ * (rt_tasks), never at exit (a thread that exit-time code waited for could hang the host). It
+ * serves the program's threads' requests between its steps and inside its waits (rt_creds). */
+#include "rt_creds.h"
 #include "rt_detect.h"
 #include "rt_file_rules.h"
 #include "rt_files.h"
@@ -17,6 +19,7 @@
 #include "rt_shim.h"
 #include "rt_signal.h"
 #include "rt_tally.h"
+#include "rt_tasks.h"
 #include "rt_trace.h"
 #include "rt_triggers.h"
 
@@ -49,6 +52,10 @@
  * freed, at most RT_WORKER_QUIET_BOUND_US: the arena locks it takes then cross no one. */
 #define RT_WORKER_QUIET_WINDOW_NS 2000000L
 #define RT_WORKER_QUIET_BOUND_US 100000
+/* How long a program thread that stands the library down waits for the worker to end: longer
+ * than its longest step that does not look for requests (an allocator action: 65-155 ms per GiB
+ * released). */
+#define RT_WORKER_LEAVE_WAIT_S 30
 
 static struct rt_ledger rt_w;
 /* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
@@ -60,6 +67,10 @@ static uint64_t rt_w_events_us; /* when they last changed */
 static struct rt_trigger_reading rt_w_reading;
 static enum rt_trigger rt_w_due;
 static atomic_bool rt_w_running;
+static pthread_t rt_w_thread;
+static atomic_int rt_w_tid;
+/* Set by a program thread that stands the library down: the worker ends at its next look. */
+static atomic_bool rt_w_leave;
 /* Bumped by every wake-up; the worker waits on it when it has no FIFO. */
 static atomic_uint rt_w_wake_word;
 /* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the Python
@@ -228,6 +239,8 @@ rt_worker_quiet_moment(void)
 	for (;;) {
 		struct timespec window = {0, RT_WORKER_QUIET_WINDOW_NS};
 		nanosleep(&window, NULL);
+		if (rt_worker_serve())
+			return false;
 		rt_tally_totals(&now);
 		uint64_t waited = rt_worker_now_us(CLOCK_MONOTONIC) - start;
 		if (rt_triggers_quiet_go(before.allocations + before.frees,
@@ -249,6 +262,9 @@ rt_worker_release(struct rt_round_record *rec, char *note)
 	enum rt_action done;
 	int rc = rt_heap_act(rt_shim.action, cfg->trim_pad, &done);
 	rec->duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
+	/* A program thread may have waited through the action; a request to leave is taken at
+	 * the next look. */
+	rt_worker_serve();
 	rec->action = rt_action_name(done);
 	rec->rss_after_kib = rt_files_rss_kib();
 	struct rt_procfs_rss split;
@@ -487,6 +503,8 @@ static void *
 rt_worker_main(void *arg)
 {
 	(void)arg;
+	atomic_store(&rt_w_tid, gettid());
+	rt_creds_worker_starts();
 	/* First: the starter waits for it. */
 	rt_worker_take_table();
 	/* Named by itself: naming another thread opens /proc/self/task/TID/comm. */
@@ -495,7 +513,7 @@ rt_worker_main(void *arg)
 	rt_heap_take_arena(rt_shim.allocator);
 	rt_w.last_rss_kib = rt_files_rss_kib();
 	rt_worker_publish();
-	for (;;) {
+	while (!rt_worker_serve()) {
 		unsigned seen = atomic_load(&rt_w_wake_word);
 		struct rt_batch batch = {0};
 		struct rt_python_outcome given;
@@ -543,10 +561,10 @@ rt_worker_start(void)
 	sigfillset(&all);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* Joinable: a program thread that stands the library down waits for its end. */
+	atomic_store(&rt_w_leave, false);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_t thread;
-	int err = pthread_create(&thread, &attr, rt_worker_main, NULL);
+	int err = rt_tasks_create_thread(&rt_w_thread, &attr, rt_worker_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
@@ -567,10 +585,60 @@ rt_worker_running(void)
 	return atomic_load(&rt_w_running);
 }
 
+bool
+rt_worker_is_self(void)
+{
+	return atomic_load(&rt_w_tid) == gettid();
+}
+
+pid_t
+rt_worker_tid(void)
+{
+	return atomic_load(&rt_w_running) ? atomic_load(&rt_w_tid) : 0;
+}
+
+bool
+rt_worker_serve(void)
+{
+	rt_creds_serve();
+	return atomic_load(&rt_w_leave);
+}
+
+bool
+rt_worker_stop(void)
+{
+	if (rt_worker_is_self())
+		return false;
+	if (!atomic_exchange(&rt_w_running, false))
+		return true;
+	atomic_store(&rt_w_leave, true);
+	rt_worker_wake();
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += RT_WORKER_LEAVE_WAIT_S;
+	pid_t tid = atomic_load(&rt_w_tid);
+	if (pthread_clockjoin_np(rt_w_thread, NULL, CLOCK_MONOTONIC, &deadline) != 0)
+		return false;
+	atomic_store(&rt_w_tid, 0);
+	/* The join returns when the kernel clears the thread's id, before it releases the task:
+	 * its pids cgroup charge and RLIMIT_NPROC count go with its /proc entry (release_task),
+	 * a few microseconds later. The program's call made again must find them free. */
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	for (int i = 0; i < 1000 && stat(path, &st) == 0; i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+	return true;
+}
+
 void
 rt_worker_forget_parent(void)
 {
 	atomic_store(&rt_w_running, false);
+	atomic_store(&rt_w_tid, 0);
+	atomic_store(&rt_w_leave, false);
 	/* Like the kernel's pending signals, the parent's pending requests are not the child's. */
 	atomic_store(&rt_w_api_rounds, 0);
 	atomic_store(&rt_w_api_trims, 0);

@@ -1,0 +1,255 @@
+/* The program's credential calls. glibc applies setuid, setgid, their e/re/res forms and
+ * setgroups to every thread of the process (a SIGSETXID broadcast: each thread makes the same
+ * system call) and aborts the process when the threads' results differ. A thread's result
+ * depends on its own capabilities and securebits, keepcaps among them, which the program may
+ * have changed in one thread only: setpriv, gosu and su-exec call PR_SET_KEEPCAPS, setresuid,
+ * capset (calling thread only) and setresgid. Before each call, while the program thread waits,
+ * the worker takes that thread's capability sets and securebits (capset and prctl on itself);
+ * where it cannot, because the thread holds what the worker has lost for good, the library
+ * stands down and the worker has ended before the call is made (roundtrim(7), PRIVILEGES).
+ * initgroups calls setgroups inside glibc, out of reach: it is wrapped whole. */
+#include "rt_creds.h"
+
+#include "rt_real.h"
+#include "rt_shim.h"
+#include "rt_tasks.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/futex.h>
+#include <linux/securebits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a program thread waits for the worker to take its credentials: longer than any
+ * step of the worker's that does not look for requests (an allocator action: 65-155 ms per GiB
+ * released). A worker that has not answered by then is stood down. */
+#define RT_CREDS_WAIT_S 30
+
+/* A thread's credentials that glibc's broadcast does not carry but that decide its result. */
+struct rt_creds_state {
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	int securebits;
+};
+
+/* The request word: a program thread posts, the worker takes it (TAKING) and answers. */
+enum {
+	RT_CREDS_IDLE,
+	RT_CREDS_POSTED,
+	RT_CREDS_TAKING,
+	RT_CREDS_TAKEN,
+	RT_CREDS_REFUSED,
+};
+
+static struct {
+	_Atomic uint32_t word;
+	/* Written by the poster before POSTED, read by the worker after it. */
+	struct rt_creds_state want;
+	/* The worker's securebits as it last set them (no thread can read another's), and the
+	 * process it runs in: a vfork child shares this memory but not the worker. */
+	atomic_int worker_securebits;
+	atomic_int worker_pid;
+} rt_cr;
+
+/* Inside a wrapper in this thread: a nested call (a signal handler, initgroups' own setgroups)
+ * goes straight through. */
+static __thread bool rt_creds_in_call;
+
+static bool
+rt_creds_read(pid_t tid, struct rt_creds_state *out)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = tid};
+	memset(out->caps, 0, sizeof(out->caps));
+	return syscall(SYS_capget, &hdr, out->caps) == 0;
+}
+
+static bool
+rt_creds_set_caps(const struct __user_cap_data_struct *caps)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	return syscall(SYS_capset, &hdr, caps) == 0;
+}
+
+static bool
+rt_creds_same_caps(const struct rt_creds_state *a, const struct rt_creds_state *b)
+{
+	return memcmp(a->caps, b->caps, sizeof(a->caps)) == 0;
+}
+
+void
+rt_creds_worker_starts(void)
+{
+	atomic_store(&rt_cr.worker_securebits, prctl(PR_GET_SECUREBITS));
+	atomic_store(&rt_cr.worker_pid, getpid());
+}
+
+/* In the worker: securebits first, since setting any but keep-caps needs CAP_SETPCAP, which it
+ * may have to raise from its permitted set; then its capability sets, which capset may lower
+ * freely and raise only within what it still permits. */
+static bool
+rt_creds_take(const struct rt_creds_state *want)
+{
+	struct rt_creds_state have;
+	int bits = prctl(PR_GET_SECUREBITS);
+	if (bits < 0 || !rt_creds_read(0, &have))
+		return false;
+	if (bits != want->securebits) {
+		if (((bits ^ want->securebits) & ~SECBIT_KEEP_CAPS) == 0) {
+			prctl(PR_SET_KEEPCAPS, (want->securebits & SECBIT_KEEP_CAPS) != 0, 0, 0, 0);
+		} else {
+			struct rt_creds_state raised = have;
+			for (size_t i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+				raised.caps[i].effective = raised.caps[i].permitted;
+			rt_creds_set_caps(raised.caps);
+			prctl(PR_SET_SECUREBITS, (unsigned long)want->securebits, 0, 0, 0);
+		}
+	}
+	rt_creds_set_caps(want->caps);
+	bits = prctl(PR_GET_SECUREBITS);
+	atomic_store(&rt_cr.worker_securebits, bits);
+	return bits == want->securebits && rt_creds_read(0, &have) &&
+	       rt_creds_same_caps(&have, want);
+}
+
+void
+rt_creds_serve(void)
+{
+	uint32_t posted = RT_CREDS_POSTED;
+	if (atomic_load(&rt_cr.word) != posted ||
+	    !atomic_compare_exchange_strong(&rt_cr.word, &posted, RT_CREDS_TAKING))
+		return;
+	bool taken = rt_creds_take(&rt_cr.want);
+	atomic_store(&rt_cr.word, taken ? RT_CREDS_TAKEN : RT_CREDS_REFUSED);
+	syscall(SYS_futex, &rt_cr.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void
+rt_creds_forget_parent(void)
+{
+	atomic_store(&rt_cr.word, RT_CREDS_IDLE);
+	atomic_store(&rt_cr.worker_pid, 0);
+}
+
+/* Posts want and waits for the worker's answer; RT_CREDS_IDLE when none came in time. */
+static uint32_t
+rt_creds_ask(const struct rt_creds_state *want)
+{
+	rt_cr.want = *want;
+	atomic_store(&rt_cr.word, RT_CREDS_POSTED);
+	rt_worker_wake();
+	struct timespec now, deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += RT_CREDS_WAIT_S;
+	uint32_t word;
+	while ((word = atomic_load(&rt_cr.word)) == RT_CREDS_POSTED || word == RT_CREDS_TAKING) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		struct timespec left = {deadline.tv_sec - now.tv_sec,
+		                        deadline.tv_nsec - now.tv_nsec};
+		if (left.tv_nsec < 0)
+			left.tv_sec--, left.tv_nsec += 1000000000L;
+		/* Withdrawn unless the worker is taking it: two system calls from done. */
+		uint32_t posted = RT_CREDS_POSTED;
+		if (left.tv_sec < 0 &&
+		    atomic_compare_exchange_strong(&rt_cr.word, &posted, RT_CREDS_IDLE))
+			return RT_CREDS_IDLE;
+		struct timespec *limit = left.tv_sec < 0 ? NULL : &left;
+		syscall(SYS_futex, &rt_cr.word, FUTEX_WAIT_PRIVATE, word, limit, NULL, 0);
+	}
+	atomic_store(&rt_cr.word, RT_CREDS_IDLE);
+	return word;
+}
+
+/* In the calling thread, with the tasks' lock held, before the real call: the worker has taken
+ * this thread's credentials, or has ended. */
+static void
+rt_creds_before(const char *call)
+{
+	pid_t worker = rt_worker_tid();
+	if (!worker || rt_worker_is_self() || atomic_load(&rt_cr.worker_pid) != getpid())
+		return;
+	struct rt_creds_state want, now;
+	want.securebits = prctl(PR_GET_SECUREBITS);
+	if (want.securebits < 0 || !rt_creds_read(0, &want))
+		return;
+	/* Most calls find the worker alike already: no round trip. */
+	if (rt_creds_read(worker, &now) && rt_creds_same_caps(&now, &want) &&
+	    atomic_load(&rt_cr.worker_securebits) == want.securebits)
+		return;
+	uint32_t answer = rt_creds_ask(&want);
+	if (answer == RT_CREDS_TAKEN)
+		return;
+	char why[256];
+	if (answer == RT_CREDS_REFUSED)
+		snprintf(why, sizeof(why),
+		         "before %s, the worker could not take the capabilities of thread %d (it "
+		         "no longer holds some of them)",
+		         call, (int)gettid());
+	else
+		snprintf(why, sizeof(why),
+		         "before %s, the worker did not take the capabilities of thread %d within "
+		         "%d s",
+		         call, (int)gettid(), RT_CREDS_WAIT_S);
+	rt_tasks_stand_down(why);
+}
+
+/* False when the call goes straight through: nested in this thread, or the library inactive
+ * here (no worker will ever start: the lock is not needed). */
+static bool
+rt_creds_enter(const char *call)
+{
+	if (rt_creds_in_call || !atomic_load(&rt_shim.active))
+		return false;
+	rt_creds_in_call = true;
+	int saved_errno = errno;
+	rt_tasks_lock();
+	rt_creds_before(call);
+	errno = saved_errno;
+	return true;
+}
+
+static void
+rt_creds_leave(bool entered)
+{
+	if (!entered)
+		return;
+	int saved_errno = errno;
+	rt_tasks_unlock();
+	rt_creds_in_call = false;
+	errno = saved_errno;
+}
+
+static int
+rt_creds_missing(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+#define RT_CREDS_WRAPPER(name, params, args)                                                       \
+	RT_EXPORT int name params                                                                  \
+	{                                                                                          \
+		static void *real;                                                                 \
+		int(*fn) params;                                                                   \
+		*(void **)&fn = rt_real_lazy(&real, #name);                                        \
+		bool entered = rt_creds_enter(#name);                                              \
+		int ret = fn ? fn args : rt_creds_missing();                                       \
+		rt_creds_leave(entered);                                                           \
+		return ret;                                                                        \
+	}
+
+RT_CREDS_WRAPPER(setuid, (uid_t uid), (uid))
+RT_CREDS_WRAPPER(setgid, (gid_t gid), (gid))
+RT_CREDS_WRAPPER(seteuid, (uid_t uid), (uid))
+RT_CREDS_WRAPPER(setegid, (gid_t gid), (gid))
+RT_CREDS_WRAPPER(setreuid, (uid_t ruid, uid_t euid), (ruid, euid))
+RT_CREDS_WRAPPER(setregid, (gid_t rgid, gid_t egid), (rgid, egid))
+RT_CREDS_WRAPPER(setresuid, (uid_t ruid, uid_t euid, uid_t suid), (ruid, euid, suid))
+RT_CREDS_WRAPPER(setresgid, (gid_t rgid, gid_t egid, gid_t sgid), (rgid, egid, sgid))
+RT_CREDS_WRAPPER(setgroups, (size_t size, const gid_t *list), (size, list))
+RT_CREDS_WRAPPER(initgroups, (const char *user, gid_t group), (user, group))

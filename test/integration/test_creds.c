@@ -1,0 +1,274 @@
+/* Programs that change their uid and gid (issue 20): glibc applies every change to every thread,
+ * the worker's included, and aborts the process when their results differ. Each way must end
+ * exactly as it ends without the library: the same exit status, the same calls' results, the
+ * same credentials in every thread of the program; the worker never holds more than the thread
+ * that made the change, and the library still acts afterwards, or stood down in one line. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(privileges, .timeout = 180, .fini = th_cleanup);
+
+static const char *
+env_preload(void)
+{
+	static char buf[PATH_MAX + 16];
+	snprintf(buf, sizeof(buf), "LD_PRELOAD=%s", th_lib());
+	return buf;
+}
+
+static void
+need_root(void)
+{
+	if (getuid() != 0)
+		cr_skip_test("changing uid and gid needs root");
+}
+
+/* The lines of text that start with prefix, in order. */
+static void
+lines_starting(const char *text, const char *prefix, char *out, size_t size)
+{
+	size_t len = 0, plen = strlen(prefix);
+	out[0] = '\0';
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+		if (!strncmp(line, prefix, plen) && len + n < size) {
+			memcpy(out + len, line, n);
+			len += n;
+			out[len] = '\0';
+		}
+		line = end ? end + 1 : NULL;
+	}
+}
+
+static int
+count_in(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *at = text; (at = strstr(at, needle)) != NULL; at++)
+		n++;
+	return n;
+}
+
+/* The value after " KEY=" in a creds line, up to the next blank. */
+static void
+field_of(const char *line, const char *key, char *out, size_t size)
+{
+	char needle[32];
+	snprintf(needle, sizeof(needle), " %s=", key);
+	const char *at = strstr(line, needle);
+	cr_assert(at, "no %s in %s", key, line);
+	at += strlen(needle);
+	size_t n = strcspn(at, " \n");
+	snprintf(out, size, "%.*s", (int)n, at);
+}
+
+/* The worker holds no id the program's threads do not, and no capability the thread does not. */
+static void
+expect_worker_within(const char *threads, const char *worker)
+{
+	static const char *const same[] = {"Uid", "Gid", "Groups"};
+	static const char *const within[] = {"CapInh", "CapPrm", "CapEff"};
+	char w[256], t[256];
+	for (const char *line = threads; line && *line; line = strchr(line, '\n') + 1) {
+		for (size_t i = 0; i < 3; i++) {
+			field_of(worker, same[i], w, sizeof(w));
+			field_of(line, same[i], t, sizeof(t));
+			cr_assert_str_eq(w, t, "the worker's %s differs:\n%s%s", same[i], worker,
+			                 line);
+		}
+		for (size_t i = 0; i < 3; i++) {
+			field_of(worker, within[i], w, sizeof(w));
+			field_of(line, within[i], t, sizeof(t));
+			unsigned long long wc = strtoull(w, NULL, 16), tc = strtoull(t, NULL, 16);
+			cr_assert_eq(wc & ~tc, 0,
+			             "the worker holds %s %llx beyond the program's:\n%s%s",
+			             within[i], wc & ~tc, worker, line);
+		}
+		if (!strchr(line, '\n')[1])
+			break;
+	}
+}
+
+/* Runs test/workloads/creds SEQUENCE with and without the library, in each way: from the main
+ * thread, from another after the main thread ended, and with the worker in an action. `stands`:
+ * the library cannot follow and must stand down. */
+static void
+expect_as_without(const char *sequence, bool stands)
+{
+	need_root();
+	static const char *const modes[][2] = {
+	    {NULL, NULL}, {"--thread", NULL}, {"--busy", NULL}, {"--thread", "--busy"}};
+	for (size_t m = 0; m < 4; m++) {
+		const char *argv[] = {th_workload("creds"), sequence, modes[m][0], modes[m][1],
+		                      NULL};
+		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+		                     NULL};
+		char out0[8192], err0[4096], out1[8192], err1[4096];
+		char calls0[4096], calls1[4096], threads0[4096], threads1[4096], worker[1024],
+		    api[64];
+		int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+		int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+		const char *mode = modes[m][0] ? modes[m][0] : "main thread";
+		cr_assert_eq(status0, 0, "%s %s without the library: %d %s", sequence, mode,
+		             status0, err0);
+		cr_assert_eq(status1, status0,
+		             "%s %s: exit status %d under the library, %d without: %s", sequence,
+		             mode, status1, status0, err1);
+		lines_starting(out0, "thread ", threads0, sizeof(threads0));
+		lines_starting(out1, "thread ", threads1, sizeof(threads1));
+		cr_assert_str_eq(threads1, threads0, "%s %s: the program's threads differ",
+		                 sequence, mode);
+		/* Every line before the threads': the calls and their results. */
+		snprintf(calls0, sizeof(calls0), "%.*s", (int)(strstr(out0, "thread ") - out0),
+		         out0);
+		snprintf(calls1, sizeof(calls1), "%.*s", (int)(strstr(out1, "thread ") - out1),
+		         out1);
+		cr_assert_str_eq(calls1, calls0, "%s %s: the calls' results differ", sequence,
+		                 mode);
+		lines_starting(out1, "api=", api, sizeof(api));
+		lines_starting(out1, "worker ", worker, sizeof(worker));
+		if (stands) {
+			cr_assert_str_eq(api, "api=off\n", "%s %s", sequence, mode);
+			cr_assert_eq(count_in(err1, "roundtrim: "), 1, "%s %s: %s", sequence, mode,
+			             err1);
+			th_expect_in(err1, "roundtrim: stood down: before ");
+			cr_assert_str_eq(worker, "", "the worker ended");
+		} else {
+			cr_assert_str_eq(api, "api=acted\n", "%s %s: %s", sequence, mode, err1);
+			cr_assert_str_eq(err1, "", "%s %s", sequence, mode);
+			cr_assert_neq(worker[0], '\0', "%s %s: no worker", sequence, mode);
+			expect_worker_within(threads1, worker);
+		}
+	}
+}
+
+/* setpriv's own sequence, as the issue found it: PR_SET_KEEPCAPS, setresuid, capset in the
+ * calling thread, setresgid. The worker lost its capabilities at setresuid and glibc aborted
+ * at setresgid. */
+Test(privileges, setpriv_sequence)
+{
+	expect_as_without("setpriv", false);
+}
+
+Test(privileges, keepcaps_then_one_capability_raised)
+{
+	expect_as_without("keepcaps", false);
+}
+
+/* A thread that dropped CAP_SETUID fails setuid; the worker must fail it with it. */
+Test(privileges, capability_dropped_in_the_calling_thread)
+{
+	expect_as_without("capdrop", false);
+}
+
+/* su-exec's and gosu's order: setgroups, setgid, setuid. */
+Test(privileges, su_exec_sequence)
+{
+	expect_as_without("su-exec", false);
+}
+
+Test(privileges, setresgid_then_setresuid)
+{
+	expect_as_without("resids", false);
+}
+
+Test(privileges, setresuid_first_fails_setresgid_alike)
+{
+	expect_as_without("uid-first", false);
+}
+
+Test(privileges, each_single_call)
+{
+	static const char *const calls[] = {"setuid",   "setgid",   "seteuid",   "setegid",
+	                                    "setreuid", "setregid", "setgroups", "initgroups"};
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		expect_as_without(calls[i], false);
+}
+
+/* A thread started before another dropped CAP_SETUID for good (and changed its gid, which the
+ * worker followed) still holds it when it calls setgroups: the worker can take its
+ * capabilities no more, and leaves first. */
+Test(privileges, stands_down_when_the_worker_cannot_follow)
+{
+	expect_as_without("outlived", true);
+}
+
+/* The issue's command, and setpriv with the user's groups (initgroups), running a program that
+ * prints who it is. */
+Test(privileges, setpriv_command)
+{
+	need_root();
+	if (access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("no setpriv (util-linux)");
+	static const char *const cases[][5] = {
+	    {"--reuid=65534", "--regid=65534", "--clear-groups", "/bin/true", NULL},
+	    {"--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/id", NULL},
+	    {"--reuid=nobody", "--regid=nogroup", "--init-groups", "/usr/bin/id", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[] = {"/usr/bin/setpriv", cases[i][0], cases[i][1],
+		                      cases[i][2],        cases[i][3], NULL};
+		const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none", NULL};
+		char out0[1024], err0[1024], out1[1024], err1[1024];
+		int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+		int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+		cr_assert_eq(status0, 0, "%s", err0);
+		cr_assert_eq(status1, 0, "setpriv %s %s under the library: %d %s", cases[i][2],
+		             cases[i][3], status1, err1);
+		cr_assert_str_eq(out1, out0);
+		cr_assert_str_eq(err1, "");
+	}
+}
+
+/* gosu is a static Go program: it never loads the library (nor any preload), and changes its
+ * credentials with raw system calls. The program it starts does load it, already as the user. */
+Test(privileges, gosu_starts_its_program_with_the_library)
+{
+	need_root();
+	if (access("/usr/sbin/gosu", X_OK) != 0)
+		cr_skip_test("no gosu (Debian's gosu package, which scripts/deps.sh installs)");
+	const char *argv[] = {"/usr/sbin/gosu",
+	                      "nobody",
+	                      "/bin/sh",
+	                      "-c",
+	                      "id; grep -c libroundtrim /proc/self/maps; true",
+	                      NULL};
+	const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none", NULL};
+	char out0[1024], err0[1024], out1[1024], err1[1024];
+	int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+	int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+	cr_assert_eq(status0, 0, "%s", err0);
+	cr_assert_eq(status1, 0, "%s", err1);
+	cr_assert_str_eq(err1, "");
+	th_expect_in(out0, "uid=65534(nobody)");
+	th_expect_in(out1, "uid=65534(nobody)");
+	th_expect_in(out0, "\n0\n");
+	cr_assert_eq(strstr(out1, "\n0\n"), NULL, "the program gosu started has no library:\n%s",
+	             out1);
+}
+
+/* Python's os module calls glibc's functions: a server that drops root after binding. */
+Test(privileges, python_drops_root)
+{
+	need_root();
+	const char *argv[] = {"/usr/bin/python3", "-c",
+	                      "import os; os.setgroups([]); os.setresgid(65534, 65534, 65534); "
+	                      "os.setresuid(65534, 65534, 65534); "
+	                      "print(os.getresuid(), os.getresgid(), os.getgroups())",
+	                      NULL};
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	char out0[1024], err0[1024], out1[1024], err1[1024];
+	int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+	int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+	cr_assert_eq(status0, 0, "%s", err0);
+	cr_assert_eq(status1, 0, "%s", err1);
+	cr_assert_str_eq(out1, out0);
+	cr_assert_str_eq(err1, "");
+}
