@@ -1,12 +1,14 @@
-/* exec and spawn, interposed only to hand the new program the signal mask it would have had
- * without roundtrim: a blocked mask survives execve, fork+execve, posix_spawn, system and popen,
- * and a program started with the trigger signal blocked never reacts to it. glibc's execl*,
- * system and popen reach execve and posix_spawn internally, not through the PLT, so each entry
- * point needs its own wrapper. */
+/* exec and spawn, interposed to hand the new program the signal mask it would have had without
+ * roundtrim, and for posix_spawn also to give the library's task back when the spawn found no
+ * room for its child (rt_tasks): a blocked mask survives execve, fork+execve, posix_spawn, system
+ * and popen, and a program started with the trigger signal blocked never reacts to it. glibc's
+ * execl*, system and popen reach execve and posix_spawn internally, not through the PLT, so each
+ * entry point needs its own wrapper. */
 #include "rt_files.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
+#include "rt_tasks.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -120,12 +122,26 @@ execle(const char *path, const char *arg, ...)
 	return execve(path, (char *const *)argv, envp);
 }
 
+typedef int (*rt_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                           const posix_spawnattr_t *, char *const[], char *const[]);
+
+/* A spawn that failed for want of a task, while the library held one, is made again once it
+ * gave it back (rt_tasks): no child was made. */
+static int
+rt_spawn_call(rt_spawn_fn real, pid_t *pid, const char *path,
+              const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+              char *const argv[], char *const envp[])
+{
+	int ret = real(pid, path, actions, attr, argv, envp);
+	if (ret == EAGAIN && rt_tasks_give_back("posix_spawn"))
+		ret = real(pid, path, actions, attr, argv, envp);
+	return ret;
+}
+
 /* posix_spawn: a copy of the caller's attributes that sets the clean mask, unless the caller
  * chose a mask itself. */
 static int
-rt_spawn(int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-                     const posix_spawnattr_t *, char *const[], char *const[]),
-         pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+rt_spawn(rt_spawn_fn real, pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	if (!real)
@@ -134,7 +150,7 @@ rt_spawn(int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 	if (attr)
 		posix_spawnattr_getflags(attr, &flags);
 	if (!rt_signal_in_masks() || (flags & POSIX_SPAWN_SETSIGMASK))
-		return real(pid, path, actions, attr, argv, envp);
+		return rt_spawn_call(real, pid, path, actions, attr, argv, envp);
 
 	posix_spawnattr_t copy;
 	int ret = posix_spawnattr_init(&copy);
@@ -158,7 +174,7 @@ rt_spawn(int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 	rt_signal_clean_mask(&mask);
 	posix_spawnattr_setsigmask(&copy, &mask);
 	posix_spawnattr_setflags(&copy, (short)(flags | POSIX_SPAWN_SETSIGMASK));
-	ret = real(pid, path, actions, &copy, argv, envp);
+	ret = rt_spawn_call(real, pid, path, actions, &copy, argv, envp);
 	posix_spawnattr_destroy(&copy);
 	return ret;
 }

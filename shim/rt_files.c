@@ -364,8 +364,7 @@ label_return:
 		close(dirfd);
 }
 
-/* Reads a small file whole at start-up (the descriptor is this thread's for an instant). */
-static bool
+bool
 rt_files_slurp(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -14,6 +14,9 @@
  * is lifted above the floor before it returns (rt_fd); afterwards nothing is ever opened. A
  * feature that cannot be had says so in one line and stays off. */
 void rt_files_open(void);
+/* Reads a small file (/proc, a cgroup's) whole into buf, NUL-terminated; false when it cannot
+ * or it is empty. At start-up only: the descriptor is this thread's for an instant. */
+bool rt_files_slurp(const char *path, char *buf, size_t size);
 /* In a fork child, inside fork: closes the parent's descriptors and forgets its files. */
 void rt_files_forget_parent(void);
 /* The numbers of the descriptors kept, for the worker to keep them in its own table. */

@@ -71,15 +71,19 @@ rt_main_diag(void *ctx, const char *line)
 	rt_out_stderr(buf, len);
 }
 
-/* In the thread that starts the library, synchronously: the files first (every descriptor
- * lifted above the floor before this returns), then the worker, which opens nothing. Under the
- * tasks' lock: a credential call of another thread must not meet a worker half started. */
+/* In the thread that starts the library, synchronously: where a task limit leaves room for the
+ * worker (rt_tasks), the files first (every descriptor lifted above the floor before this
+ * returns), then the worker, which opens nothing. Under the tasks' lock: a credential call of
+ * another thread must not meet a worker half started. */
 static bool
 rt_main_start(void)
 {
 	rt_tasks_lock();
-	rt_files_open();
-	bool started = rt_worker_start();
+	bool started = rt_tasks_room_to_start();
+	if (started) {
+		rt_files_open();
+		started = rt_worker_start();
+	}
 	rt_tasks_unlock();
 	return started;
 }

@@ -116,6 +116,8 @@ rt_real_resolve(void)
 	RT_RESOLVE(bsd_signal, "bsd_signal");
 	RT_RESOLVE(sysv_signal, "sysv_signal");
 	RT_RESOLVE(sigset, "sigset");
+	RT_RESOLVE(pthread_create, "pthread_create");
+	RT_RESOLVE(fork, "fork");
 	if (!rt_real.malloc || !rt_real.free || !rt_real.calloc || !rt_real.realloc) {
 		rt_real.malloc = __libc_malloc;
 		rt_real.free = __libc_free;

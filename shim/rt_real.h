@@ -3,6 +3,7 @@
 #ifndef RT_REAL_H
 #define RT_REAL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -42,6 +43,11 @@ struct rt_real_fns {
 	sighandler_t (*bsd_signal)(int, sighandler_t);
 	sighandler_t (*sysv_signal)(int, sighandler_t);
 	sighandler_t (*sigset)(int, sighandler_t);
+	/* Resolved at start-up, not at the first call: a first pthread_create would otherwise
+	 * wait on the loader's lock inside dlsym, which a thread inside dlopen may hold while it
+	 * waits for the new thread (rt_tasks). */
+	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	pid_t (*fork)(void);
 };
 
 /* Hidden: reached PC-relative from the hot path, not through the GOT. */

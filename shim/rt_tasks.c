@@ -1,14 +1,37 @@
-/* The library's tasks: their lock, and the library standing down (roundtrim(7), PRIVILEGES). */
+/* The library's tasks under the program's limits. A pids cgroup (pids.max) and RLIMIT_NPROC
+ * count every thread: the worker takes one of the program's. At start-up the library starts only
+ * where the room left holds its tasks and one more (policy/rt_limits); later, when the program's
+ * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
+ * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */
 #include "rt_tasks.h"
 
 #include "rt_files.h"
+#include "rt_limits.h"
+#include "rt_procfs.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RT_TASKS_WHY_MAX 640
 
 static pthread_mutex_t rt_tasks_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+unsigned
+rt_tasks_needed(void)
+{
+	return 1;
+}
 
 void
 rt_tasks_lock(void)
@@ -29,6 +52,134 @@ rt_tasks_forget_parent(void)
 	memcpy(&rt_tasks_mutex, &fresh, sizeof(fresh));
 }
 
+/* The messages say "none": the reserve is one task. */
+_Static_assert(RT_LIMITS_PROGRAM_RESERVE == 1, "rt_tasks_room_to_start's lines");
+
+/* A count file of a cgroup directory (pids.max, pids.current). */
+static bool
+rt_tasks_read_count(const char *dir, const char *name, uint64_t *count)
+{
+	char path[RT_CONFIG_PATH_MAX + 32], text[64];
+	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	       rt_files_slurp(path, text, sizeof(text)) && rt_limits_read_count(text, count);
+}
+
+/* The least room any level of the process's pids cgroup leaves, from its own up to the top its
+ * mount shows; the level that leaves it in `where`. */
+static uint64_t
+rt_tasks_cgroup_room(char *where, size_t size)
+{
+	static char cgroup[4096], mountinfo[65536];
+	char dir[RT_CONFIG_PATH_MAX];
+	size_t top;
+	uint64_t room = RT_LIMITS_NONE;
+	if (!rt_files_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) ||
+	    !rt_files_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)) ||
+	    rt_procfs_cgroup_dir(cgroup, mountinfo, "pids", dir, sizeof(dir), &top) ==
+	        RT_PROCFS_CGROUP_NONE)
+		return room;
+	do {
+		uint64_t max, current;
+		if (!rt_tasks_read_count(dir, "pids.max", &max) ||
+		    !rt_tasks_read_count(dir, "pids.current", &current))
+			continue;
+		uint64_t here = rt_limits_room(max, current);
+		if (here < room) {
+			room = here;
+			snprintf(where, size, "%s", dir);
+		}
+	} while (rt_limits_cgroup_parent(dir, top));
+	return room;
+}
+
+/* The effective capabilities of the calling thread, bit n for capability n. */
+static uint64_t
+rt_tasks_cap_effective(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {{0}};
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return 0;
+	return (uint64_t)data[1].effective << 32 | data[0].effective;
+}
+
+/* The tasks of the real user that this process can see, from every /proc/PID/status. */
+static uint64_t
+rt_tasks_count_user(unsigned uid)
+{
+	uint64_t count = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return count;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[64], text[2048];
+		unsigned owner;
+		uint64_t threads;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+		    snprintf(path, sizeof(path), "/proc/%s/status", e->d_name) >= (int)sizeof(path))
+			continue;
+		if (rt_files_slurp(path, text, sizeof(text)) &&
+		    rt_limits_status_tasks(text, &owner, &threads) && owner == uid)
+			count += threads;
+	}
+	closedir(d);
+	return count;
+}
+
+/* The room RLIMIT_NPROC leaves: RT_LIMITS_NONE where it does not bind, or where even the
+ * machine's tasks leave enough (then the user's are not counted). */
+static uint64_t
+rt_tasks_nproc_room(unsigned tasks, uint64_t *limit)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NPROC, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return RT_LIMITS_NONE;
+	struct rt_limits_user u = {.nproc = rl.rlim_cur, .cap_effective = rt_tasks_cap_effective()};
+	char text[4096];
+	uint64_t outside;
+	unsigned uid = getuid();
+	if (rt_files_slurp("/proc/self/uid_map", text, sizeof(text)) &&
+	    rt_limits_uid_map(text, uid, &outside, &u.initial_ns))
+		u.real_root = outside == 0;
+	uint64_t machine;
+	if (!rt_limits_nproc_binds(&u) || (rt_files_slurp("/proc/loadavg", text, sizeof(text)) &&
+	                                   rt_limits_loadavg_tasks(text, &machine) &&
+	                                   rt_limits_nproc_fits_anyway(u.nproc, machine, tasks)))
+		return RT_LIMITS_NONE;
+	*limit = u.nproc;
+	return rt_limits_room(u.nproc, rt_tasks_count_user(uid));
+}
+
+bool
+rt_tasks_room_to_start(void)
+{
+	unsigned tasks = rt_tasks_needed();
+	char where[RT_CONFIG_PATH_MAX] = "";
+	uint64_t limit = 0;
+	uint64_t cgroup_room = rt_tasks_cgroup_room(where, sizeof(where));
+	/* Counting the user's tasks walks /proc: only when the cgroup leaves room. */
+	uint64_t nproc_room = rt_limits_fits(cgroup_room, tasks)
+	                          ? rt_tasks_nproc_room(tasks, &limit)
+	                          : RT_LIMITS_NONE;
+	switch (rt_limits_decide(cgroup_room, nproc_room, tasks)) {
+	case RT_LIMITS_START:
+		return true;
+	case RT_LIMITS_CGROUP_FULL:
+		rt_warn("inactive: the pids cgroup %s has room for %" PRIu64
+		        " more task(s), and the library's %u would leave the program none",
+		        where, cgroup_room, tasks);
+		break;
+	case RT_LIMITS_NPROC_FULL:
+		rt_warn(
+		    "inactive: RLIMIT_NPROC (%" PRIu64 ") has room for %" PRIu64
+		    " more task(s) of uid %u, and the library's %u would leave the program none",
+		    limit, nproc_room, getuid(), tasks);
+		break;
+	}
+	return false;
+}
+
 bool
 rt_tasks_stand_down(const char *why)
 {
@@ -44,12 +195,48 @@ rt_tasks_stand_down(const char *why)
 	return gone;
 }
 
+bool
+rt_tasks_give_back(const char *call)
+{
+	if (!rt_worker_running() || rt_worker_is_self())
+		return false;
+	char why[RT_TASKS_WHY_MAX];
+	snprintf(why, sizeof(why),
+	         "the program's %s found no room for a task (EAGAIN) while the library held %u: "
+	         "they are given back and the call made again",
+	         call, rt_tasks_needed());
+	return rt_tasks_stand_down(why);
+}
+
+/* --- The program's calls that start a task. */
+
 int
 rt_tasks_create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                        void *arg)
 {
-	static void *real;
-	int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	*(void **)&create = rt_real_lazy(&real, "pthread_create");
-	return create ? create(thread, attr, start, arg) : EAGAIN;
+	rt_real_resolve();
+	return rt_real.pthread_create ? rt_real.pthread_create(thread, attr, start, arg) : EAGAIN;
+}
+
+RT_EXPORT int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
+{
+	int err = rt_tasks_create_thread(thread, attr, start, arg);
+	if (err == EAGAIN && rt_tasks_give_back("pthread_create"))
+		err = rt_tasks_create_thread(thread, attr, start, arg);
+	return err;
+}
+
+RT_EXPORT pid_t
+fork(void)
+{
+	rt_real_resolve();
+	if (!rt_real.fork) {
+		errno = ENOSYS;
+		return -1;
+	}
+	pid_t pid = rt_real.fork();
+	if (pid < 0 && errno == EAGAIN && rt_tasks_give_back("fork"))
+		pid = rt_real.fork();
+	return pid;
 }

@@ -1,10 +1,19 @@
-/* rt_tasks: the library's own tasks (its worker thread): one lock over their lives, and standing
- * down: giving them back when they cannot follow the program's credentials. */
+/* rt_tasks: the library's own tasks (its worker thread): whether a task limit leaves room to
+ * start them, one lock over their lives, and standing down: giving them back when the program
+ * needs the room or when they cannot follow the program's credentials. */
 #ifndef RT_TASKS_H
 #define RT_TASKS_H
 
 #include <pthread.h>
 #include <stdbool.h>
+
+/* How many tasks the library starts in a process. */
+unsigned rt_tasks_needed(void);
+
+/* At start-up, before anything is opened: whether the pids cgroup and RLIMIT_NPROC leave room
+ * for the library's tasks and one more for the program (policy/rt_limits). Says why in one
+ * line when they do not. */
+bool rt_tasks_room_to_start(void);
 
 /* Held while the library's tasks start or leave, and across the program's credential calls,
  * which must not meet a task half started. Recursive: a call made inside one (initgroups'
@@ -17,7 +26,13 @@ void rt_tasks_unlock(void);
  * worker. False when its tasks could not be seen to end within the bound. */
 bool rt_tasks_stand_down(const char *why);
 
-/* pthread_create itself, for the library's own threads. */
+/* A program's pthread_create, fork or posix_spawn named by `call` failed with EAGAIN: when the
+ * library holds tasks, it stands down and gives them back (true), and the caller makes its call
+ * again, once. */
+bool rt_tasks_give_back(const char *call);
+
+/* pthread_create itself, for the library's own threads (not the wrapper, which would give them
+ * back on EAGAIN). */
 int rt_tasks_create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                            void *arg);
 

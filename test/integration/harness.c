@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include "rt_file_rules.h"
+#include "rt_procfs.h"
 
 /* Shared with the benchmark programs: file reading without stdio. */
 #include "../bench/bench_common.h"
@@ -479,6 +480,54 @@ th_make_cgroup(char *dir, size_t size, const char *name, const char *limit)
 		return false;
 	bool ok = fputs(limit, f) >= 0;
 	return fclose(f) == 0 && ok;
+}
+
+bool
+th_make_pids_cgroup(char *dir, size_t size, const char *name, int max)
+{
+	static char self[4096], mountinfo[65536];
+	char mine[PATH_MAX], path[PATH_MAX * 2], value[32];
+	size_t top;
+	if (th_read_file("/proc/self/cgroup", self, sizeof(self)) <= 0 ||
+	    th_read_file("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)) <= 0)
+		return false;
+	enum rt_procfs_cgroup_version v =
+	    rt_procfs_cgroup_dir(self, mountinfo, "pids", mine, sizeof(mine), &top);
+	if (v == RT_PROCFS_CGROUP_NONE)
+		return false;
+	/* v2: the controller must be on for the parent's children; where the runner's own
+	 * cgroup holds processes, only the root's may be changed (no internal processes). */
+	if (v == RT_PROCFS_CGROUP_V2) {
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", mine);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		bool on = fd >= 0 && write(fd, "+pids", 5) == 5;
+		if (fd >= 0)
+			close(fd);
+		if (!on)
+			return false;
+	}
+	snprintf(dir, size, "%s/%s-%d", mine, name, getpid());
+	snprintf(path, sizeof(path), "%s/pids.max", dir);
+	snprintf(value, sizeof(value), "%d", max);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return false;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, value, strlen(value)) == (ssize_t)strlen(value);
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		rmdir(dir);
+	return ok;
+}
+
+void
+th_remove_cgroup(const char *dir)
+{
+	/* The last task's charge may still be on its way out after its parent reaped it. */
+	for (int i = 0; i < 2000 && rmdir(dir) != 0 && errno == EBUSY; i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
 }
 
 /* Appends what fd holds now to buf; false at EOF. */

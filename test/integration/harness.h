@@ -87,6 +87,13 @@ bool th_fifo_write(const char *path, const char *text, size_t len);
  * unless NULL; its directory in dir. False where none can be made (not root, no controller). */
 bool th_make_cgroup(char *dir, size_t size, const char *name, const char *limit);
 
+/* Makes a pids cgroup of the test's own below the runner's (v1 where the pids controller is
+ * mounted on its own, else v2, turning the controller on for the runner's cgroup's children),
+ * named name-PID, with pids.max at max; its directory in dir. False where none can be made. */
+bool th_make_pids_cgroup(char *dir, size_t size, const char *name, int max);
+/* Removes a cgroup made by a test once its tasks are gone. */
+void th_remove_cgroup(const char *dir);
+
 /* Runs argv to completion with th_spawn's environment plus env, stdin closed; copies what it
  * wrote on stdout and stderr into out and err (NUL-terminated, truncated). Returns its exit
  * status, or -1 when it did not exit normally within TH_TIMEOUT_MS. */

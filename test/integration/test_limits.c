@@ -1,0 +1,160 @@
+/* Limits of the places the library is deployed in (issue 20): a pids cgroup and RLIMIT_NPROC that
+ * leave no thread to spare, where the library must never take the one the program needs. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(limits, .timeout = 180, .fini = th_cleanup);
+
+/* The lines the library wrote on a child's stderr. */
+static int
+library_lines(const char *err)
+{
+	int n = 0;
+	for (const char *at = err; (at = strstr(at, "roundtrim: ")) != NULL; at++)
+		n++;
+	return n;
+}
+
+/* Runs PROGRAM ARGS (a workload) inside a pids cgroup with pids.max at max: the shell joins the
+ * cgroup, then becomes the program, which alone matches ROUNDTRIM_MATCH. preload: LD_PRELOAD
+ * (NULL: none). Returns the exit status (-1: it hung or died). */
+static int
+run_in_pids(int max, const char *preload, const char *program, const char *args, char *out,
+            size_t out_size, char *err, size_t err_size)
+{
+	char cg[PATH_MAX], script[PATH_MAX * 3], env_preload[PATH_MAX + 16], env_match[128];
+	if (!th_make_pids_cgroup(cg, sizeof(cg), "rt-pids", max))
+		cr_skip_test("cannot make a pids cgroup here (not root, no pids controller, or v2 "
+		             "with the controller not to be turned on for the runner's cgroup)");
+	snprintf(script, sizeof(script), "echo $$ > %s/cgroup.procs && exec %s %s", cg,
+	         th_workload(program), args);
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload ? preload : "");
+	snprintf(env_match, sizeof(env_match), "ROUNDTRIM_MATCH=%s", program);
+	const char *env[] = {env_preload, env_match, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     NULL};
+	const char *argv[] = {"/bin/sh", "-c", script, NULL};
+	int status = th_run(argv, env, out, out_size, err, err_size);
+	th_remove_cgroup(cg);
+	return status;
+}
+
+/* The issue's case: frag's main thread and its two threads fill pids.max=3. The library's
+ * worker took the third slot and frag hung waiting for a thread that was never made. */
+Test(limits, frag_runs_to_completion_at_pids_max_3)
+{
+	char out[4096], err[4096];
+	const char *args = "--threads 2 --mib 32 --rounds 3";
+	cr_assert_eq(run_in_pids(3, NULL, "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	             "frag alone: %s", err);
+	cr_assert_eq(run_in_pids(3, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	             "frag under the library hung or failed: %s", err);
+	th_expect_in(out, "round 3 ");
+	cr_assert_eq(library_lines(err), 1, "one line says why the library stood down: %s", err);
+	th_expect_in(err, "roundtrim: stood down: the program's pthread_create found no room");
+}
+
+/* Where the room is one task, the worker would take the program's last: the library does not
+ * start, and says so. */
+Test(limits, inactive_where_the_cgroup_leaves_the_program_no_thread)
+{
+	char out[4096], err[4096];
+	const char *args = "--threads 1 --mib 16 --rounds 2";
+	cr_assert_eq(run_in_pids(2, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	             "frag under the library hung or failed: %s", err);
+	th_expect_in(out, "round 2 ");
+	cr_assert_eq(library_lines(err), 1, "%s", err);
+	th_expect_in(err, "roundtrim: inactive: the pids cgroup ");
+	th_expect_in(err, "has room for 1 more task(s)");
+}
+
+/* With room to spare the rule stays out of the way: the library runs and says nothing. */
+Test(limits, active_where_the_cgroup_has_room)
+{
+	char out[4096], err[4096];
+	const char *args = "--threads 2 --mib 16 --rounds 2";
+	cr_assert_eq(run_in_pids(5, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	             "%s", err);
+	th_expect_in(out, "round 2 ");
+	cr_assert_eq(library_lines(err), 0, "%s", err);
+}
+
+/* A fork and a posix_spawn that find no room while the worker holds it are made again once the
+ * worker has gone: the program gets its child. */
+Test(limits, fork_and_posix_spawn_made_again_once_the_worker_left)
+{
+	static const char *const cases[][2] = {
+	    {"--threads 1 --forks 1", "tasks threads=1 forks=1 spawns=0"},
+	    {"--threads 1 --spawns 1", "tasks threads=1 forks=0 spawns=1"},
+	};
+	static const char *const calls[] = {"fork", "posix_spawn"};
+	for (size_t i = 0; i < 2; i++) {
+		char out[4096], err[4096], expect[128];
+		cr_assert_eq(
+		    run_in_pids(3, NULL, "tasks", cases[i][0], out, sizeof(out), err, sizeof(err)),
+		    0, "%s alone: %s%s", cases[i][0], out, err);
+		cr_assert_eq(run_in_pids(3, th_lib(), "tasks", cases[i][0], out, sizeof(out), err,
+		                         sizeof(err)),
+		             0, "%s under the library: %s%s", cases[i][0], out, err);
+		th_expect_in(out, cases[i][1]);
+		cr_assert_eq(library_lines(err), 1, "%s", err);
+		snprintf(expect, sizeof(expect), "the program's %s found no room", calls[i]);
+		th_expect_in(err, expect);
+	}
+}
+
+/* RLIMIT_NPROC binds an ordinary user: prlimit sets it, setpriv becomes a uid of the test's
+ * own (no other task of it runs), then the program starts with the library. */
+static int
+run_with_nproc(int nproc, int uid, const char *args, char *out, size_t out_size, char *err,
+               size_t err_size)
+{
+	if (getuid() != 0 || access("/usr/bin/prlimit", X_OK) || access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("needs root, prlimit and setpriv");
+	char limit[32], ids[32], groups[32], env_preload[PATH_MAX + 16];
+	snprintf(limit, sizeof(limit), "--nproc=%d", nproc);
+	snprintf(ids, sizeof(ids), "--reuid=%d", uid);
+	snprintf(groups, sizeof(groups), "--regid=%d", uid);
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	char copy[256];
+	snprintf(copy, sizeof(copy), "%s", args);
+	const char *argv[24] = {"/usr/bin/prlimit",
+	                        limit,
+	                        "/usr/bin/setpriv",
+	                        ids,
+	                        groups,
+	                        "--clear-groups",
+	                        "/usr/bin/env",
+	                        env_preload,
+	                        "ROUNDTRIM_FIFO=none",
+	                        th_workload("frag")};
+	size_t n = 10;
+	for (char *tok = strtok(copy, " "); tok && n < 23; tok = strtok(NULL, " "))
+		argv[n++] = tok;
+	argv[n] = NULL;
+	return th_run(argv, NULL, out, out_size, err, err_size);
+}
+
+Test(limits, rlimit_nproc_of_an_ordinary_user)
+{
+	char out[4096], err[4096];
+	/* Room for the program's three tasks only: the worker gives its slot back. */
+	cr_assert_eq(run_with_nproc(3, 64901, "--threads 2 --mib 16 --rounds 2", out, sizeof(out),
+	                            err, sizeof(err)),
+	             0, "frag under the library hung or failed: %s", err);
+	th_expect_in(out, "round 2 ");
+	cr_assert_eq(library_lines(err), 1, "%s", err);
+	th_expect_in(err, "the program's pthread_create found no room");
+	/* Room for one more task: the library does not start. */
+	cr_assert_eq(run_with_nproc(2, 64902, "--threads 1 --mib 16 --rounds 2", out, sizeof(out),
+	                            err, sizeof(err)),
+	             0, "frag under the library hung or failed: %s", err);
+	cr_assert_eq(library_lines(err), 1, "%s", err);
+	th_expect_in(err, "roundtrim: inactive: RLIMIT_NPROC (2) has room for 1 more task(s) of "
+	                  "uid 64902");
+}
