@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
@@ -56,6 +57,9 @@
  * than its longest step that does not look for requests (an allocator action: 65-155 ms per GiB
  * released). */
 #define RT_WORKER_LEAVE_WAIT_S 30
+/* The worker's stack: what it uses (measured: roundtrim(7), MEMORY) with a wide margin. glibc
+ * also places the thread's static TLS in it (rt_worker_stack_size). */
+#define RT_WORKER_STACK (256 * 1024)
 
 static struct rt_ledger rt_w;
 /* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
@@ -533,6 +537,27 @@ rt_worker_main(void *arg)
 	return NULL;
 }
 
+/* glibc carves the thread's static TLS (every initially loaded object's PT_TLS) and its
+ * descriptor out of the stack it is given: what the worker itself uses comes on top. */
+static int
+rt_worker_tls_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	size_t *sum = data;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_TLS)
+			*sum += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+	return 0;
+}
+
+static size_t
+rt_worker_stack_size(void)
+{
+	size_t tls = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+	dl_iterate_phdr(rt_worker_tls_of, &tls);
+	return (RT_WORKER_STACK + tls + page - 1) & ~(page - 1);
+}
+
 bool
 rt_worker_start(void)
 {
@@ -562,6 +587,7 @@ rt_worker_start(void)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	/* Joinable: a program thread that stands the library down waits for its end. */
+	pthread_attr_setstacksize(&attr, rt_worker_stack_size());
 	atomic_store(&rt_w_leave, false);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int err = rt_tasks_create_thread(&rt_w_thread, &attr, rt_worker_main, NULL);

@@ -1,8 +1,10 @@
 /* Limits of the places the library is deployed in (issue 20): a pids cgroup and RLIMIT_NPROC that
- * leave no thread to spare, where the library must never take the one the program needs. */
+ * leave no thread to spare, where the library must never take the one the program needs, and the
+ * library's own memory, which must not grow with rounds. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,4 +159,66 @@ Test(limits, rlimit_nproc_of_an_ordinary_user)
 	cr_assert_eq(library_lines(err), 1, "%s", err);
 	th_expect_in(err, "roundtrim: inactive: RLIMIT_NPROC (2) has room for 1 more task(s) of "
 	                  "uid 64902");
+}
+
+/* Memory of the process: resident and anonymous KiB (smaps_rollup). */
+static void
+memory_of(pid_t pid, long *rss_kib, long *anon_kib)
+{
+	char path[64], text[4096];
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	cr_assert_gt(th_read_file(path, text, sizeof(text)), 0);
+	const char *rss = strstr(text, "\nRss:"), *anon = strstr(text, "\nAnonymous:");
+	cr_assert(rss && anon, "%s", text);
+	*rss_kib = atol(rss + 5);
+	*anon_kib = atol(anon + 11);
+}
+
+/* Acts on n more rounds, one at a time, each waited for. */
+static void
+act_rounds(struct th_probe *run, long *done, long n)
+{
+	char line[4096];
+	for (long end = *done + n; *done < end;) {
+		cr_assert(th_fifo_write(run->fifo, "round\n", 6));
+		th_wait_rounds(run, ++*done, line, sizeof(line));
+	}
+	cr_assert_eq(th_field(line, "actions"), *done, "every round acted on: %s", line);
+}
+
+/* The library's own memory is bounded: after 100 rounds have warmed every path, 1000 more
+ * rounds, each acted on, leave it where it was. Also logs its footprint beside a preload that
+ * does nothing (roundtrim(7), MEMORY quotes it). */
+Test(limits, own_memory_does_not_grow_with_rounds)
+{
+	char line[4096];
+	const char *args[] = {"idle", NULL};
+	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1", NULL};
+	struct th_probe run;
+	th_start_probe_env(&run, args, env, line, sizeof(line));
+	long done = 0, rss0, anon0, rss1, anon1;
+	act_rounds(&run, &done, 100);
+	memory_of(run.proc.pid, &rss0, &anon0);
+	act_rounds(&run, &done, 1000);
+	memory_of(run.proc.pid, &rss1, &anon1);
+
+	/* The same program under a preload that does nothing. */
+	char preload[PATH_MAX + 32];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s/test/bench/libempty.so", RT_BUILD_DIR);
+	const char *empty_env[] = {preload, NULL};
+	const char *empty_argv[] = {th_workload("probe"), "idle", NULL};
+	struct th_proc empty;
+	th_spawn(&empty, empty_argv, empty_env);
+	cr_assert(th_read_line(&empty, line, sizeof(line), TH_TIMEOUT_MS));
+	long rss_empty, anon_empty;
+	memory_of(empty.pid, &rss_empty, &anon_empty);
+	th_kill(&empty);
+	th_kill(&run.proc);
+	cr_log_info("footprint: rss %ld KiB (anonymous %ld) with the library after 1100 rounds, "
+	            "%ld KiB (anonymous %ld) with an empty preload; after round 100: %ld (%ld)",
+	            rss1, anon1, rss_empty, anon_empty, rss0, anon0);
+	cr_assert_leq(anon1, anon0, "anonymous memory grew from %ld to %ld KiB over 1000 rounds",
+	              anon0, anon1);
+	cr_assert_leq(rss1, rss0 + 16, "resident memory grew from %ld to %ld KiB over 1000 rounds",
+	              rss0, rss1);
 }
