@@ -33,6 +33,8 @@ packages=(
 	llvm-14           # llvm-symbolizer, for readable sanitizer reports
 	clang-format      # make format
 	libpython3.11-testsuite # CPython's regression tests, for make check-host
+	util-linux        # setpriv and prlimit: the tests of privilege drops and task limits
+	gosu              # the test of a container entrypoint that drops root (a static Go program)
 )
 
 usage() {
