@@ -7,7 +7,9 @@
  * the worker takes that thread's capability sets and securebits (capset and prctl on itself);
  * where it cannot, because the thread holds what the worker has lost for good, the library
  * stands down and the worker has ended before the call is made (roundtrim(7), PRIVILEGES).
- * initgroups calls setgroups inside glibc, out of reach: it is wrapped whole. */
+ * initgroups calls setgroups inside glibc, out of reach: it is wrapped whole. A process can
+ * enter a new user namespace only while it has one thread (unshare(2), setns(2)): the library
+ * stands down first. */
 #include "rt_creds.h"
 
 #include "rt_real.h"
@@ -18,10 +20,13 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
+#include <linux/nsfs.h>
 #include <linux/securebits.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -253,3 +258,41 @@ RT_CREDS_WRAPPER(setresuid, (uid_t ruid, uid_t euid, uid_t suid), (ruid, euid, s
 RT_CREDS_WRAPPER(setresgid, (gid_t rgid, gid_t egid, gid_t sgid), (rgid, egid, sgid))
 RT_CREDS_WRAPPER(setgroups, (size_t size, const gid_t *list), (size, list))
 RT_CREDS_WRAPPER(initgroups, (const char *user, gid_t group), (user, group))
+
+/* The kernel lets only a process of one thread into another user namespace (EINVAL). */
+static void
+rt_creds_single_thread_for(const char *call)
+{
+	if (!rt_worker_running() || rt_worker_is_self())
+		return;
+	int saved_errno = errno;
+	char why[128];
+	snprintf(why, sizeof(why), "the program's %s(CLONE_NEWUSER) needs a process of one thread",
+	         call);
+	rt_tasks_stand_down(why);
+	errno = saved_errno;
+}
+
+RT_EXPORT int
+unshare(int flags)
+{
+	static void *real;
+	int (*fn)(int);
+	*(void **)&fn = rt_real_lazy(&real, "unshare");
+	if (flags & CLONE_NEWUSER)
+		rt_creds_single_thread_for("unshare");
+	return fn ? fn(flags) : rt_creds_missing();
+}
+
+RT_EXPORT int
+setns(int fd, int nstype)
+{
+	static void *real;
+	int (*fn)(int, int);
+	*(void **)&fn = rt_real_lazy(&real, "setns");
+	/* nstype 0 takes whatever namespace fd is: nsfs says which. */
+	if ((nstype & CLONE_NEWUSER) ||
+	    (nstype == 0 && rt_worker_running() && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWUSER))
+		rt_creds_single_thread_for("setns");
+	return fn ? fn(fd, nstype) : rt_creds_missing();
+}

@@ -1,6 +1,7 @@
 /* rt_creds: the program's credential calls (set*id, setgroups, initgroups), which glibc applies
  * to every thread, the worker's included: before each, the worker takes the calling thread's
- * capabilities and securebits, or leaves. */
+ * capabilities and securebits, or leaves; and the worker leaves before the program enters a new
+ * user namespace (unshare, setns), which only a process of one thread may. */
 #ifndef RT_CREDS_H
 #define RT_CREDS_H
 

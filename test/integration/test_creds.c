@@ -272,3 +272,42 @@ Test(privileges, python_drops_root)
 	cr_assert_str_eq(out1, out0);
 	cr_assert_str_eq(err1, "");
 }
+
+/* Only a process of one thread may enter another user namespace (unshare(2), setns(2): EINVAL):
+ * rootless container tools do, and the worker is a second thread. The library stands down
+ * first. */
+Test(privileges, entering_a_user_namespace)
+{
+	need_root();
+	if (access("/usr/bin/unshare", X_OK) != 0 || access("/usr/bin/nsenter", X_OK) != 0)
+		cr_skip_test("no unshare or nsenter (util-linux)");
+	const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none", NULL};
+	char out0[1024], err0[1024], out1[1024], err1[1024];
+	const char *in_new[] = {"/usr/bin/unshare", "--user", "--map-root-user", "/usr/bin/id",
+	                        NULL};
+	cr_assert_eq(th_run(in_new, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s", err0);
+	cr_assert_eq(th_run(in_new, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s", err1);
+	cr_assert_str_eq(out1, out0);
+	cr_assert_eq(count_in(err1, "roundtrim: "), 1, "%s", err1);
+	th_expect_in(err1, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
+	                   "process of one thread");
+
+	/* A process in a user namespace of its own, which nsenter joins. */
+	const char *holder_argv[] = {
+	    "/usr/bin/unshare",      "--user", "--map-root-user", "/bin/sh", "-c",
+	    "echo ready; read line", NULL};
+	struct th_proc holder;
+	char line[64];
+	th_spawn(&holder, holder_argv, NULL);
+	cr_assert(th_read_line(&holder, line, sizeof(line), TH_TIMEOUT_MS));
+	const char *join[] = {"/usr/bin/nsenter",      "--user",      "--target",
+	                      th_pid_text(holder.pid), "/usr/bin/id", NULL};
+	int status0 = th_run(join, NULL, out0, sizeof(out0), err0, sizeof(err0));
+	int status1 = th_run(join, env, out1, sizeof(out1), err1, sizeof(err1));
+	th_kill(&holder);
+	cr_assert_eq(status0, 0, "%s", err0);
+	cr_assert_eq(status1, 0, "%s", err1);
+	cr_assert_str_eq(out1, out0);
+	th_expect_in(err1, "roundtrim: stood down: the program's setns(CLONE_NEWUSER) needs a "
+	                   "process of one thread");
+}
