@@ -417,7 +417,8 @@ rt_worker_take_table(void)
 	int keep[33];
 	size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]) - 1);
 	unsigned table = RT_WORKER_TABLE_SHARED;
-	if (unshare(CLONE_FILES) == 0) {
+	/* The system call itself: unshare is also the program's, wrapped (rt_creds). */
+	if (syscall(SYS_unshare, CLONE_FILES) == 0) {
 		/* Its lines go to the program's stderr of the moment, through a pidfd; a kernel
 		 * without pidfds (before 5.6) leaves it the stderr of start-up. */
 		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
