@@ -419,6 +419,15 @@ th_read_file(const char *path, char *buf, size_t size)
 }
 
 int
+th_count_in(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle))
+		n++;
+	return n;
+}
+
+int
 th_count_lines(const char *path, const char *needle)
 {
 	FILE *f = fopen(path, "r");

@@ -77,6 +77,8 @@ const char *th_env_in_tmp(const char *name, const char *file);
 void th_expect_in(const char *haystack, const char *needle);
 /* A pid as text, for argv: four live at once per thread. */
 const char *th_pid_text(pid_t pid);
+/* How many times needle occurs in text, without overlap. */
+int th_count_in(const char *text, const char *needle);
 /* Counts lines of a file that contain needle. */
 int th_count_lines(const char *path, const char *needle);
 /* Writes text to a FIFO without blocking forever; false if nobody reads it. */

@@ -47,15 +47,6 @@ lines_starting(const char *text, const char *prefix, char *out, size_t size)
 	}
 }
 
-static int
-count_in(const char *text, const char *needle)
-{
-	int n = 0;
-	for (const char *at = text; (at = strstr(at, needle)) != NULL; at++)
-		n++;
-	return n;
-}
-
 /* The value after " KEY=" in a creds line, up to the next blank. */
 static void
 field_of(const char *line, const char *key, char *out, size_t size)
@@ -136,8 +127,8 @@ expect_as_without(const char *sequence, bool stands)
 		lines_starting(out1, "worker ", worker, sizeof(worker));
 		if (stands) {
 			cr_assert_str_eq(api, "api=off\n", "%s %s", sequence, mode);
-			cr_assert_eq(count_in(err1, "roundtrim: "), 1, "%s %s: %s", sequence, mode,
-			             err1);
+			cr_assert_eq(th_count_in(err1, "roundtrim: "), 1, "%s %s: %s", sequence,
+			             mode, err1);
 			th_expect_in(err1, "roundtrim: stood down: before ");
 			cr_assert_str_eq(worker, "", "the worker ended");
 		} else {
@@ -288,7 +279,7 @@ Test(privileges, entering_a_user_namespace)
 	cr_assert_eq(th_run(in_new, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s", err0);
 	cr_assert_eq(th_run(in_new, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s", err1);
 	cr_assert_str_eq(out1, out0);
-	cr_assert_eq(count_in(err1, "roundtrim: "), 1, "%s", err1);
+	cr_assert_eq(th_count_in(err1, "roundtrim: "), 1, "%s", err1);
 	th_expect_in(err1, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
 	                   "process of one thread");
 

@@ -13,16 +13,6 @@
 
 TestSuite(limits, .timeout = 180, .fini = th_cleanup);
 
-/* The lines the library wrote on a child's stderr. */
-static int
-library_lines(const char *err)
-{
-	int n = 0;
-	for (const char *at = err; (at = strstr(at, "roundtrim: ")) != NULL; at++)
-		n++;
-	return n;
-}
-
 /* Runs PROGRAM ARGS (a workload) inside a pids cgroup with pids.max at max: the shell joins the
  * cgroup, then becomes the program, which alone matches ROUNDTRIM_MATCH. preload: LD_PRELOAD
  * (NULL: none). Returns the exit status (-1: it hung or died). */
@@ -57,7 +47,8 @@ Test(limits, frag_runs_to_completion_at_pids_max_3)
 	cr_assert_eq(run_in_pids(3, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
 	             "frag under the library hung or failed: %s", err);
 	th_expect_in(out, "round 3 ");
-	cr_assert_eq(library_lines(err), 1, "one line says why the library stood down: %s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1,
+	             "one line says why the library stood down: %s", err);
 	th_expect_in(err, "roundtrim: stood down: the program's pthread_create found no room");
 }
 
@@ -70,7 +61,7 @@ Test(limits, inactive_where_the_cgroup_leaves_the_program_no_thread)
 	cr_assert_eq(run_in_pids(2, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
 	             "frag under the library hung or failed: %s", err);
 	th_expect_in(out, "round 2 ");
-	cr_assert_eq(library_lines(err), 1, "%s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
 	th_expect_in(err, "roundtrim: inactive: the pids cgroup ");
 	th_expect_in(err, "has room for 1 more task(s)");
 }
@@ -83,7 +74,7 @@ Test(limits, active_where_the_cgroup_has_room)
 	cr_assert_eq(run_in_pids(5, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
 	             "%s", err);
 	th_expect_in(out, "round 2 ");
-	cr_assert_eq(library_lines(err), 0, "%s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 0, "%s", err);
 }
 
 /* A fork and a posix_spawn that find no room while the worker holds it are made again once the
@@ -104,7 +95,7 @@ Test(limits, fork_and_posix_spawn_made_again_once_the_worker_left)
 		                         sizeof(err)),
 		             0, "%s under the library: %s%s", cases[i][0], out, err);
 		th_expect_in(out, cases[i][1]);
-		cr_assert_eq(library_lines(err), 1, "%s", err);
+		cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
 		snprintf(expect, sizeof(expect), "the program's %s found no room", calls[i]);
 		th_expect_in(err, expect);
 	}
@@ -150,13 +141,13 @@ Test(limits, rlimit_nproc_of_an_ordinary_user)
 	                            err, sizeof(err)),
 	             0, "frag under the library hung or failed: %s", err);
 	th_expect_in(out, "round 2 ");
-	cr_assert_eq(library_lines(err), 1, "%s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
 	th_expect_in(err, "the program's pthread_create found no room");
 	/* Room for one more task: the library does not start. */
 	cr_assert_eq(run_with_nproc(2, 64902, "--threads 1 --mib 16 --rounds 2", out, sizeof(out),
 	                            err, sizeof(err)),
 	             0, "frag under the library hung or failed: %s", err);
-	cr_assert_eq(library_lines(err), 1, "%s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
 	th_expect_in(err, "roundtrim: inactive: RLIMIT_NPROC (2) has room for 1 more task(s) of "
 	                  "uid 64902");
 }

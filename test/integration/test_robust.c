@@ -45,15 +45,6 @@ run_probe(const char *mode, const char *const env[], char *out, size_t out_size,
 	return p.status;
 }
 
-static int
-count_substr(const char *text, const char *needle)
-{
-	int n = 0;
-	for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle))
-		n++;
-	return n;
-}
-
 Test(robust, fork_during_trims_never_deadlocks)
 {
 	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
@@ -232,7 +223,7 @@ Test(robust, every_bad_variable_is_harmless_and_named_once)
 		int status = run_probe("alloc", env, out, sizeof(out), err, sizeof(err));
 		cr_assert_eq(status, 0, "%s: host failed", bad_variables[i].assignment);
 		cr_assert_str_eq(out, "ok", "%s", bad_variables[i].assignment);
-		cr_assert_eq(count_substr(err, "\n"), 1, "%s: expected one line, got: %s",
+		cr_assert_eq(th_count_in(err, "\n"), 1, "%s: expected one line, got: %s",
 		             bad_variables[i].assignment, err);
 		cr_assert_not_null(strstr(err, bad_variables[i].name), "%s", err);
 	}
@@ -326,8 +317,8 @@ Test(robust, fifo_junk_and_oversized_lines_are_counted_once_reported)
 	cr_assert_eq(p->status, 0);
 	char err[2048];
 	th_read_stderr(p, err, sizeof(err));
-	cr_assert_eq(count_substr(err, "ignoring FIFO line \""), 1, "%s", err);
-	cr_assert_eq(count_substr(err, "longer than"), 1, "%s", err);
+	cr_assert_eq(th_count_in(err, "ignoring FIFO line \""), 1, "%s", err);
+	cr_assert_eq(th_count_in(err, "longer than"), 1, "%s", err);
 }
 
 static long

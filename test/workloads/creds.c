@@ -45,7 +45,7 @@
 #define CREDS_CAP_SETUID 7
 
 static const char *sequence;
-static atomic_bool stop_busy;
+static atomic_int stop_busy;
 static char report[4096];
 static size_t report_len;
 
@@ -189,19 +189,8 @@ run_sequence(void)
 static void *
 busy_thread(void *arg)
 {
-	(void)arg;
-	uint64_t x = 88172645463325252ULL;
-	void *slots[512] = {0};
-	while (!atomic_load(&stop_busy)) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		size_t i = x % 512;
-		free(slots[i]);
-		slots[i] = malloc(64 + x % 65536);
-		memset(slots[i], 1, 64);
-	}
-	for (size_t i = 0; i < 512; i++)
-		free(slots[i]);
-	return NULL;
+	wl_churn(&stop_busy);
+	return arg;
 }
 
 /* A heap with 64 MiB of holes, so that a trim has something to walk. */
@@ -403,7 +392,7 @@ main(int argc, char **argv)
 		int (*trim)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_trim");
 		if (trim)
 			trim();
-		atomic_store(&stop_busy, true);
+		atomic_store(&stop_busy, 1);
 		pthread_join(churner, NULL);
 	}
 	if (!in_thread)

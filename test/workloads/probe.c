@@ -36,6 +36,8 @@
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
  *                   other than letters shown as '?') */
+#include "workload.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -339,21 +341,8 @@ mode_spawn(const char *how)
 static void *
 churner(void *arg)
 {
-	(void)arg;
-	void *slots[4096] = {0};
-	uint64_t x = 88172645463325252ull;
-	while (!atomic_load(&stop)) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		size_t i = x % 4096;
-		free(slots[i]);
-		slots[i] = malloc(64 + x % 65536);
-		memset(slots[i], 1, 64);
-	}
-	for (size_t i = 0; i < 4096; i++)
-		free(slots[i]);
-	return NULL;
+	wl_churn(&stop);
+	return arg;
 }
 
 static int

@@ -1,16 +1,18 @@
 /* workload: what the round workloads share for round detection. Owns the truth lines
  * ("start T" and "boundary R T", T in CLOCK_MONOTONIC microseconds), a seeded generator, ranges
- * given as MIN:MAX on the command line, and sleeping until a deadline. */
+ * given as MIN:MAX on the command line, sleeping until a deadline, and a thread's heap churn. */
 #ifndef WORKLOAD_H
 #define WORKLOAD_H
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct wl_range {
@@ -63,6 +65,24 @@ static inline size_t
 wl_log_uniform(uint64_t *s, size_t lo, size_t hi)
 {
 	return (size_t)((double)lo * exp(wl_unit(s) * log((double)hi / (double)lo)));
+}
+
+/* Until *stop: frees and allocates blocks of 64 B to 64 KiB at random among 4096 slots, each
+ * touched, as a thread that keeps the heap busy; frees them all at the end. */
+static inline void
+wl_churn(const atomic_int *stop)
+{
+	void *slots[4096] = {0};
+	uint64_t x = wl_seed(0);
+	while (!atomic_load(stop)) {
+		uint64_t r = wl_next(&x);
+		size_t i = r % 4096;
+		free(slots[i]);
+		slots[i] = malloc(64 + (r >> 12) % 65536);
+		memset(slots[i], 1, 64);
+	}
+	for (size_t i = 0; i < 4096; i++)
+		free(slots[i]);
 }
 
 /* "MIN:MAX" or a single value; both >= 0 and MIN <= MAX. */
