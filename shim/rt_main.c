@@ -71,19 +71,16 @@ rt_main_diag(void *ctx, const char *line)
 	rt_out_stderr(buf, len);
 }
 
-/* In the thread that starts the library, synchronously: where a task limit leaves room for the
- * worker (rt_tasks), the files first (every descriptor lifted above the floor before this
- * returns), then the worker, which opens nothing. Under the tasks' lock: a credential call of
- * another thread must not meet a worker half started. */
+/* In the thread that starts the library, synchronously, once a task limit was found to leave
+ * room for the worker (rt_tasks): the files first (every descriptor lifted above the floor
+ * before this returns), then the worker, which opens nothing. Under the tasks' lock: a
+ * credential call of another thread must not meet a worker half started. */
 static bool
 rt_main_start(void)
 {
 	rt_tasks_lock();
-	bool started = rt_tasks_room_to_start();
-	if (started) {
-		rt_files_open();
-		started = rt_worker_start();
-	}
+	rt_files_open();
+	bool started = rt_worker_start();
 	rt_tasks_unlock();
 	return started;
 }
@@ -117,8 +114,12 @@ void
 rt_main_start_child_now(void)
 {
 	bool waiting = true;
-	if (atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
+	if (!atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
+		return;
+	if (rt_tasks_room_to_start())
 		rt_main_start();
+	else
+		atomic_store(&rt_shim.active, false);
 }
 
 uint64_t
@@ -150,6 +151,9 @@ rt_main_init(void)
 	struct rt_config *cfg = &rt_shim.cfg;
 	rt_config_read(cfg, &platform, rt_main_lookup, NULL, rt_main_diag, NULL);
 	if (cfg->disabled || !cfg->matched)
+		return;
+	/* Before anything is set up: a process without room for the worker stays as it was. */
+	if (!rt_tasks_room_to_start())
 		return;
 
 	rt_fd_init();
