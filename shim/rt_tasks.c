@@ -1,5 +1,6 @@
-/* The library's tasks under the program's limits. A pids cgroup (pids.max) and RLIMIT_NPROC
- * count every thread: the worker takes one of the program's. At start-up the library starts only
+/* The library's tasks: the lock over their lives, the library standing down, and the program's
+ * limits on tasks. A pids cgroup (pids.max) and RLIMIT_NPROC count every thread: the worker
+ * takes one of the program's. At start-up the library starts only
  * where the room left holds its tasks and one more (policy/rt_limits); later, when the program's
  * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
  * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */

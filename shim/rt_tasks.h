@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-/* How many tasks the library starts in a process. */
+/* How many tasks the library starts in a process: one, the worker. A task of the library's
+ * that glibc's thread list does not hold must also leave in rt_tasks_stand_down and follow, or
+ * leave before, the program's credential calls (rt_creds). */
 unsigned rt_tasks_needed(void);
 
 /* At start-up, before anything is opened: whether the pids cgroup and RLIMIT_NPROC leave room
