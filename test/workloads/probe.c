@@ -27,7 +27,8 @@
  *                   "handled" once the signal has run it
  *   forkexec N      N times: fork, the child closes every descriptor above 2 (close_range) and
  *                   execs /bin/true; prints "forkexec=N"
- *   lastexit        prints "ready", starts a thread that waits for the main thread to end,
+ *   lastexit        prints "ready" and, after a line on stdin (the library has started by then),
+ *                   starts a thread that waits for the main thread to end,
  *                   allocates and returns 3 from its start routine, and ends the main thread
  *                   with pthread_exit: the process must then end (exit status 0) as glibc
  *                   ends it after its last thread, after that thread's key destructor
@@ -751,7 +752,9 @@ mode_lastexit(void)
 	main_thread = pthread_self();
 	atexit(lastexit_atexit);
 	printf("ready %d\n", getpid());
-	if (pthread_create(&t, NULL, lastexit_thread, &main_thread) != 0)
+	char go[16];
+	if (!fgets(go, sizeof(go), stdin) ||
+	    pthread_create(&t, NULL, lastexit_thread, &main_thread) != 0)
 		return 1;
 	pthread_exit(NULL);
 }
