@@ -4,8 +4,11 @@
  * bytes freed in a slot of its own, as the library's counters do; one thread of ours sums the
  * slots every RT_RECORD_INTERVAL_MS (default 50) and appends a reading to the file RT_RECORD,
  * with the live heap from mallinfo2 (unless RT_RECORD_LIVE=0), the RSS from statm and the
- * process's CPU time. Not for production: it calls mallinfo2 at every reading and
- * malloc_usable_size in every free. */
+ * process's CPU time. A "%p" in RT_RECORD stands for the process's id: then every program the
+ * process execs (NVFlare's client starts its job process so) records to a file of its own, and
+ * each file's second line, a comment, names its process ("# process PID PPID COMMAND LINE").
+ * Without it, only the first process records. Not for production: it calls mallinfo2 at every
+ * reading and malloc_usable_size in every free. */
 #include "rt_trace.h"
 
 #include <errno.h>
@@ -258,6 +261,29 @@ recorder_main(void *arg)
 	return NULL;
 }
 
+/* "# process PID PPID COMMAND LINE": which process the trace is. */
+static void
+write_process_line(void)
+{
+	char cmd[512], line[640];
+	ssize_t n = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (cmd[i] == '\0' || cmd[i] == '\n')
+			cmd[i] = ' ';
+	cmd[n] = '\0';
+	int len = snprintf(line, sizeof(line), "# process %d %d %s\n", (int)getpid(),
+	                   (int)getppid(), cmd);
+	if (len > 0)
+		write_all(line, (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
+}
+
 __attribute__((constructor)) static void
 recorder_start(void)
 {
@@ -270,12 +296,23 @@ recorder_start(void)
 		interval_ms = atol(interval);
 	if (live && !strcmp(live, "0"))
 		with_live = 0;
-	/* Children (a shell's, Python's) must not append to the same file. */
-	unsetenv("RT_RECORD");
+	char own[4096];
+	const char *pid_at = strstr(path, "%p");
+	if (pid_at) {
+		int n = snprintf(own, sizeof(own), "%.*s%d%s", (int)(pid_at - path), path,
+		                 (int)getpid(), pid_at + 2);
+		if (n < 0 || n >= (int)sizeof(own))
+			return;
+		path = own;
+	} else {
+		/* Children (a shell's, Python's) must not append to the same file. */
+		unsetenv("RT_RECORD");
+	}
 	out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (out_fd < 0)
 		return;
 	write_all(RT_TRACE_HEADER, sizeof(RT_TRACE_HEADER) - 1);
+	write_process_line();
 	record();
 	sigset_t all, old;
 	sigfillset(&all);
