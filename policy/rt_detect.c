@@ -18,6 +18,7 @@ rt_detect_default_params(struct rt_detect_params *params)
 	params->max_kept_permille = 250;
 	params->max_kept_count_permille = 250;
 	params->max_rss_growth_permille = 0;
+	params->min_round_share_permille = 100;
 	params->want_live = false;
 }
 
@@ -50,6 +51,8 @@ rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *params)
 	detect->boundaries = 0;
 	detect->boundary_us = 0;
 	detect->basis = RT_DETECT_BY_NONE;
+	detect->nrounds = 0;
+	detect->next_round = 0;
 	rt_detect_restart(detect, &zero);
 }
 
@@ -153,6 +156,32 @@ rt_detect_released_since(const struct rt_detect_params *p, const struct rt_readi
 	                              allocations, p->max_kept_count_permille);
 }
 
+/* The median of the bytes the last rounds requested (the lower middle of an even count); 0
+ * before the first round. */
+static uint64_t
+rt_detect_typical_round(const struct rt_detect *d)
+{
+	uint64_t sorted[RT_DETECT_HISTORY];
+	unsigned n = d->nrounds;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v = d->round_bytes[i];
+		unsigned j = i;
+		for (; j > 0 && sorted[j - 1] > v; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = v;
+	}
+	return n ? sorted[(n - 1) / 2] : 0;
+}
+
+/* Whether `requested`, the work of the round that would end, is a round's worth (see the
+ * parameter). */
+static bool
+rt_detect_round_sized(const struct rt_detect *d, uint64_t requested)
+{
+	return rt_detect_scale(requested, 1000, 1) >=
+	       rt_detect_scale(rt_detect_typical_round(d), d->params.min_round_share_permille, 1);
+}
+
 static bool
 rt_detect_significant(const struct rt_detect *d)
 {
@@ -166,15 +195,27 @@ static enum rt_detect_result
 rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 {
 	const struct rt_detect_params *p = &d->params;
-	enum rt_detect_basis basis = rt_detect_basis_for(&d->base, now);
-	bool released = rt_detect_released_since(p, &d->base, now, basis);
-	for (unsigned i = 0; !released && i < d->ncheckpoints; i++) {
-		basis = rt_detect_basis_for(&d->checkpoints[i], now);
-		released = rt_detect_released_since(p, &d->checkpoints[i], now, basis);
+	/* The round that ends is the most work since a reference (the last boundary, or an earlier
+	 * quiet period's start) after which the heap kept little. */
+	const struct rt_reading *round_start = NULL;
+	enum rt_detect_basis basis = RT_DETECT_BY_NONE;
+	for (unsigned i = 0; i <= d->ncheckpoints; i++) {
+		const struct rt_reading *ref = i < d->ncheckpoints ? &d->checkpoints[i] : &d->base;
+		enum rt_detect_basis b = rt_detect_basis_for(ref, now);
+		if ((!round_start || ref->bytes_requested < round_start->bytes_requested) &&
+		    rt_detect_released_since(p, ref, now, b)) {
+			round_start = ref;
+			basis = b;
+		}
 	}
+	uint64_t requested = round_start ? now->bytes_requested - round_start->bytes_requested : 0;
 	d->quiet_handled = true;
 	d->base_wants_live = false;
-	if (released) {
+	if (round_start && rt_detect_round_sized(d, requested)) {
+		d->round_bytes[d->next_round] = requested;
+		d->next_round = (d->next_round + 1) % RT_DETECT_HISTORY;
+		if (d->nrounds < RT_DETECT_HISTORY)
+			d->nrounds++;
 		d->boundaries++;
 		d->boundary_us = d->quiet_since_us;
 		d->basis = basis;

@@ -42,12 +42,18 @@ struct rt_detect_params {
 	/* With the counts only: RSS growth since the base, per byte requested, above which the
 	 * heap is taken to have kept the burst; 0 = RSS not used. */
 	uint32_t max_rss_growth_permille; /* 0 */
+	/* A round's end must close a round's worth of work: since the last boundary the process
+	 * requested at least this share of the median of the last RT_DETECT_HISTORY rounds found
+	 * (none before the first); 0 = off. What a round ends with (sending the update, fetching
+	 * the next model, a checkpoint) is a burst of its own, and its quiet is no round's end. */
+	uint32_t min_round_share_permille; /* 100 */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
 	 * when a quiet period after a significant burst is about to be confirmed. */
 	bool want_live; /* false */
 };
 
 #define RT_DETECT_CHECKPOINTS 7
+#define RT_DETECT_HISTORY 5
 
 enum rt_detect_result {
 	RT_DETECT_NOTHING,
@@ -86,6 +92,10 @@ struct rt_detect {
 	struct rt_reading checkpoints[RT_DETECT_CHECKPOINTS];
 	unsigned ncheckpoints; /* ring: the oldest is overwritten */
 	unsigned next_checkpoint;
+	/* Bytes requested by each of the last rounds found (a ring, as the checkpoints). */
+	uint64_t round_bytes[RT_DETECT_HISTORY];
+	unsigned nrounds;
+	unsigned next_round;
 	/* Outputs */
 	uint64_t boundaries;        /* boundaries found so far */
 	uint64_t boundary_us;       /* the last boundary: when its quiet period began */

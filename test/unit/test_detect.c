@@ -460,6 +460,48 @@ Test(detect, a_slow_reader_still_finds_the_boundary)
 	cr_assert_eq(d.boundary_us, r.t_us - 1000000);
 }
 
+/* What a round ends with (the update sent, the next model fetched) is a burst of its own, given
+ * back whole, with quiet after it: under a tenth of a typical round's work, it is no round's end,
+ * and the next round's end still comes, counted from the last boundary. */
+Test(detect, a_burst_after_a_rounds_end_is_no_round)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	struct step tail = {200, 200, 4 * MIB, 4 * MIB, 0, STEP_US};
+	for (int round = 0; round < 3; round++) {
+		gen_run(&g, 10, &w); /* 400 MiB */
+		cr_assert_geq(gen_run(&g, 20, &quiet), 0, "round %d", round);
+		gen_run(&g, 5, &tail); /* 20 MiB: 5 % of a round */
+		cr_assert_eq(gen_run(&g, 20, &quiet), -1, "round %d's tail", round);
+	}
+	cr_assert_eq(g.d.boundaries, 3);
+	/* Off: every burst given back is a round. */
+	p.min_round_share_permille = 0;
+	gen_init(&g, &p, false, false, false);
+	gen_run(&g, 10, &w);
+	cr_assert_geq(gen_run(&g, 20, &quiet), 0);
+	gen_run(&g, 5, &tail);
+	cr_assert_geq(gen_run(&g, 20, &quiet), 0);
+}
+
+/* Rounds vary (a round with few samples): one of a tenth of the typical round is still one. */
+Test(detect, a_small_round_among_large_ones_is_still_found)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	for (int round = 0; round < 5; round++) {
+		gen_run(&g, 10, &w); /* 400 MiB */
+		cr_assert_geq(gen_run(&g, 20, &quiet), 0);
+	}
+	gen_run(&g, 1, &w); /* 40 MiB: a tenth */
+	cr_assert_geq(gen_run(&g, 20, &quiet), 0);
+	cr_assert_eq(g.d.boundaries, 6);
+}
+
 /* The recorded traces in test/traces: NAME.trace (a reading every 100 ms) and NAME.truth. */
 static void
 replay(const char *name, const char *inputs_text, struct dm_result *res)
@@ -542,4 +584,50 @@ Test(detect_traces, steady)
 	expect_at_most_one_a_minute("steady", "counts+cpu");
 	expect_at_most_one_a_minute("steady", "live-asked+cpu");
 	expect_at_most_one_a_minute("steady", "freed+cpu");
+}
+
+/* NVFlare 2.8.1 in POC mode (hello-pt's client, 2 sites, FedAvg, 25 rounds; test/traces/README.md):
+ * the job process that trains, whose round ends with its update sent, and whose next model comes
+ * seconds later. What follows the send (the client API's own traffic, the next model's arrival,
+ * the DataLoader's workers starting) is bursts of their own with quiet between: no round's end. */
+Test(detect_traces, nvflare_job_process_counts_nvflares_rounds)
+{
+	static const char *const sites[] = {"nvflare_job_site1", "nvflare_job_site2"};
+	for (size_t i = 0; i < 2; i++) {
+		expect_rounds_found(sites[i], "counts+cpu");
+		expect_rounds_found(sites[i], "live-asked+cpu");
+		expect_rounds_found(sites[i], "freed+cpu");
+	}
+}
+
+/* The parent client process only relays models, a few MiB a round: at most one action a round. */
+Test(detect_traces, nvflare_parent_process_acts_at_most_once_a_round)
+{
+	static const char *const sites[] = {"nvflare_parent_site1", "nvflare_parent_site2"};
+	static const char *const inputs[] = {"counts+cpu", "live-asked+cpu", "freed+cpu"};
+	for (size_t i = 0; i < 2; i++)
+		for (size_t j = 0; j < 3; j++) {
+			struct dm_result res;
+			replay(sites[i], inputs[j], &res);
+			cr_assert_eq(res.truths, 25, "%s", sites[i]);
+			cr_expect_leq(res.detected, res.truths / 2, "%s with %s: %zu detections",
+			              sites[i], inputs[j], res.detected);
+			dm_result_free(&res);
+		}
+}
+
+/* A plain PyTorch loop (test/workloads/py/train_loop.py: train, evaluate, checkpoint, with a
+ * DataLoader's workers) starts its next epoch at once: no quiet, no round found, never a false
+ * one (such a loop needs ROUNDTRIM_INTERVAL or the API, roundtrim(7)). */
+Test(detect_traces, train_loop_without_a_pause_finds_no_false_round)
+{
+	static const char *const inputs[] = {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"};
+	for (size_t j = 0; j < 4; j++) {
+		struct dm_result res;
+		replay("train_loop", inputs[j], &res);
+		cr_assert_geq(res.truths, 15);
+		cr_expect_eq(res.detected, 0, "train_loop with %s: %zu detections", inputs[j],
+		             res.detected);
+		dm_result_free(&res);
+	}
 }
