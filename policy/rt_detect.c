@@ -19,7 +19,6 @@ rt_detect_default_params(struct rt_detect_params *params)
 	params->max_kept_count_permille = 250;
 	params->max_rss_growth_permille = 0;
 	params->min_round_share_permille = 100;
-	params->min_round_events = 1000;
 	params->want_live = false;
 }
 
@@ -174,17 +173,13 @@ rt_detect_typical_round(const struct rt_detect *d)
 	return n ? sorted[(n - 1) / 2] : 0;
 }
 
-/* Whether the work since `start` is a round's worth (see the parameters). */
+/* Whether `requested`, the work of the round that would end, is a round's worth (see the
+ * parameter). */
 static bool
-rt_detect_round_sized(const struct rt_detect *d, const struct rt_reading *start,
-                      const struct rt_reading *now)
+rt_detect_round_sized(const struct rt_detect *d, uint64_t requested)
 {
-	uint64_t requested = now->bytes_requested - start->bytes_requested;
-	uint64_t events = (now->allocations - start->allocations) + (now->frees - start->frees);
-	return events >= d->params.min_round_events &&
-	       rt_detect_scale(requested, 1000, 1) >=
-	           rt_detect_scale(rt_detect_typical_round(d), d->params.min_round_share_permille,
-	                           1);
+	return rt_detect_scale(requested, 1000, 1) >=
+	       rt_detect_scale(rt_detect_typical_round(d), d->params.min_round_share_permille, 1);
 }
 
 static bool
@@ -213,10 +208,11 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 			basis = b;
 		}
 	}
+	uint64_t requested = round_start ? now->bytes_requested - round_start->bytes_requested : 0;
 	d->quiet_handled = true;
 	d->base_wants_live = false;
-	if (round_start && rt_detect_round_sized(d, round_start, now)) {
-		d->round_bytes[d->next_round] = now->bytes_requested - round_start->bytes_requested;
+	if (round_start && rt_detect_round_sized(d, requested)) {
+		d->round_bytes[d->next_round] = requested;
 		d->next_round = (d->next_round + 1) % RT_DETECT_HISTORY;
 		if (d->nrounds < RT_DETECT_HISTORY)
 			d->nrounds++;

@@ -24,12 +24,7 @@
  *    round's end when, since some base, the heap kept at most max_kept_permille of what was
  *    requested. Bases are the last boundary (or the first reading) and the start of each
  *    earlier quiet period that did not qualify (up to RT_DETECT_CHECKPOINTS of them), so that a
- *    server's arrivals, each kept, still add up to the round that frees them all;
- *  - and when the work since that base is a round's worth: at least min_round_events
- *    allocations and frees, and at least min_round_share_permille of the bytes the last rounds
- *    typically requested. What ends a round (an update sent, the next model fetched, a
- *    framework's poll for its task) is a burst of its own with quiet after it; it counts towards
- *    the next round instead.
+ *    server's arrivals, each kept, still add up to the round that frees them all.
  * What was kept is measured with the best input the readings carry: the live heap (its change
  * since the base; only a value read during the quiet period counts), else the bytes freed,
  * else the counts (allocations not matched by a free, per allocation). */
@@ -52,10 +47,6 @@ struct rt_detect_params {
 	 * (none before the first); 0 = off. What a round ends with (sending the update, fetching
 	 * the next model, a checkpoint) is a burst of its own, and its quiet is no round's end. */
 	uint32_t min_round_share_permille; /* 100 */
-	/* And at least this many allocations and frees since the round's start: a poll or a relay
-	 * moves a few buffers (NVFlare's client parent: about 130 a poll), a round's work
-	 * thousands. */
-	uint64_t min_round_events; /* 1000 */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
 	 * when a quiet period after a significant burst is about to be confirmed. */
 	bool want_live; /* false */

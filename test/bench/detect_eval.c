@@ -37,7 +37,6 @@ usage(void)
 	                "[--idle-cpu-permille P] "
 	                "[--half-life-ms MS] [--min-burst-events N] [--min-burst-kib K] "
 	                "[--kept-permille P] [--kept-count-permille P] [--rss-growth-permille P] "
-	                "[--round-share-permille P] [--round-events N] "
 	                "[--round-share-permille P] "
 	                "[--name NAME] [--list] TRACE TRUTH\n"
 	                "       detect_eval --detected FILE --end-us T [--name NAME] [--list] "
@@ -117,10 +116,6 @@ main(int argc, char **argv)
 			params.max_kept_count_permille = (uint32_t)n;
 		else if (!strcmp(a, "--rss-growth-permille"))
 			params.max_rss_growth_permille = (uint32_t)n;
-		else if (!strcmp(a, "--round-share-permille"))
-			params.min_round_share_permille = (uint32_t)n;
-		else if (!strcmp(a, "--round-events"))
-			params.min_round_events = n;
 		else if (!strcmp(a, "--round-share-permille"))
 			params.min_round_share_permille = (uint32_t)n;
 		else if (!strcmp(a, "--name"))
