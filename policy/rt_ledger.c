@@ -113,6 +113,12 @@ rt_ledger_plan(const struct rt_batch *b, bool profile, bool have_stats)
 	return p;
 }
 
+bool
+rt_batch_acts_by_detection_only(const struct rt_batch *b)
+{
+	return b->due && !b->announced && !b->trim && !b->python;
+}
+
 void
 rt_ledger_start(const struct rt_ledger *l, const struct rt_batch *b, int pid, const char *allocator,
                 char *note, struct rt_round_record *rec)

@@ -80,6 +80,10 @@ enum rt_ledger_say rt_ledger_line(struct rt_ledger *l, struct rt_batch *b,
 void rt_ledger_close(struct rt_ledger *l, struct rt_batch *b);
 
 struct rt_ledger_plan rt_ledger_plan(const struct rt_batch *b, bool profile, bool have_stats);
+/* Whether the batch acts only because of a round the library found itself (no announced round,
+ * no trim, no Python steps' release): such an action is skipped when it is not worth it
+ * (rt_triggers_auto_worth); the round still counts. */
+bool rt_batch_acts_by_detection_only(const struct rt_batch *b);
 
 /* The round's record before anything is measured; note is its buffer (RT_LEDGER_NOTE_MAX). A
  * Python follow-up's record carries the round its steps served. */

@@ -29,6 +29,9 @@ struct rt_triggers_params {
 	uint64_t idle_tick_us;      /* ...slowed to this while the process neither allocates nor */
 	uint64_t idle_after_us;     /* frees for this long */
 	uint64_t watch_tick_us;     /* how often pressure and RSS are looked at otherwise */
+	/* A round the library found itself acts only once RSS has grown this much since the last
+	 * action left it. */
+	uint64_t auto_growth_kib;
 };
 
 struct rt_triggers {
@@ -38,6 +41,7 @@ struct rt_triggers {
 	uint64_t bytes_at_last_action;
 	uint64_t pressure_acted_us; /* 0: never */
 	uint64_t rss_acted_us;
+	uint64_t rss_left_kib; /* RSS after the last action; 0: none yet */
 };
 
 /* What the worker read at a tick; 0 for what it did not read. */
@@ -60,6 +64,13 @@ enum rt_trigger rt_triggers_due(const struct rt_triggers *t, const struct rt_tri
 /* After any action, whatever called for it. */
 void rt_triggers_acted(struct rt_triggers *t, enum rt_trigger why,
                        const struct rt_trigger_reading *r);
+/* After any release: the RSS it left. */
+void rt_triggers_left(struct rt_triggers *t, uint64_t rss_after_kib);
+/* Whether a round the library found itself is worth an action at this RSS: one where RSS stayed
+ * where the last action left it has nothing to give back. A process with no rounds of its own
+ * finds some all the same (NVFlare's client parent: its poll for the next task, every 10 s,
+ * allocates and gives back 6 MiB, and goes quiet); its RSS does not grow. 0 (unread): true. */
+bool rt_triggers_auto_worth(const struct rt_triggers *t, uint64_t rss_kib);
 /* How long the worker may wait for the next tick, given when the process last allocated or
  * freed; UINT64_MAX when nothing is periodic. */
 uint64_t rt_triggers_wait_us(const struct rt_triggers *t, uint64_t now_us, uint64_t last_event_us);

@@ -279,6 +279,7 @@ rt_worker_release(struct rt_round_record *rec, char *note)
 	}
 	if (rt_ledger_acted(&rt_w, rec, note, rc != 0))
 		rt_warn("%s failed; rounds are still counted", rec->action);
+	rt_triggers_left(&rt_w_triggers, rec->rss_after_kib);
 }
 
 /* A batch: a round or a trim, with the allocator's action when it acts; or the record of Python
@@ -296,6 +297,11 @@ rt_worker_handle(const struct rt_batch *b, const struct rt_python_outcome *pytho
 	struct rt_round_record rec;
 	rt_ledger_start(&rt_w, b, getpid(), rt_allocator_name(rt_shim.allocator), note, &rec);
 	rec.rss_before_kib = rec.rss_after_kib = rt_files_rss_kib();
+	if (plan.act && rt_batch_acts_by_detection_only(b) &&
+	    !rt_triggers_auto_worth(&rt_w_triggers, rec.rss_before_kib)) {
+		plan.act = false;
+		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "nothing-grew");
+	}
 	struct rt_python_outcome handed;
 	if (plan.act && !python) {
 		rt_python_hand_off(rec.round, &handed);

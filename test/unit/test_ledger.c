@@ -236,3 +236,30 @@ Test(ledger, python_follow_up)
 	rt_batch_python(&g, 2, true);
 	cr_assert(rt_ledger_plan(&g, false, false).act, "the steps freed something");
 }
+
+/* Only an action that a detected round alone calls for is subject to the RSS rule. */
+Test(ledger, acts_by_detection_only)
+{
+	rt_ledger_init(&ledger, 1);
+	struct rt_batch b = {0};
+	rt_batch_detected(&b);
+	rt_ledger_close(&ledger, &b);
+	cr_assert(rt_batch_acts_by_detection_only(&b));
+	struct rt_batch c = {0};
+	rt_batch_detected(&c);
+	rt_batch_trim(&c, "interval");
+	rt_ledger_close(&ledger, &c);
+	cr_assert_not(rt_batch_acts_by_detection_only(&c), "a trim acts whatever RSS did");
+	struct rt_batch d = {0};
+	line(&d, RT_PROTO_ROUND, 0);
+	rt_ledger_close(&ledger, &d);
+	cr_assert_not(rt_batch_acts_by_detection_only(&d), "announced rounds are the user's");
+	struct rt_batch e = {0};
+	rt_batch_python(&e, 3, true);
+	cr_assert_not(rt_batch_acts_by_detection_only(&e));
+	rt_ledger_init(&ledger, 2);
+	struct rt_batch f = {0};
+	rt_batch_detected(&f);
+	rt_ledger_close(&ledger, &f);
+	cr_assert_not(rt_batch_acts_by_detection_only(&f), "round 1 of N=2 does not act");
+}

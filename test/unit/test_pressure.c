@@ -187,3 +187,18 @@ Test(triggers, quiet_moment)
 	cr_assert_not(rt_triggers_quiet_go(10, 11, 2000, 100000));
 	cr_assert(rt_triggers_quiet_go(10, 99, 100000, 100000), "bounded");
 }
+
+/* A round found by the library acts only once RSS has grown a MiB past where the last action
+ * left it: NVFlare's client parent finds a round at each 10 s poll, and its RSS stays put. */
+Test(triggers, a_detected_round_acts_only_when_rss_grew)
+{
+	struct rt_triggers t = triggers(0, 0, 0, true);
+	cr_assert(rt_triggers_auto_worth(&t, 80000), "no action yet: the first goes");
+	rt_triggers_left(&t, 75000);
+	cr_assert_not(rt_triggers_auto_worth(&t, 75000));
+	cr_assert_not(rt_triggers_auto_worth(&t, 75000 + 1023));
+	cr_assert(rt_triggers_auto_worth(&t, 75000 + 1024));
+	cr_assert(rt_triggers_auto_worth(&t, 0), "RSS unread: go");
+	rt_triggers_left(&t, 70000);
+	cr_assert(rt_triggers_auto_worth(&t, 75000), "measured from the last action");
+}
