@@ -145,6 +145,10 @@ $(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h $(POLICY_LIB_
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ test/bench/detect_eval.c $(POLICY_LIB_OBJ)
 $(UNIT): test/bench/detect_match.h
+# Figure 9's reader of the stats lines: policy's reader (json-c), not a parse of its own.
+$(BUILD)/test/bench/between_eval: test/bench/between_eval.c test/bench/detect_match.h $(POLICY_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ test/bench/between_eval.c $(POLICY_OBJ) -ljson-c
 .PHONY: bench-detect
 bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 	scripts/bench-detect.sh
