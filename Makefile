@@ -164,8 +164,8 @@ ifeq ($(shell id -u),0)
 else
 	@echo "check-deb: not run: it needs root (dpkg -i into an overlay of /)"
 endif
-# The quick bench alone, last: it keeps both cores busy for up to a minute, and the other
-# tests' bounded waits should not compete with it for them.
+# The quick bench alone, last: it takes about three minutes, keeps both cores busy for most of
+# the first two, and the other tests' bounded waits should not compete with it for them.
 	$(INTEGRATION) --filter 'bench/*'
 
 # Shell scripts pass shellcheck; the man page renders without a warning.
