@@ -74,11 +74,6 @@ clock_offset_us() {
 	"$PYTHON" -c 'import time; print(time.time_ns() // 1000 - time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)'
 }
 
-# now_us OFFSET: CLOCK_MONOTONIC now, in microseconds, from bash's own clock and the offset.
-now_us() {
-	echo $((${EPOCHREALTIME/./} - $1))
-}
-
 # stats_events OFFSET STATS...: one line per round the library counted, "TRIGGER ACTION T_US",
 # T_US when it was handled on the monotonic clock. A line that merged K rounds stands for K
 # rounds (its round number moves by K).

@@ -28,6 +28,12 @@ note_load() {
 	note "$1: load average $load on $(nproc) cores"
 }
 
+# now_us OFFSET: CLOCK_MONOTONIC now, in microseconds, from bash's own clock and OFFSET
+# (CLOCK_REALTIME less CLOCK_MONOTONIC, read once): the clock of the workloads' boundary lines.
+now_us() {
+	echo $((${EPOCHREALTIME/./} - $1))
+}
+
 # Numbers on stdin, one a line: prints the median (the mean of the middle two for an even count).
 median() {
 	sort -g | awk '{ v[NR] = $1 } END {

@@ -12,12 +12,16 @@
 #   7 auto      rounds that come by themselves: detection against true ends, a steady loop, the
 #               Python client never told about a round (bench-auto.sh)
 #   8 sites     time and memory of ROUNDTRIM_SITES on and off, against heaptrack (bench-sites.sh)
+#   9 between   RSS in the blocking wait between rounds against NVFlare's cleanup at the round's
+#               end, rounds announced by FIFO, API or nobody; the delays; what a call costs
+#               (bench-between.sh)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
 #   BENCH_RAW      raw data (default $BUILD/bench)
 #   BENCH_PAIRS    pairs per configuration of figure 2
 #   BENCH_AUTO_RUNS  runs per workload of figure 7
+#   BENCH_BETWEEN_PAIRS  repetitions of figure 9
 #   BUILD          build directory (default build)
 # A missed goal is reported, not failed: the exit status is non-zero only when a run fails or
 # prints something that is not a figure.
@@ -89,14 +93,14 @@ summary() {
 }
 
 # The figures, in the order of the page; each piece writes its own.
-FIGURES=(1 2 3 4 5 6 7 8)
+FIGURES=(1 2 3 4 5 6 7 8 9)
 
 main() {
 	local piece n start load_before load_after
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md
-	for piece in overhead latency startup stall memory arena auto sites; do
+	for piece in overhead latency startup stall memory arena auto sites between; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
 	for n in "${FIGURES[@]}"; do

@@ -1,8 +1,10 @@
 /* make bench's harness, not its figures: `make bench BENCH_QUICK=1` into a temporary directory
  * writes a RESULTS.md whose summary has a row for each of its figures, every row holding a
- * median, a min and a max that are numbers, and every plot the page shows is a PNG. Timings are
- * never asserted: the machine is shared. */
+ * median, a min and a max that are numbers, and every plot the page shows is a PNG; figure 9's
+ * reader of the stats lines (between_eval) puts each release on the round end it served. Timings
+ * are never asserted: the machine is shared. */
 #include "harness.h"
+#include "rt_report.h"
 
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -13,8 +15,8 @@
 
 TestSuite(bench, .timeout = 900, .fini = th_cleanup);
 
-/* The quick bench takes about a minute on an idle 2-core machine; the limit leaves room for a
- * loaded one, and timeout(1) ends the whole process group when it is reached. */
+/* The quick bench takes about three minutes on an idle 2-core machine; the limit leaves room for
+ * a loaded one, and timeout(1) ends the whole process group when it is reached. */
 #define BENCH_LIMIT_S 600
 #define BENCH_FIGURE_MAX 20
 
@@ -116,7 +118,7 @@ Test(bench, quick_run_writes_every_figure_and_plot)
 		          "figure %d has no row in the summary", f);
 		figures++;
 	}
-	cr_assert_geq(figures, 8, "the page shows %d figures", figures);
+	cr_assert_geq(figures, 9, "the page shows %d figures", figures);
 	int plots = 0;
 	for (char *at = strstr(page, "]("); at; at = strstr(at + 2, "](")) {
 		char name[256];
@@ -131,4 +133,69 @@ Test(bench, quick_run_writes_every_figure_and_plot)
 	              "the page shows %d plots, expected the RSS plots of two sizes and "
 	              "the latency CDF",
 	              plots);
+}
+
+/* One stats line, as the library writes it, of a record written at unix_us. */
+static void
+between_line(FILE *f, int pid, uint64_t round, const char *trigger, const char *python,
+             int64_t gc_collected, int64_t unix_us)
+{
+	struct rt_round_record rec = {.pid = pid,
+	                              .round = round,
+	                              .trigger = trigger,
+	                              .action = "glibc_release",
+	                              .allocator = "glibc",
+	                              .rss_before_kib = 300000,
+	                              .rss_after_kib = 290000,
+	                              .unix_time_us = unix_us,
+	                              .note = "",
+	                              .python = python,
+	                              .gc_collected = gc_collected,
+	                              .cuda = "off"};
+	char line[RT_REPORT_LINE_MAX];
+	rt_report_json(line, sizeof(line), &rec);
+	fputs(line, f);
+}
+
+/* Round ends at 10, 20 and 30 s of the workload's clock, the offset 1.7e15 µs: round 1 released
+ * 15 ms after its end and followed by its Python steps 4.1 s after; a detection before the first
+ * end (the program's set-up); round 2 released 20 ms after, then a second record inside it; no
+ * release for round 3. The Python record of round 2 comes after round 3's end, and still counts
+ * from round 2's. */
+Test(bench, between_eval_puts_each_release_on_its_round_end)
+{
+	const char *dir = th_tmpdir();
+	char truth[PATH_MAX], stats[PATH_MAX], out[4096], err[1024];
+	const int64_t offset = 1700000000000000, s = 1000000;
+	snprintf(truth, sizeof(truth), "%s/truth", dir);
+	snprintf(stats, sizeof(stats), "%s/stats.jsonl", dir);
+	th_write_file(truth, "start 5000000\nboundary 1 10000000\nround 1 rss_kib=1\n"
+	                     "wait 1 10000100\nboundary 2 20000000\nboundary 3 30000000\n");
+	FILE *f = fopen(stats, "w");
+	cr_assert_not_null(f);
+	between_line(f, 7, 1, "auto", "pending", -1, offset + 6 * s);
+	between_line(f, 7, 2, "fifo", "pending", -1, offset + 10 * s + 15000);
+	between_line(f, 7, 2, "python", "collected", 42, offset + 14 * s + 100000);
+	between_line(f, 7, 3, "fifo", "pending", -1, offset + 20 * s + 20000);
+	between_line(f, 7, 4, "fifo", "pending", -1, offset + 22 * s);
+	between_line(f, 7, 3, "python", "collected", 5, offset + 31 * s);
+	fclose(f);
+	char eval[PATH_MAX], offset_text[32];
+	snprintf(eval, sizeof(eval), "%s/test/bench/between_eval", RT_BUILD_DIR);
+	snprintf(offset_text, sizeof(offset_text), "%lld", (long long)offset);
+	const char *argv[] = {eval, "--offset-us", offset_text, truth, stats, NULL};
+	cr_assert_eq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	th_expect_in(out, "release round=1 trigger=fifo delay_us=15000 released_kib=10000 "
+	                  "python=pending\n");
+	th_expect_in(out, "release round=2 trigger=fifo delay_us=20000 ");
+	th_expect_in(out, "missed round=3\n");
+	th_expect_in(out, "followup round=1 trigger=fifo delay_us=4100000 released_kib=10000 "
+	                  "gc_collected=42\n");
+	th_expect_in(out, "followup round=2 trigger=fifo delay_us=11000000 ");
+	th_expect_in(out, "records boundaries=3 releases=2 followups=2 extra=1 before=1\n");
+
+	/* A line that is not the library's is an error, not a figure. */
+	th_write_file(stats, "{\"pid\":7}\n");
+	cr_assert_neq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0);
+	th_expect_in(err, "not a stats line");
 }

@@ -27,7 +27,23 @@ For round detection (none of these changes the default run): --batch MIN:MAX and
 draw each step's batch size and each round's number of steps; --pause MIN:MAX sleeps a random
 number of seconds before the first round and after each one, as a client waits for its server;
 --duration S starts no round after S seconds; --boundaries prints "start T" before the first
-pause and "boundary R T" at the end of round R (T: CLOCK_MONOTONIC microseconds).
+pause, "boundary R T" at the end of round R, once its work is done and before any cleanup or
+announcement, and "wait R T" as its pause begins (T: CLOCK_MONOTONIC microseconds).
+
+For the time between rounds (none of these changes the default run either): --first-pause S
+sleeps S seconds before the first round instead of a draw from --pause; --pause-in event waits
+each pause in threading.Event().wait(timeout) instead of time.sleep: either way the main thread
+sits in one blocking C call, where CPython runs no pending call. --gc-disabled calls gc.disable()
+at the start, as training programs that collect by hand do (--self-cleanup's gc.collect() still
+collects). --cycles MIB leaves MIB MiB of unreachable reference cycles each round: pairs of
+objects that point at each other, each holding a bytearray of 1-4 KiB, which the round's trainer
+keeps until it is dropped; only a collection frees them. --roundtrim-round calls roundtrim.round()
+(scripts/python/roundtrim.py, on PYTHONPATH; the library preloaded) at the very end of each round,
+where --self-cleanup=end cleans up. --call-cost N, after the rounds, times N calls of
+roundtrim.round() in this process (ROUNDTRIM_AUTO=off, so that the calls are the only rounds,
+and ROUNDTRIM_GC_ROUNDS=K, so that every K-th acts) and, after each acting call, NVFlare's cleanup
+(gc.collect() + malloc_trim(0)); it prints "cost count S" or "cost act S" for each call and
+"cost nvflare S" for each cleanup (S: seconds, time.perf_counter).
 """
 import argparse
 import ctypes
@@ -37,6 +53,7 @@ import os
 import random
 import select
 import sys
+import threading
 import time
 
 import numpy as np
@@ -101,6 +118,23 @@ def self_cleanup(allocator):
         ctypes.CDLL(None).malloc_trim(0)
 
 
+class Node:
+    """One object of a round's cyclic garbage."""
+
+
+def make_cycles(rng, mib):
+    """Pairs of Nodes that point at each other, each with a bytearray of 1-4 KiB, MIB MiB in all;
+    the list of one Node per pair is what keeps them reachable."""
+    pairs, total = [], 0
+    while total < mib << 20:
+        a, b = Node(), Node()
+        a.data, b.data = bytearray(rng.randint(1024, 4096)), bytearray(rng.randint(1024, 4096))
+        a.peer, b.peer = b, a
+        total += len(a.data) + len(b.data)
+        pairs.append(a)
+    return pairs
+
+
 def make_model(hidden):
     layers = [torch.nn.Linear(IN_FEATURES, hidden), torch.nn.ReLU()]
     for _ in range(LAYERS - 2):
@@ -120,7 +154,7 @@ class Client:
     a reference cycle, so its model, gradients and optimizer state go only when the cyclic
     garbage collector runs."""
 
-    def __init__(self, payload, hidden, rng, history, on_send, steps, batch):
+    def __init__(self, payload, hidden, rng, history, on_send, steps, batch, cycles):
         self.model = make_model(hidden)
         self.model.load_state_dict(torch.load(io.BytesIO(payload)))
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
@@ -130,6 +164,8 @@ class Client:
         self.on_send = on_send
         self.steps = steps
         self.batch = batch
+        self.cycles = cycles
+        self.scratch = None
         self.model.register_forward_hook(self.on_forward)
 
     def on_forward(self, module, inputs, output):
@@ -148,6 +184,9 @@ class Client:
             self.opt.step()
             # Per-step metrics kept for the report: small survivors between big blocks.
             self.history.append((batch, float(loss), loss.detach().numpy().copy()))
+        if self.cycles:
+            # The round's caches: garbage once the trainer goes.
+            self.scratch = self.cycles()
         update = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         return self.send(to_bytes(update))
 
@@ -171,21 +210,48 @@ def main():
     ap.add_argument("--pause", type=seconds_range, default=(0.0, 0.0))
     ap.add_argument("--duration", type=float, default=0.0)
     ap.add_argument("--boundaries", action="store_true")
+    ap.add_argument("--first-pause", type=float)
+    ap.add_argument("--pause-in", choices=("sleep", "event"), default="sleep")
+    ap.add_argument("--gc-disabled", action="store_true")
+    ap.add_argument("--cycles", type=int, default=0)
+    ap.add_argument("--roundtrim-round", action="store_true")
+    ap.add_argument("--call-cost", type=int, default=0)
     args = ap.parse_args()
     if args.rounds < 1 or args.scale <= 0:
         ap.error("--rounds must be >= 1 and --scale > 0")
+    if args.cycles < 0 or args.call_cost < 0 or (args.first_pause or 0) < 0:
+        ap.error("--cycles, --call-cost and --first-pause must be >= 0")
+    if args.gc_disabled:
+        gc.disable()
+    roundtrim = None
+    if args.roundtrim_round or args.call_cost:
+        import roundtrim
+        if not roundtrim.loaded():
+            ap.error("--roundtrim-round and --call-cost need libroundtrim.so preloaded")
 
     torch.set_num_threads(2)
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     rng = random.Random(args.seed)
     hidden = max(16, int(HIDDEN * args.scale))
-    allocator = allocator_type() if args.self_cleanup else None
+    allocator = allocator_type() if args.self_cleanup or args.call_cost else None
 
     def cleanup():
         self_cleanup(allocator)
 
     on_send = cleanup if args.self_cleanup == "send" else None
+    cycles = None
+    if args.cycles:
+        cycles_rng = random.Random(args.seed)
+
+        def cycles():
+            return make_cycles(cycles_rng, args.cycles)
+
+    if args.pause_in == "event":
+        never_set = threading.Event()
+        pause = never_set.wait
+    else:
+        pause = time.sleep
 
     server_state = {k: v.detach().clone() for k, v in make_model(hidden).state_dict().items()}
     history = []
@@ -193,27 +259,70 @@ def main():
     if args.boundaries:
         sys.stdout.write("start %d\n" % started)
         sys.stdout.flush()
-    time.sleep(draw(rng, args.pause, uniform=True))
+    pause(draw(rng, args.pause, uniform=True) if args.first_pause is None else args.first_pause)
     for r in range(1, args.rounds + 1):
         if args.duration > 0 and now_us() - started >= args.duration * 1e6:
             break
         payload = to_bytes(server_state)
-        client = Client(payload, hidden, rng, history, on_send, args.steps, args.batch)
+        client = Client(payload, hidden, rng, history, on_send, args.steps, args.batch, cycles)
         update = torch.load(io.BytesIO(client.train()))
         del client
         # The server averages the update in and keeps only the new state.
         server_state = {k: (server_state[k] + update[k]) / 2 for k in server_state}
         del payload, update
+        ended = now_us()
         if args.self_cleanup == "end":
             cleanup()
+        if args.roundtrim_round and not roundtrim.round():
+            sys.exit("fl_client: roundtrim.round() did not count the round")
         if args.boundaries:
-            sys.stdout.write("boundary %d %d\n" % (r, now_us()))
+            sys.stdout.write("boundary %d %d\n" % (r, ended))
         sys.stdout.write("round %d rss_kib=%d\n" % (r, rss_kib()))
         sys.stdout.flush()
         if args.wait and not next_task():
             break
-        time.sleep(draw(rng, args.pause, uniform=True))
+        seconds = draw(rng, args.pause, uniform=True)
+        if args.boundaries and seconds > 0:
+            sys.stdout.write("wait %d %d\n" % (r, now_us()))
+            sys.stdout.flush()
+        pause(seconds)
+    if args.call_cost:
+        call_cost(roundtrim, args.call_cost, cleanup)
     return 0
+
+
+def call_cost(roundtrim, calls, cleanup):
+    """Times roundtrim.round() calls and, after each that acts, NVFlare's cleanup; see above."""
+    every = int(os.environ.get("ROUNDTRIM_GC_ROUNDS", "1"))
+    if os.environ.get("ROUNDTRIM_AUTO") != "off" or every < 1:
+        sys.exit("fl_client: --call-cost needs ROUNDTRIM_AUTO=off and ROUNDTRIM_GC_ROUNDS=K")
+    actions = (roundtrim.status() or {}).get("actions", 0)
+    for i in range(1, calls + 1):
+        start = time.perf_counter()
+        roundtrim.round()
+        took = time.perf_counter() - start
+        acts = i % every == 0
+        sys.stdout.write("cost %s %.9f\n" % ("act" if acts else "count", took))
+        if acts:
+            # The worker's release runs after the call returns: let it end before the next
+            # timing, whose thread it would otherwise compete with.
+            actions += 1
+            if not wait_for_actions(roundtrim, actions):
+                sys.exit("fl_client: call %d acted, but the library reports no action" % i)
+            start = time.perf_counter()
+            cleanup()
+            sys.stdout.write("cost nvflare %.9f\n" % (time.perf_counter() - start))
+    sys.stdout.flush()
+
+
+def wait_for_actions(roundtrim, actions, timeout=30.0):
+    """Whether the library's status reaches ACTIONS actions within TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (roundtrim.status() or {}).get("actions", 0) >= actions:
+            return True
+        time.sleep(0.002)
+    return False
 
 
 def next_task():
