@@ -29,7 +29,7 @@ rt_report_escape(char *out, size_t size, const char *in, size_t max, bool quoted
 		if (quoted && (c == '"' || c == '\\')) {
 			out[w++] = '\\';
 			out[w++] = (char)c;
-		} else if (c < 0x20 || c == 0x7f || (quoted && c > 0x7f)) {
+		} else if (c < 0x20 || c >= 0x7f) {
 			out[w++] = '\\';
 			out[w++] = 'x';
 			out[w++] = hex[c >> 4];

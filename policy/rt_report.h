@@ -72,9 +72,10 @@ struct rt_status_record {
 
 uint64_t rt_report_released_kib(const struct rt_round_record *rec);
 
-/* Copies at most max bytes of in so that the result stays one printable line: control bytes
- * become \xNN; with quoted (a value between double quotes), also '"' and '\' are escaped, and
- * every byte outside printable ASCII. "..." marks what was cut. out must hold max * 4 + 4. */
+/* Copies at most max bytes of in so that the result stays one line of printable ASCII: every
+ * other byte (controls, DEL, and every byte of UTF-8 or of a C1 control, which a terminal would
+ * act on) becomes \xNN; with quoted (a value between double quotes), '"' and '\' are escaped
+ * too. "..." marks what was cut. out must hold max * 4 + 4. */
 void rt_report_escape(char *out, size_t size, const char *in, size_t max, bool quoted);
 
 /* Writes s as a JSON string body, escaped (paths and program names may hold quotes or control

@@ -59,8 +59,8 @@ rt_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	/* Paths and FIFO lines come from outside: a newline or an escape sequence in them must
-	 * neither split the line nor reach the host's terminal. */
+	/* Paths and FIFO lines come from outside: a newline, an escape sequence or a byte outside
+	 * ASCII in them must neither split the line nor reach the host's terminal. */
 	memcpy(line, "roundtrim: ", 11);
 	rt_report_escape(line + 11, sizeof(line) - 12, message, sizeof(message), false);
 	size_t len = strlen(line);

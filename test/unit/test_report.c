@@ -285,6 +285,22 @@ Test(report, escape_keeps_one_printable_line)
 	cr_assert_str_eq(out, "abc...");
 }
 
+/* A message for the program's stderr: no byte outside printable ASCII reaches it, quoted or not
+ * (a terminal would take UTF-8 or a C1 control from a FIFO line or a path as its own). */
+Test(report, escape_leaves_only_printable_ascii)
+{
+	char out[128];
+	rt_report_escape(out, sizeof(out), "h\xc3\xa9 \x80\x9b\xff~", 64, false);
+	cr_assert_str_eq(out, "h\\xc3\\xa9 \\x80\\x9b\\xff~");
+	for (int c = 1; c < 256; c++) {
+		char in[2] = {(char)c, 0};
+		rt_report_escape(out, sizeof(out), in, 1, false);
+		for (const char *at = out; *at; at++)
+			cr_assert(*at >= 0x20 && *at < 0x7f, "byte %#x gave %s", c, out);
+		cr_assert_eq(strlen(out) == 1, c >= 0x20 && c < 0x7f, "byte %#x gave %s", c, out);
+	}
+}
+
 static const char *
 mib(uint64_t kib)
 {

@@ -1,0 +1,39 @@
+/* The library's outputs on a full or failing volume, and its messages: every record is written
+ * whole or not at all, the first loss is said once and every loss counted, and a message names
+ * the true cause and stays printable ASCII. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(outputs, .timeout = 120, .fini = th_cleanup);
+
+/* Whether text holds a byte outside printable ASCII other than a newline. */
+static bool
+has_raw_byte(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c != '\n' && (c < 0x20 || c > 0x7e))
+			return true;
+	}
+	return false;
+}
+
+Test(outputs, fifo_line_outside_ascii_is_escaped_on_stderr)
+{
+	struct th_probe run;
+	char line[2048], err[4096];
+	th_start_probe(&run, (const char *[]){"idle", NULL}, NULL, line, sizeof(line));
+	cr_assert(th_fifo_write(run.fifo, "h\xc3\xa9llo \xff\x80\x1b[31m\nround\n", 21));
+	th_wait_rounds(&run, 1, line, sizeof(line));
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	size_t len = th_read_stderr(&run.proc, err, sizeof(err));
+	th_expect_in(err, "ignoring FIFO line \"h\\xc3\\xa9llo \\xff\\x80\\x1b[31m\"");
+	cr_assert(!has_raw_byte(err, len), "a raw byte reached stderr: %s", err);
+}
