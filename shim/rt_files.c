@@ -313,11 +313,18 @@ rt_files_open_output(struct rt_output *out, const char *tmpl)
 		goto label_return;
 	}
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int open_errno = errno;
+	/* Where the directory cannot be opened, stat(2) tells the rules what is there (it takes no
+	 * descriptor: under EMFILE the directory exists, and the open's error is the cause). */
 	struct rt_file_facts dir_facts = {.exists = false};
-	if (dirfd >= 0 && fstat(dirfd, &st) == 0)
+	if (dirfd >= 0 ? fstat(dirfd, &st) == 0 : stat(dir, &st) == 0)
 		dir_facts = rt_files_facts(&st);
 	if ((refusal = rt_file_dir_refusal(RT_FILE_OUTPUT, &dir_facts, uid))) {
 		rt_warn("%s off: refusing %s: %s", out->fd.feature, out->path, refusal);
+		goto label_return;
+	}
+	if (dirfd < 0) {
+		rt_warn("%s off: cannot open %s: %s", out->fd.feature, dir, strerror(open_errno));
 		goto label_return;
 	}
 	struct rt_file_facts node = rt_files_lstat(dirfd, name);

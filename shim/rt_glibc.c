@@ -223,8 +223,10 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 	rt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt_g.pid = getpid();
 	uint64_t probe = 0x726f756e64747269, seen = 0;
-	if (!rt_glibc_peek(NULL, (uintptr_t)&probe, &seen, 1) || seen != probe)
+	if (!rt_glibc_peek(NULL, (uintptr_t)&probe, &seen, 1))
 		return rt_glibc_off("process_vm_readv cannot read this process", strerror(errno));
+	if (seen != probe)
+		return rt_glibc_off("process_vm_readv read back another value", NULL);
 
 	/* The main arena's bins are set up by the first malloc (ptmalloc_init). */
 	free_fn(malloc_fn(1));

@@ -584,7 +584,11 @@ rt_sampler_init(void)
 	dl_iterate_phdr(rt_sampler_find_object, &self);
 	ssize_t len = readlink("/proc/self/exe", rt_sp.exe, sizeof(rt_sp.exe) - 1);
 	rt_sp.exe[len > 0 ? len : 0] = '\0';
-	if (!self.found || !rt_sampler_map_tables()) {
+	if (!self.found) {
+		rt_warn("sites off: the library cannot find its own object");
+		return;
+	}
+	if (!rt_sampler_map_tables()) {
 		rt_warn("sites off: cannot map its tables: %s", strerror(errno));
 		return;
 	}

@@ -37,3 +37,28 @@ Test(outputs, fifo_line_outside_ascii_is_escaped_on_stderr)
 	th_expect_in(err, "ignoring FIFO line \"h\\xc3\\xa9llo \\xff\\x80\\x1b[31m\"");
 	cr_assert(!has_raw_byte(err, len), "a raw byte reached stderr: %s", err);
 }
+
+/* A fork child that starts its library with every descriptor taken: each file it cannot open is
+ * named with the error of the call that failed (EMFILE), not with what a later check guessed. */
+Test(outputs, fork_child_under_emfile_names_the_true_cause)
+{
+	struct th_proc p;
+	char line[256], err[8192];
+	const char *argv[] = {th_workload("probe"), "emfile", NULL};
+	char preload[PATH_MAX + 16];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), NULL};
+	th_spawn(&p, argv, env);
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS), "probe emfile said nothing");
+	cr_assert(!strncmp(line, "emfile ", 7), "%s", line);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	th_read_stderr(&p, err, sizeof(err));
+	th_expect_in(err, "stats file off: cannot open");
+	cr_assert_eq(th_count_in(err, "stats file off"), 1, "%s", err);
+	cr_assert_eq(th_count_in(err, "does not exist"), 0, "%s", err);
+	const char *said = strstr(err, "stats file off");
+	const char *end = strchr(said, '\n');
+	cr_assert(end && memmem(said, (size_t)(end - said), "Too many open files", 19), "%s", err);
+}

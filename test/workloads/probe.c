@@ -33,6 +33,9 @@
  *                   with pthread_exit: the process must then end (exit status 0) as glibc
  *                   ends it after its last thread, after that thread's key destructor
  *                   ("thread key destructor ran") and then the atexit handler ("atexit ran")
+ *   emfile          lowers RLIMIT_NOFILE to 64, opens /dev/null until EMFILE and forks: the child
+ *                   calls roundtrim_round(), which starts its library at once with no descriptor
+ *                   free, and exits; then prints "emfile N" (N: descriptors opened), waits for EOF
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -55,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -405,6 +409,31 @@ mode_forkchild(int busy)
 	wait_eof();
 	int status;
 	waitpid(pid, &status, 0);
+	return 0;
+}
+
+static int
+mode_emfile(void)
+{
+	struct rlimit lim = {64, 64};
+	if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+		return 1;
+	int opened = 0;
+	while (open("/dev/null", O_RDONLY) >= 0)
+		opened++;
+	if (errno != EMFILE)
+		return 1;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int (*round)(void) =
+		    (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
+		_exit(round && round() >= 0 ? 0 : 1);
+	}
+	int status = 1;
+	waitpid(pid, &status, 0);
+	printf("emfile %d child=%d\n", opened, status);
+	wait_eof();
 	return 0;
 }
 
@@ -782,6 +811,8 @@ main(int argc, char **argv)
 		return mode_forkchild(argc > 2 && !strcmp(argv[2], "busy"));
 	if (!strcmp(mode, "api"))
 		return mode_api();
+	if (!strcmp(mode, "emfile"))
+		return mode_emfile();
 	if (!strcmp(mode, "arenas"))
 		return mode_arenas();
 	if (!strcmp(mode, "lowfd") && argc > 2)
