@@ -66,6 +66,8 @@ CMD := $(BUILD)/roundtrim
 # A copy of the command with a library path in the build tree compiled in, as `make install`
 # compiles in LIBDIR's: test/integration/test_install.c runs it.
 BAKED_COMMAND := $(BUILD)/test/baked/roundtrim
+# The seccomp launcher of the descriptor tests (below).
+NOSHARE := $(BUILD)/test/tools/noshare
 
 .PHONY: all test check lint bench demo install uninstall deb check-deb clean format deps stress FORCE
 all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
@@ -120,7 +122,7 @@ $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
 
-stress: $(LIB) $(INTEGRATION) $(WORKLOADS)
+stress: $(LIB) $(INTEGRATION) $(WORKLOADS) $(NOSHARE)
 	STRESS_DIVISOR=1 $(INTEGRATION) --filter 'stress/*' --jobs 1
 
 # Figure 5's floor: what preloading any shared object costs.
@@ -131,6 +133,13 @@ $(BUILD)/test/bench/libempty.so: test/bench/preload/empty.c
 $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
+
+# The seccomp launcher of the descriptor tests (test/tools/noshare.c): unshare refused, as in a
+# container runtime's default profile. Built plain under the sanitizers too: it only execs.
+all: $(NOSHARE)
+$(NOSHARE): test/tools/noshare.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -o $@ $< -lseccomp
 
 # Round detection: the recorder (a test-only preload that writes traces), the offline
 # evaluation of policy/rt_detect against a trace and its true boundaries, and their bench.
@@ -155,7 +164,8 @@ bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 
 test: check
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BENCHES) $(BAKED_COMMAND) lint fuzz-check
+check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BENCHES) $(BAKED_COMMAND) \
+		lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
 # The package, installed and purged in a throwaway copy of this machine: CI runs as root.
@@ -509,7 +519,8 @@ TEST_CFLAGS += -DTH_PRELOAD_AFTER='"$(SAN_PRELOAD)"'
 $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS): Makefile
 endif
 
-sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(BAKED_COMMAND) $(SAN_HELPERS) \
+sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BAKED_COMMAND) \
+		$(SAN_HELPERS) \
 		$(BUILD)/test/bench/chunks
 	@test -n "$(SANITIZE)" || { echo "use make check-asan, check-ubsan or check-tsan" >&2; exit 2; }
 	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)

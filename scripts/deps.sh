@@ -35,6 +35,7 @@ packages=(
 	libpython3.11-testsuite # CPython's regression tests, for make check-host
 	util-linux        # setpriv and prlimit: the tests of privilege drops and task limits
 	gosu              # the test of a container entrypoint that drops root (a static Go program)
+	libseccomp-dev    # test/tools/noshare: the seccomp filter of a container runtime (no unshare)
 )
 
 usage() {

@@ -624,7 +624,7 @@ th_start_workload(struct th_probe *run, const char *workload, const char *preloa
 	/* "noshare:NAME": NAME where the worker cannot have a descriptor table of its own. */
 	if (!strncmp(workload, "noshare:", 8)) {
 		workload += 8;
-		snprintf(wrapper, sizeof(wrapper), "%s/test/workloads/noshare", RT_BUILD_DIR);
+		snprintf(wrapper, sizeof(wrapper), "%s/test/tools/noshare", RT_BUILD_DIR);
 		argv[0] = wrapper;
 		argv[at++] = path;
 	}

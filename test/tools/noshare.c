@@ -1,0 +1,58 @@
+/* noshare [--no-keeper] PROGRAM ARGS...: runs PROGRAM under a seccomp filter (libseccomp) that
+ * refuses what Docker's, podman's and Kubernetes' RuntimeDefault profiles refuse a process
+ * without CAP_SYS_ADMIN, for it and every process it starts: unshare(2) fails with EPERM,
+ * clone3 with ENOSYS (glibc falls back to clone), clone with a namespace flag with EPERM. So the
+ * library's worker cannot take a descriptor table of its own (roundtrim(7), DESCRIPTORS). With
+ * --no-keeper, a clone of a thread that does not share the descriptor table fails with EPERM
+ * too, so that no task of the process can have a table of its own. */
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const unsigned long noshare_namespaces[] = {
+    CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
+};
+
+int
+main(int argc, char **argv)
+{
+	int first = 1;
+	bool no_keeper = argc > 1 && !strcmp(argv[1], "--no-keeper");
+	first += no_keeper;
+	if (argc <= first) {
+		fprintf(stderr, "usage: noshare [--no-keeper] PROGRAM ARGS...\n");
+		return 2;
+	}
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = ctx ? 0 : -ENOMEM;
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	for (size_t i = 0; !rc && i < sizeof(noshare_namespaces) / sizeof(noshare_namespaces[0]);
+	     i++)
+		rc = seccomp_rule_add(
+		    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, noshare_namespaces[i], noshare_namespaces[i]));
+	if (!rc && no_keeper)
+		rc = seccomp_rule_add(
+		    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_FILES, CLONE_THREAD));
+	/* Inherited by every child and kept across execve (no_new_privs, which an unprivileged
+	 * filter needs, comes with it). */
+	if (!rc)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc) {
+		fprintf(stderr, "noshare: seccomp: %s\n", strerror(-rc));
+		return 1;
+	}
+	execv(argv[first], argv + first);
+	perror("noshare: exec");
+	return 127;
+}
