@@ -295,10 +295,12 @@ label_return:
 
 /* Opens a stats or log file: an existing one for appending, a missing per-process one unnamed
  * (named by its first line), a missing shared one (no %p: several processes append to it) at
- * once. */
+ * once. A file rewritten in place (the Prometheus file) the same way, but emptied and not for
+ * appending: with O_APPEND, pwrite(2) appends whatever its offset (pwrite(2), BUGS). */
 static void
-rt_files_open_output(struct rt_output *out, const char *tmpl)
+rt_files_open_output(struct rt_output *out, const char *tmpl, bool rewritten)
 {
+	int mode = rewritten ? O_TRUNC : O_APPEND;
 	char dir[RT_CONFIG_PATH_MAX], name[NAME_MAX + 1];
 	const char *refusal;
 	unsigned uid = geteuid();
@@ -334,7 +336,7 @@ rt_files_open_output(struct rt_output *out, const char *tmpl)
 		rt_warn("%s off: refusing %s: %s", out->fd.feature, out->path, refusal);
 		goto label_return;
 	case RT_FILE_USE:
-		fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+		fd = openat(dirfd, name, O_WRONLY | mode | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
 		if (fd >= 0 &&
 		    (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != node.uid)) {
 			rt_warn("%s off: %s changed while it was opened", out->fd.feature,
@@ -344,14 +346,13 @@ rt_files_open_output(struct rt_output *out, const char *tmpl)
 		break;
 	case RT_FILE_CREATE:
 		if (rt_path_template_per_pid(tmpl)) {
-			fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
+			fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | mode | O_CLOEXEC, 0600);
 			out->unnamed = fd >= 0;
 		}
 		if (fd < 0) {
 			/* Shared, or a file system without O_TMPFILE. */
 			fd = openat(dirfd, name,
-			            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY |
-			                O_CLOEXEC,
+			            O_WRONLY | mode | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
 			            0600);
 			out->made_at_start = fd >= 0 && rt_path_template_per_pid(tmpl);
 		}
@@ -452,11 +453,11 @@ rt_files_open(void)
 	/* Read after actions only: it walks every mapping (about 3 ms per GiB resident). */
 	rt_files_adopt_path(&rt_f.smaps, "/proc/self/smaps_rollup");
 	rt_files_adopt_path(&rt_f.stat, "/proc/self/stat");
-	rt_files_open_output(&rt_f.log, cfg->log);
-	rt_files_open_output(&rt_f.stats, cfg->stats);
-	rt_files_open_output(&rt_f.prom, cfg->prom);
-	rt_files_open_output(&rt_f.trace, cfg->trace);
-	rt_files_open_output(&rt_f.sites, cfg->sites);
+	rt_files_open_output(&rt_f.log, cfg->log, false);
+	rt_files_open_output(&rt_f.stats, cfg->stats, false);
+	rt_files_open_output(&rt_f.prom, cfg->prom, true);
+	rt_files_open_output(&rt_f.trace, cfg->trace, false);
+	rt_files_open_output(&rt_f.sites, cfg->sites, false);
 	if (cfg->pressure_percent)
 		rt_files_open_pressure();
 	rt_files_open_fifo(forked);

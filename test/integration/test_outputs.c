@@ -62,3 +62,24 @@ Test(outputs, fork_child_under_emfile_names_the_true_cause)
 	const char *end = strchr(said, '\n');
 	cr_assert(end && memmem(said, (size_t)(end - said), "Too many open files", 19), "%s", err);
 }
+
+/* The Prometheus file is rewritten in place: one copy of the figures, however many rounds. */
+Test(outputs, prometheus_file_holds_one_copy_after_many_rewrites)
+{
+	struct th_probe run;
+	char line[2048], prom[PATH_MAX + 16], text[16384];
+	const char *env[] = {th_env_in_tmp("ROUNDTRIM_PROM", "%p.prom"), NULL};
+	th_start_probe_env(&run, (const char *[]){"idle", NULL}, env, line, sizeof(line));
+	snprintf(prom, sizeof(prom), "%s/%d.prom", th_tmpdir(), run.proc.pid);
+	for (int i = 1; i <= 5; i++) {
+		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+		th_wait_rounds(&run, i, line, sizeof(line));
+	}
+	cr_assert(th_wait_line(prom, "roundtrim_rounds_total{", line, sizeof(line), TH_TIMEOUT_MS));
+	ssize_t len = th_read_file(prom, text, sizeof(text));
+	cr_assert_gt(len, 0);
+	cr_assert_eq(th_count_in(text, "# end"), 1, "%s", text);
+	cr_assert_eq(th_count_in(text, "# TYPE roundtrim_rounds_total"), 1, "%s", text);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+}
