@@ -131,13 +131,23 @@ rt_config_scalar(const struct rt_config_reader *r, enum rt_setting_id id, uint64
 	return bad_value;
 }
 
-/* A path template setting: unset yields def silently, its off word yields "" (none), a bad
- * template yields def with a diagnostic that calls it def_text. */
+/* The value of a scalar setting that is its row's default when unset or bad. */
+static uint64_t
+rt_config_value(const struct rt_config_reader *r, enum rt_setting_id id)
+{
+	const uint64_t def = rt_settings[id].default_value;
+	return rt_config_scalar(r, id, def, def, NULL);
+}
+
+/* A path template setting: unset yields def (NULL: the row's default) silently, its off word
+ * yields "" (none), a bad template yields def with a diagnostic that calls it def_text. */
 static void
 rt_config_path(const struct rt_config_reader *r, enum rt_setting_id id, char *out, const char *def,
                const char *def_text)
 {
 	const struct rt_setting *s = &rt_settings[id];
+	if (!def)
+		def = s->default_string ? s->default_string : "";
 	const struct rt_setting_platform platform = rt_config_setting_platform(r);
 	const char *text = rt_config_get(r, s->name);
 	uint64_t unused;
@@ -190,18 +200,17 @@ rt_config_sites(const struct rt_config_reader *r, struct rt_config *cfg)
 {
 	const struct rt_setting *bytes_row = &rt_settings[RT_SETTING_SAMPLE_BYTES];
 	const struct rt_setting_platform platform = rt_config_setting_platform(r);
-	cfg->sample_bytes = rt_config_scalar(r, RT_SETTING_SAMPLE_BYTES, RT_SITES_SAMPLE_DEFAULT,
-	                                     RT_SITES_SAMPLE_DEFAULT, NULL);
+	cfg->sample_bytes = rt_config_value(r, RT_SETTING_SAMPLE_BYTES);
 	if (cfg->sample_bytes == 0) {
 		char fallback[32];
-		rt_setting_value_text(bytes_row, RT_SITES_SAMPLE_DEFAULT, fallback,
+		rt_setting_value_text(bytes_row, bytes_row->default_value, fallback,
 		                      sizeof(fallback));
 		rt_config_diag(r, bytes_row->name, rt_config_get(r, bytes_row->name), "zero",
 		               fallback);
-		cfg->sample_bytes = RT_SITES_SAMPLE_DEFAULT;
+		cfg->sample_bytes = bytes_row->default_value;
 	}
 	cfg->sites[0] = '\0';
-	if (!rt_config_scalar(r, RT_SETTING_SITES, 0, 0, NULL))
+	if (!rt_config_value(r, RT_SETTING_SITES))
 		return;
 	const char *name = rt_settings[RT_SETTING_SITES].name;
 	uint64_t unused;
@@ -230,7 +239,9 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 
 	memset(cfg, 0, sizeof(*cfg));
 	/* A value that is neither on nor off still shows the user meant to turn roundtrim off. */
-	cfg->disabled = rt_config_scalar(r, RT_SETTING_DISABLE, 0, 1, NULL) != 0;
+	cfg->disabled =
+	    rt_config_scalar(r, RT_SETTING_DISABLE, rt_settings[RT_SETTING_DISABLE].default_value,
+	                     1, NULL) != 0;
 	if (cfg->disabled)
 		return;
 
@@ -240,29 +251,30 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	enum rt_parse_result res =
 	    match ? rt_setting_parse(match_row, match, &setting_platform, &unused) : RT_PARSE_OK;
 	if (res != RT_PARSE_OK)
-		rt_config_diag(r, match_row->name, match, rt_parse_result_text(res), "*");
+		rt_config_diag(r, match_row->name, match, rt_parse_result_text(res),
+		               match_row->default_string);
 	/* A plain copy, not snprintf: this runs in every program the library is preloaded into,
 	 * and printf's code is cold in a short one (make bench, figure 5). The length is checked.
 	 */
-	const char *globs = match && res == RT_PARSE_OK ? match : "*";
+	const char *globs = match && res == RT_PARSE_OK ? match : match_row->default_string;
 	memcpy(cfg->match, globs, strlen(globs) + 1);
 	cfg->matched = rt_config_match(cfg->match, platform->program);
 	/* Quiet for the rest: short-lived programs that do not match must not print anything. */
 	if (!cfg->matched)
 		return;
 
-	cfg->role = reader.role = (enum rt_role)rt_config_scalar(r, RT_SETTING_ROLE, RT_ROLE_NONE,
-	                                                         RT_ROLE_NONE, "no role");
-	uint32_t def_gc_rounds = cfg->role == RT_ROLE_SERVER ? 5 : 1;
-	unsigned def_arena_max = cfg->role == RT_ROLE_SERVER   ? 4
-	                         : cfg->role == RT_ROLE_CLIENT ? 2
-	                                                       : 0;
-	cfg->arena_max = rt_config_arena_max_set_by_user(r) ? 0 : def_arena_max;
+	const uint64_t no_role = rt_settings[RT_SETTING_ROLE].default_value;
+	cfg->role = reader.role =
+	    (enum rt_role)rt_config_scalar(r, RT_SETTING_ROLE, no_role, no_role, "no role");
+	const struct rt_role_row *role = &rt_roles[cfg->role];
+	cfg->arena_max = rt_config_arena_max_set_by_user(r) ? 0 : role->arena_max;
 
+	const uint64_t def_gc_rounds =
+	    role->gc_rounds ? role->gc_rounds : rt_settings[RT_SETTING_GC_ROUNDS].default_value;
 	cfg->gc_rounds =
 	    (uint32_t)rt_config_scalar(r, RT_SETTING_GC_ROUNDS, def_gc_rounds, def_gc_rounds, NULL);
-	cfg->cuda_empty_cache = rt_config_scalar(r, RT_SETTING_CUDA_EMPTY_CACHE, 0, 0, NULL) != 0;
-	cfg->profile = rt_config_scalar(r, RT_SETTING_PROFILE, 0, 0, NULL) != 0;
+	cfg->cuda_empty_cache = rt_config_value(r, RT_SETTING_CUDA_EMPTY_CACHE) != 0;
+	cfg->profile = rt_config_value(r, RT_SETTING_PROFILE) != 0;
 
 	rt_config_signal(r, cfg);
 
@@ -274,21 +286,19 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	rt_config_quote(def_fifo_quoted, def_fifo, RT_CONFIG_PATH_MAX);
 	snprintf(def_fifo_text, sizeof(def_fifo_text), "the default %s", def_fifo_quoted);
 	rt_config_path(r, RT_SETTING_FIFO, cfg->fifo, def_fifo, def_fifo_text);
-	rt_config_path(r, RT_SETTING_LOG, cfg->log, "", "stderr");
-	rt_config_path(r, RT_SETTING_STATS, cfg->stats, "", "no stats file");
-	rt_config_path(r, RT_SETTING_PROM, cfg->prom, "", "no Prometheus file");
+	rt_config_path(r, RT_SETTING_LOG, cfg->log, NULL, "stderr");
+	rt_config_path(r, RT_SETTING_STATS, cfg->stats, NULL, "no stats file");
+	rt_config_path(r, RT_SETTING_PROM, cfg->prom, NULL, "no Prometheus file");
 
-	cfg->jemalloc = (enum rt_jemalloc_action)rt_config_scalar(
-	    r, RT_SETTING_JEMALLOC, RT_JEMALLOC_PURGE, RT_JEMALLOC_PURGE, NULL);
-	cfg->glibc = (enum rt_glibc_action)rt_config_scalar(r, RT_SETTING_GLIBC, RT_GLIBC_RELEASE,
-	                                                    RT_GLIBC_RELEASE, NULL);
-	cfg->trim_pad = rt_config_scalar(r, RT_SETTING_TRIM_PAD, 0, 0, NULL);
-	cfg->python = rt_config_scalar(r, RT_SETTING_PYTHON, 1, 1, NULL) != 0;
-	cfg->auto_rounds = rt_config_scalar(r, RT_SETTING_AUTO, 1, 1, NULL) != 0;
-	cfg->interval_ms = rt_config_scalar(r, RT_SETTING_INTERVAL, 0, 0, NULL);
-	cfg->pressure_percent = (uint32_t)rt_config_scalar(r, RT_SETTING_PRESSURE, 0, 0, NULL);
-	cfg->rss_limit_bytes = rt_config_scalar(r, RT_SETTING_RSS_LIMIT, 0, 0, NULL);
-	rt_config_path(r, RT_SETTING_TRACE, cfg->trace, "", "no trace file");
+	cfg->jemalloc = (enum rt_jemalloc_action)rt_config_value(r, RT_SETTING_JEMALLOC);
+	cfg->glibc = (enum rt_glibc_action)rt_config_value(r, RT_SETTING_GLIBC);
+	cfg->trim_pad = rt_config_value(r, RT_SETTING_TRIM_PAD);
+	cfg->python = rt_config_value(r, RT_SETTING_PYTHON) != 0;
+	cfg->auto_rounds = rt_config_value(r, RT_SETTING_AUTO) != 0;
+	cfg->interval_us = rt_config_value(r, RT_SETTING_INTERVAL) * 1000;
+	cfg->pressure_percent = (uint32_t)rt_config_value(r, RT_SETTING_PRESSURE);
+	cfg->rss_limit_bytes = rt_config_value(r, RT_SETTING_RSS_LIMIT);
+	rt_config_path(r, RT_SETTING_TRACE, cfg->trace, NULL, "no trace file");
 	rt_config_sites(r, cfg);
 }
 
@@ -311,18 +321,4 @@ rt_config_match(const char *globs, const char *program)
 			return false;
 		s += len + 1;
 	}
-}
-
-const char *
-rt_role_name(enum rt_role role)
-{
-	switch (role) {
-	case RT_ROLE_CLIENT:
-		return "client";
-	case RT_ROLE_SERVER:
-		return "server";
-	case RT_ROLE_NONE:
-		break;
-	}
-	return "none";
 }

@@ -1,6 +1,7 @@
 /* rt_config: the library's configuration, read once from the environment.
  * Owns how the settings' rows (rt_settings) become a configuration: precedence of the
- * ROUNDTRIM_ variable over its NVFlare twin, fallbacks, the role's defaults, diagnostics. */
+ * ROUNDTRIM_ variable over its NVFlare twin, fallbacks, the role's defaults, diagnostics, and the
+ * conversion of values into the units the library works in. */
 #ifndef RT_CONFIG_H
 #define RT_CONFIG_H
 
@@ -8,12 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt_settings.h"
+
 #define RT_CONFIG_PATH_MAX 512
 #define RT_CONFIG_MATCH_MAX 512
-
-enum rt_role { RT_ROLE_NONE, RT_ROLE_CLIENT, RT_ROLE_SERVER };
-enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
-enum rt_glibc_action { RT_GLIBC_RELEASE, RT_GLIBC_TRIM };
 
 /* Facts about the platform that parsing depends on, passed in so that parsing stays pure. */
 struct rt_platform {
@@ -42,7 +41,7 @@ struct rt_config {
 	enum rt_glibc_action glibc;
 	uint64_t trim_pad;
 	bool auto_rounds;               /* ROUNDTRIM_AUTO: detect rounds until one is announced */
-	uint64_t interval_ms;           /* 0 = off */
+	uint64_t interval_us;           /* 0 = off */
 	uint32_t pressure_percent;      /* 0 = off */
 	uint64_t rss_limit_bytes;       /* 0 = off */
 	char trace[RT_CONFIG_PATH_MAX]; /* "" = no trace file */
@@ -65,7 +64,5 @@ void rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, r
 
 /* Whether a program name matches a comma-separated list of fnmatch(3) globs. */
 bool rt_config_match(const char *globs, const char *program);
-
-const char *rt_role_name(enum rt_role role);
 
 #endif

@@ -569,39 +569,11 @@ rt_patch_undo_refusal(const struct rt_patch_file *f, char *why, size_t size)
 
 /* ---- The settings and the block. */
 
-static const char *
-rt_patch_lookup_role(void *ctx, const char *name)
-{
-	return strcmp(name, rt_settings[RT_SETTING_ROLE].name) == 0 ? ctx : NULL;
-}
-
-static void
-rt_patch_ignore_diag(void *ctx, const char *line)
-{
-	(void)ctx;
-	(void)line;
-}
-
-unsigned
-rt_patch_role_arena_max(enum rt_role role)
-{
-	if (role == RT_ROLE_NONE)
-		return 0;
-	/* Asked of rt_config, which owns the role's defaults: an environment holding only the
-	 * role, as the block leaves it when MALLOC_ARENA_MAX is unset. */
-	struct rt_config cfg;
-	const struct rt_platform platform = {
-	    .sigrtmin = 34, .sigrtmax = 64, .uid = 0, .program = "python3"};
-	rt_config_read(&cfg, &platform, rt_patch_lookup_role, (void *)rt_role_name(role),
-	               rt_patch_ignore_diag, NULL);
-	return cfg.arena_max;
-}
-
 /* The MALLOC_ARENA_MAX the block sets: --arena-max's, else the role's; 0 for none. */
 static unsigned
 rt_patch_arena_cap(enum rt_role role, unsigned arena_max)
 {
-	return arena_max ? arena_max : rt_patch_role_arena_max(role);
+	return arena_max ? arena_max : rt_roles[role].arena_max;
 }
 
 enum rt_parse_result

@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "rt_config.h"
 #include "rt_settings.h"
 
 /* The block's first line starts with this, then the version and " >>>"; its last line is the end
@@ -88,15 +87,11 @@ struct rt_patch_setting {
 /* The block's settings, in an order that does not depend on the order of the options:
  * ROUNDTRIM_MATCH first (RT_PATCH_DEFAULT_MATCH unless given), then each setting given, in
  * rt_settings' order, then MALLOC_ARENA_MAX: arena_max when --arena-max was given (non-zero),
- * else the role's cap as a default (rt_patch_role_arena_max), else none. values[id] is the text
+ * else the role's cap as a default (rt_roles), else none. values[id] is the text
  * given for rt_settings[id] (NULL: not given), already checked with rt_setting_parse; arena_text
  * holds MALLOC_ARENA_MAX's value, which out may point into. Returns how many were written. */
 size_t rt_patch_settings(const char *const values[RT_SETTING_COUNT], unsigned arena_max,
                          char arena_text[24], struct rt_patch_setting out[RT_PATCH_SETTINGS_MAX]);
-
-/* The arena cap the library gives the role when MALLOC_ARENA_MAX is unset (rt_config's rule):
- * NVFlare's recommendation, 2 for a client, 4 for a server, 0 without a role. */
-unsigned rt_patch_role_arena_max(enum rt_role role);
 
 /* --arena-max's value: 1 to INT_MAX (mallopt takes an int). RT_PARSE_OK or the problem. */
 enum rt_parse_result rt_patch_parse_arena_max(const char *text, unsigned *out);

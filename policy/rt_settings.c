@@ -28,6 +28,15 @@ static const char *const rt_no_words[] = {NULL};
 static const char *const rt_client_words[] = {"client", NULL};
 static const char *const rt_server_words[] = {"server", NULL};
 static const char *const *const rt_role_words[] = {rt_no_words, rt_client_words, rt_server_words};
+_Static_assert(sizeof(rt_role_words) / sizeof(rt_role_words[0]) == RT_ROLE_COUNT, "a role a word");
+
+/* NVFlare's recommended cleanup for its processes: a client every round with two arenas, the
+ * server every fifth with four (roundtrim(7), ROUNDTRIM_ROLE). */
+const struct rt_role_row rt_roles[RT_ROLE_COUNT] = {
+    [RT_ROLE_NONE] = {.gc_rounds = 0, .arena_max = 0},
+    [RT_ROLE_CLIENT] = {.gc_rounds = 1, .arena_max = 2},
+    [RT_ROLE_SERVER] = {.gc_rounds = 5, .arena_max = 4},
+};
 
 /* Indexed by enum rt_glibc_action. */
 static const char *const rt_release_words[] = {"release", NULL};
@@ -47,6 +56,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_DISABLE",
             RT_WORDS(rt_switch_words),
             .values = "`on`/`1`/`true`/`yes`, `off`/`0`/`false`/`no`",
+            .default_value = 0,
             .default_text = "off",
             .doc = "a pure pass-through: no thread, no file, no output",
         },
@@ -55,6 +65,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_MATCH",
             .kind = RT_KIND_GLOBS,
             .values = "comma-separated globs on the program name",
+            .default_string = "*",
             .default_text = "`*`",
             .doc = "active only in programs named so",
             .option = "--match",
@@ -66,6 +77,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_ROLE",
             RT_WORDS(rt_role_words),
             .values = "`client`, `server`",
+            .default_value = RT_ROLE_NONE,
             .default_text = "none",
             .doc = "NVFlare's recommended settings for the role (N, arena cap)",
             .option = "--role",
@@ -81,6 +93,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .kind = RT_KIND_NUMBER,
             .max = 1000000000,
             .values = "0–1000000000 (0: count only)",
+            .default_value = 1,
             .default_text = "1, or the role's",
             .doc = "act every N rounds; 0 counts only",
             .option = "--gc-rounds",
@@ -95,6 +108,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .twin_client_only = true,
             RT_WORDS(rt_truth_words),
             .values = "`true`, `false`",
+            .default_value = 0,
             .default_text = "`false`",
             .doc = "torch.cuda.empty_cache() in the Python steps",
             .option = "--cuda-empty-cache",
@@ -109,7 +123,8 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .twin_client_only = true,
             RT_WORDS(rt_profile_words),
             .values = "`true`/`1`/`yes`, `false`/`0`/`no`",
-            .default_text = "off",
+            .default_value = 0,
+            .default_text = "`false`",
             .doc = "an [RSS] line per round",
             .option = "--profile",
             .flag_value = "1",
@@ -120,6 +135,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_PYTHON",
             RT_WORDS(rt_switch_words),
             .values = "on/off: the Python steps (gc, CUDA cache)",
+            .default_value = 1,
             .default_text = "on",
             .doc = "the Python steps of an action round",
             .option = "--python",
@@ -131,6 +147,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_SIGNAL",
             .kind = RT_KIND_SIGNAL,
             .values = "`USR1`, `USR2`, `RTMIN+n`, `RTMAX-n`, a number, `none`",
+            .default_value = 0,
             .default_text = "`none`",
             .doc = "a trigger signal (none by default)",
             .option = "--signal",
@@ -190,6 +207,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_JEMALLOC",
             RT_WORDS(rt_jemalloc_words),
             .values = "`purge`, `decay`",
+            .default_value = RT_JEMALLOC_PURGE,
             .default_text = "`purge`",
             .doc = "jemalloc's action",
             .option = "--jemalloc",
@@ -201,6 +219,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_GLIBC",
             RT_WORDS(rt_glibc_words),
             .values = "`release`, `trim`",
+            .default_value = RT_GLIBC_RELEASE,
             .default_text = "`release`",
             .doc = "glibc's action: every arena's free pages and tops, or malloc_trim",
             .option = "--glibc",
@@ -213,6 +232,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .kind = RT_KIND_NUMBER,
             .max = UINT64_C(1) << 40,
             .values = "bytes kept at the top of each arena",
+            .default_value = 0,
             .default_text = "0",
             .doc = "malloc_trim's pad",
             .option = "--trim-pad",
@@ -224,6 +244,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_AUTO",
             RT_WORDS(rt_switch_words),
             .values = "on/off: detect rounds from the allocation rhythm",
+            .default_value = 1,
             .default_text = "on, until a round is announced",
             .doc = "round ends found by the library itself",
             .option = "--auto",
@@ -237,6 +258,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .max = UINT64_C(30) * 24 * 3600 * 1000,
             .off_word = "off",
             .values = "a duration (`500ms`, `90s`, `5m`, `2h`), `off`",
+            .default_value = 0,
             .default_text = "off",
             .doc = "act every interval, if the process allocated since the last action",
             .option = "--interval",
@@ -249,6 +271,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .kind = RT_KIND_PERCENT,
             .off_word = "off",
             .values = "1–100 (`%` allowed), `off`",
+            .default_value = 0,
             .default_text = "off",
             .doc = "act when memory in use crosses this share of its limit",
             .option = "--pressure",
@@ -262,6 +285,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .max = UINT64_C(1) << 50,
             .off_word = "off",
             .values = "a size (bytes, `K`, `M`, `G`, `T`), `off`",
+            .default_value = 0,
             .default_text = "off",
             .doc = "act when the process's RSS crosses it",
             .option = "--rss-limit",
@@ -284,6 +308,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .name = "ROUNDTRIM_SITES",
             RT_WORDS(rt_switch_words),
             .values = "on/off: sample allocations, report the sites that grow",
+            .default_value = 0,
             .default_text = "off",
             .doc = "the growing call sites, each action round, beside the stats file",
             .option = "--sites",
@@ -296,6 +321,7 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .kind = RT_KIND_SIZE,
             .max = UINT64_C(1) << 40,
             .values = "a size (bytes, `K`, `M`, `G`), at least 1",
+            .default_value = UINT64_C(512) * 1024,
             .default_text = "512K",
             .doc = "mean bytes between two sampled allocations",
             .option = "--sample-bytes",
@@ -303,6 +329,13 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .patch = true,
         },
 };
+
+const char *
+rt_role_name(enum rt_role role)
+{
+	const char *word = role < RT_ROLE_COUNT ? rt_role_words[role][0] : NULL;
+	return word ? word : "none";
+}
 
 const struct rt_setting *
 rt_setting_named(const char *name)

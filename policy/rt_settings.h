@@ -1,5 +1,5 @@
-/* rt_settings: the one list of the library's settings. Each row holds the variable, its NVFlare
- * twin, its value rule, default, one line of documentation and the command's option. */
+/* rt_settings: the one list of the library's settings, and the roles' table. Each row holds the
+ * variable, its NVFlare twin, its value rule, default, one line of documentation and the option. */
 #ifndef RT_SETTINGS_H
 #define RT_SETTINGS_H
 
@@ -8,6 +8,11 @@
 #include <stdint.h>
 
 #include "rt_parse.h"
+
+/* The values of the WORDS settings that name a choice: a word's index in its row. */
+enum rt_role { RT_ROLE_NONE, RT_ROLE_CLIENT, RT_ROLE_SERVER, RT_ROLE_COUNT };
+enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
+enum rt_glibc_action { RT_GLIBC_RELEASE, RT_GLIBC_TRIM };
 
 enum rt_setting_id {
 	RT_SETTING_DISABLE,
@@ -66,15 +71,32 @@ struct rt_setting {
 	uint64_t max;         /* NUMBER, DURATION (ms), SIZE (bytes) */
 	const char *off_word; /* PATH: the word that means none; DURATION, SIZE, PERCENT: 0 */
 	const char *values;   /* what is accepted, for people */
-	const char *default_text;
-	const char *doc;        /* one line */
-	const char *option;     /* the command's option, or NULL */
-	const char *option_arg; /* its argument's name, or NULL for a flag */
-	const char *flag_value; /* a flag's value */
-	bool patch;             /* `roundtrim patch` offers it too */
+	/* The value when the variable is unset: a word's index, a number, a signal, ms, bytes or a
+	 * percentage (0: the off word); for GLOBS and PATH the text default_string, where NULL is
+	 * PATH's off word (but the FIFO's default is found at start-up: rt_path_default_fifo). */
+	uint64_t default_value;
+	const char *default_string;
+	const char *default_text; /* the default for people, from the value (test_settings.c) */
+	const char *doc;          /* one line */
+	const char *option;       /* the command's option, or NULL */
+	const char *option_arg;   /* its argument's name, or NULL for a flag */
+	const char *flag_value;   /* a flag's value */
+	bool patch;               /* `roundtrim patch` offers it too */
 };
 
 extern const struct rt_setting rt_settings[RT_SETTING_COUNT];
+
+/* What ROUNDTRIM_ROLE sets: NVFlare's recommendations for its processes of that role. */
+struct rt_role_row {
+	uint32_t gc_rounds; /* N, unless ROUNDTRIM_GC_ROUNDS says; 0: that setting's default */
+	unsigned arena_max; /* glibc's arena cap, unless the user chose one; 0: none */
+};
+
+/* Indexed by enum rt_role. */
+extern const struct rt_role_row rt_roles[RT_ROLE_COUNT];
+
+/* "none", "client", "server": ROUNDTRIM_ROLE's words. */
+const char *rt_role_name(enum rt_role role);
 
 /* NULL when there is none. */
 const struct rt_setting *rt_setting_named(const char *name);

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_SITES_SAMPLE_DEFAULT (UINT64_C(512) * 1024)
 /* Native frames kept per sample, innermost first, and Python frames (innermost first). */
 #define RT_SITES_FRAMES_MAX 32
 #define RT_SITES_PY_MAX 4

@@ -573,7 +573,7 @@ rt_worker_start(void)
 	rt_proto_init(&rt_w_proto);
 	struct rt_triggers_params tp;
 	rt_triggers_default_params(&tp);
-	tp.interval_us = cfg->interval_ms * 1000;
+	tp.interval_us = cfg->interval_us;
 	tp.pressure_permille = cfg->pressure_percent * 10;
 	tp.rss_limit_kib = (cfg->rss_limit_bytes + 1023) / 1024;
 	struct rt_alloc_totals totals;

@@ -484,9 +484,6 @@ Test(patch_block, settings_in_one_order_whatever_the_options_order)
 
 Test(patch_arena, the_role_sets_its_cap_as_a_default_that_survives_the_scripts_4)
 {
-	cr_assert_eq(rt_patch_role_arena_max(RT_ROLE_CLIENT), 2);
-	cr_assert_eq(rt_patch_role_arena_max(RT_ROLE_SERVER), 4);
-	cr_assert_eq(rt_patch_role_arena_max(RT_ROLE_NONE), 0);
 	const struct {
 		const char *role;
 		unsigned arena_max;

@@ -1,9 +1,12 @@
 /* The settings table is the one list of settings: its rows are well formed, and roundtrim(7)'s
  * ENVIRONMENT and README's configuration table say what the rows say. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "rt_config.h"
+#include "rt_path.h"
 #include "rt_settings.h"
 
 static const struct rt_setting_platform platform = {34, 64};
@@ -77,6 +80,118 @@ Test(settings, parse_by_kind)
 	cr_assert_str_eq(text, "server");
 	rt_setting_value_text(gc, 12, text, sizeof(text));
 	cr_assert_str_eq(text, "12");
+}
+
+/* A number in the largest of units (a NULL-ended list, each unit factor times the one before)
+ * that writes it exactly. */
+static void
+in_units(uint64_t v, const char *const *units, const uint64_t *factors, char *out, size_t size)
+{
+	unsigned u = 0;
+	while (units[u + 1] && v % factors[u + 1] == 0) {
+		v /= factors[u + 1];
+		u++;
+	}
+	snprintf(out, size, "%" PRIu64 "%s", v, units[u]);
+}
+
+/* The FIFO's default, found at start-up: under $XDG_RUNTIME_DIR, else under /tmp by uid. */
+static void
+fifo_default_text(char *out, size_t size)
+{
+	char xdg[128], tmp[128];
+	cr_assert(rt_path_default_fifo(xdg, sizeof(xdg), "/XDG", 0));
+	cr_assert(rt_path_default_fifo(tmp, sizeof(tmp), NULL, 4242));
+	cr_assert_eq(strncmp(xdg, "/XDG/", 5), 0, "%s", xdg);
+	char *uid = strstr(tmp, "4242");
+	cr_assert_not_null(uid, "%s", tmp);
+	snprintf(out, size, "$XDG_RUNTIME_DIR%s or %.*sUID%s", xdg + 4, (int)(uid - tmp), tmp,
+	         uid + 4);
+}
+
+/* How the documentation writes a row's default, from its value alone. */
+static void
+default_text_of(const struct rt_setting *s, char *out, size_t size)
+{
+	static const char *const size_units[] = {"", "K", "M", "G", "T", NULL};
+	static const uint64_t size_factors[] = {1, 1024, 1024, 1024, 1024};
+	static const char *const duration_units[] = {"ms", "s", "m", "h", NULL};
+	static const uint64_t duration_factors[] = {1, 1000, 60, 60};
+	const uint64_t v = s->default_value;
+	if (s->kind == RT_KIND_GLOBS || s->kind == RT_KIND_PATH) {
+		cr_assert_eq(v, 0, "%s: a text's default is its string", s->name);
+		if (s == &rt_settings[RT_SETTING_FIFO])
+			fifo_default_text(out, size);
+		else
+			snprintf(out, size, "%s",
+			         s->default_string ? s->default_string : s->off_word);
+		return;
+	}
+	cr_assert_null(s->default_string, "%s: a value's default is its number", s->name);
+	if (s->kind == RT_KIND_WORDS) {
+		cr_assert_lt(v, s->nwords, "%s", s->name);
+		snprintf(out, size, "%s", s->words[v][0] ? s->words[v][0] : "none");
+	} else if (v == 0 && (s->kind == RT_KIND_SIGNAL || s->off_word)) {
+		snprintf(out, size, "%s", s->kind == RT_KIND_SIGNAL ? "none" : s->off_word);
+	} else if (s->kind == RT_KIND_SIZE) {
+		in_units(v, size_units, size_factors, out, size);
+	} else if (s->kind == RT_KIND_DURATION) {
+		in_units(v, duration_units, duration_factors, out, size);
+	} else {
+		snprintf(out, size, "%" PRIu64 "%s", v, s->kind == RT_KIND_PERCENT ? "%" : "");
+	}
+}
+
+/* Each row's default text says its default value: the text, less its backquotes, is what the
+ * value writes, alone or followed by ", " and a note (the role's, until a round is announced). */
+Test(settings, default_texts_say_the_default_values)
+{
+	for (unsigned i = 0; i < RT_SETTING_COUNT; i++) {
+		const struct rt_setting *s = &rt_settings[i];
+		char want[256], text[256];
+		default_text_of(s, want, sizeof(want));
+		size_t n = 0;
+		for (const char *c = s->default_text; *c && n + 1 < sizeof(text); c++)
+			if (*c != '`')
+				text[n++] = *c;
+		text[n] = '\0';
+		size_t len = strlen(want);
+		cr_assert(strncmp(text, want, len) == 0 &&
+		              (text[len] == '\0' || strncmp(text + len, ", ", 2) == 0),
+		          "%s: its default is %s, its text says \"%s\"", s->name, want,
+		          s->default_text);
+		/* And the text, read by the row's rule, gives the value back (a role's "none" is
+		 * no word: the variable unset). */
+		uint64_t parsed;
+		if (s->kind == RT_KIND_PATH || s->kind == RT_KIND_GLOBS ||
+		    (s->kind == RT_KIND_WORDS && !s->words[s->default_value][0]))
+			continue;
+		cr_assert_eq(rt_setting_parse(s, want, &platform, &parsed), RT_PARSE_OK, "%s: %s",
+		             s->name, want);
+		cr_assert_eq(parsed, s->default_value, "%s: %s", s->name, want);
+	}
+}
+
+/* What each role sets: NVFlare's recommendations, and the no-role's N is GC_ROUNDS' default. */
+Test(settings, roles)
+{
+	cr_assert_eq(rt_roles[RT_ROLE_NONE].arena_max, 0);
+	cr_assert_eq(rt_roles[RT_ROLE_NONE].gc_rounds, 0, "no role: the setting's own default");
+	cr_assert_eq(rt_roles[RT_ROLE_CLIENT].gc_rounds, 1);
+	cr_assert_eq(rt_roles[RT_ROLE_CLIENT].arena_max, 2);
+	cr_assert_eq(rt_roles[RT_ROLE_SERVER].gc_rounds, 5);
+	cr_assert_eq(rt_roles[RT_ROLE_SERVER].arena_max, 4);
+	uint64_t v;
+	for (unsigned role = 0; role < RT_ROLE_COUNT; role++) {
+		const char *name = rt_role_name((enum rt_role)role);
+		if (role == RT_ROLE_NONE) {
+			cr_assert_str_eq(name, "none");
+			continue;
+		}
+		cr_assert_eq(rt_setting_parse(&rt_settings[RT_SETTING_ROLE], name, &platform, &v),
+		             RT_PARSE_OK, "%s", name);
+		cr_assert_eq(v, role, "%s", name);
+	}
 }
 
 /* The lines of a file, whole, for the documentation checks. */
