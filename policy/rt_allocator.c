@@ -1,16 +1,63 @@
 #include "rt_allocator.h"
 
+#include <stddef.h>
+
+/* The specific markers first, glibc's malloc_trim last: another allocator's object may export a
+ * malloc_trim of its own beside its marker. */
+static const struct rt_allocator_row rt_allocator_table[] = {
+    {RT_ALLOCATOR_JEMALLOC, "jemalloc", "mallctl", RT_ACTION_JEMALLOC_PURGE,
+     RT_ACTION_JEMALLOC_DECAY},
+    {RT_ALLOCATOR_TCMALLOC, "tcmalloc", "MallocExtension_ReleaseFreeMemory",
+     RT_ACTION_TCMALLOC_RELEASE, RT_ACTION_NONE},
+    {RT_ALLOCATOR_MIMALLOC, "mimalloc", "mi_collect", RT_ACTION_MI_COLLECT, RT_ACTION_NONE},
+    {RT_ALLOCATOR_GLIBC, "glibc", "malloc_trim", RT_ACTION_GLIBC_RELEASE, RT_ACTION_MALLOC_TRIM},
+};
+
+#define RT_ALLOCATOR_ROWS (sizeof(rt_allocator_table) / sizeof(rt_allocator_table[0]))
+
+struct rt_action_row {
+	const char *name;
+	const char *limits;
+};
+
+static const struct rt_action_row rt_action_table[RT_ACTIONS] = {
+    [RT_ACTION_NONE] = {"none", NULL},
+    [RT_ACTION_MALLOC_TRIM] = {"malloc_trim",
+                               "malloc_trim never returns the free tops of thread arenas"},
+    [RT_ACTION_JEMALLOC_PURGE] = {"jemalloc_purge", NULL},
+    [RT_ACTION_JEMALLOC_DECAY] = {"jemalloc_decay", NULL},
+    [RT_ACTION_GLIBC_RELEASE] = {"glibc_release", NULL},
+    [RT_ACTION_TCMALLOC_RELEASE] = {"tcmalloc_release",
+                                    "tcmalloc releases its page heap only; the thread and "
+                                    "central caches stay"},
+    [RT_ACTION_MI_COLLECT] = {"mi_collect",
+                              "mimalloc 2.0 lets another thread collect only its own heap and "
+                              "abandoned segments; the program's threads free their pages on "
+                              "their own activity"},
+};
+
+const struct rt_allocator_row *
+rt_allocator_rows(size_t *count)
+{
+	*count = RT_ALLOCATOR_ROWS;
+	return rt_allocator_table;
+}
+
+const struct rt_allocator_row *
+rt_allocator_row(enum rt_allocator_kind kind)
+{
+	for (size_t i = 0; i < RT_ALLOCATOR_ROWS; i++)
+		if (rt_allocator_table[i].kind == kind)
+			return &rt_allocator_table[i];
+	return NULL;
+}
+
 enum rt_allocator_kind
 rt_allocator_decide(const struct rt_allocator_facts *facts)
 {
-	if (facts->mallctl)
-		return RT_ALLOCATOR_JEMALLOC;
-	if (facts->tcmalloc_release)
-		return RT_ALLOCATOR_TCMALLOC;
-	if (facts->mi_collect)
-		return RT_ALLOCATOR_MIMALLOC;
-	if (facts->malloc_trim)
-		return RT_ALLOCATOR_GLIBC;
+	for (size_t i = 0; i < RT_ALLOCATOR_ROWS; i++)
+		if (facts->has_marker[rt_allocator_table[i].kind])
+			return rt_allocator_table[i].kind;
 	return RT_ALLOCATOR_UNKNOWN;
 }
 
@@ -18,36 +65,19 @@ enum rt_action
 rt_allocator_action(enum rt_allocator_kind kind, enum rt_jemalloc_action jemalloc,
                     enum rt_glibc_action glibc)
 {
-	switch (kind) {
-	case RT_ALLOCATOR_GLIBC:
-		return glibc == RT_GLIBC_TRIM ? RT_ACTION_MALLOC_TRIM : RT_ACTION_GLIBC_RELEASE;
-	case RT_ALLOCATOR_JEMALLOC:
-		return jemalloc == RT_JEMALLOC_DECAY ? RT_ACTION_JEMALLOC_DECAY
-		                                     : RT_ACTION_JEMALLOC_PURGE;
-	case RT_ALLOCATOR_TCMALLOC:
-		return RT_ACTION_TCMALLOC_RELEASE;
-	case RT_ALLOCATOR_MIMALLOC:
-		return RT_ACTION_MI_COLLECT;
-	case RT_ALLOCATOR_UNKNOWN:
-		break;
-	}
-	return RT_ACTION_NONE;
+	const struct rt_allocator_row *row = rt_allocator_row(kind);
+	if (!row)
+		return RT_ACTION_NONE;
+	/* The two settings that pick an allocator's other action: each names its allocator. */
+	bool alternative = (kind == RT_ALLOCATOR_GLIBC && glibc == RT_GLIBC_TRIM) ||
+	                   (kind == RT_ALLOCATOR_JEMALLOC && jemalloc == RT_JEMALLOC_DECAY);
+	return alternative && row->alternative != RT_ACTION_NONE ? row->alternative : row->action;
 }
 
 const char *
 rt_action_limits(enum rt_action action)
 {
-	switch (action) {
-	case RT_ACTION_TCMALLOC_RELEASE:
-		return "tcmalloc releases its page heap only; the thread and central caches stay";
-	case RT_ACTION_MI_COLLECT:
-		return "mimalloc 2.0 lets another thread collect only its own heap and abandoned "
-		       "segments; the program's threads free their pages on their own activity";
-	case RT_ACTION_MALLOC_TRIM:
-		return "malloc_trim never returns the free tops of thread arenas";
-	default:
-		return NULL;
-	}
+	return (unsigned)action < RT_ACTIONS ? rt_action_table[action].limits : NULL;
 }
 
 #define RT_ALLOCATOR_LIVE_COST_MAX_NS 1000000
@@ -67,39 +97,12 @@ rt_allocator_live_affordable(enum rt_allocator_kind kind, uint64_t free_chunks,
 const char *
 rt_allocator_name(enum rt_allocator_kind kind)
 {
-	switch (kind) {
-	case RT_ALLOCATOR_GLIBC:
-		return "glibc";
-	case RT_ALLOCATOR_JEMALLOC:
-		return "jemalloc";
-	case RT_ALLOCATOR_TCMALLOC:
-		return "tcmalloc";
-	case RT_ALLOCATOR_MIMALLOC:
-		return "mimalloc";
-	case RT_ALLOCATOR_UNKNOWN:
-		break;
-	}
-	return "unknown";
+	const struct rt_allocator_row *row = rt_allocator_row(kind);
+	return row ? row->name : "unknown";
 }
 
 const char *
 rt_action_name(enum rt_action action)
 {
-	switch (action) {
-	case RT_ACTION_MALLOC_TRIM:
-		return "malloc_trim";
-	case RT_ACTION_JEMALLOC_PURGE:
-		return "jemalloc_purge";
-	case RT_ACTION_JEMALLOC_DECAY:
-		return "jemalloc_decay";
-	case RT_ACTION_GLIBC_RELEASE:
-		return "glibc_release";
-	case RT_ACTION_TCMALLOC_RELEASE:
-		return "tcmalloc_release";
-	case RT_ACTION_MI_COLLECT:
-		return "mi_collect";
-	case RT_ACTION_NONE:
-		break;
-	}
-	return "none";
+	return (unsigned)action < RT_ACTIONS ? rt_action_table[action].name : "none";
 }

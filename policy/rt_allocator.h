@@ -1,5 +1,5 @@
 /* rt_allocator: which allocator serves malloc, and which action returns its memory.
- * Owns the decision from what the shim found in the object that provides malloc. */
+ * Owns the allocators' rows: how each is recognised, its actions, their names and limits. */
 #ifndef RT_ALLOCATOR_H
 #define RT_ALLOCATOR_H
 
@@ -14,6 +14,7 @@ enum rt_allocator_kind {
 	RT_ALLOCATOR_JEMALLOC,
 	RT_ALLOCATOR_TCMALLOC,
 	RT_ALLOCATOR_MIMALLOC,
+	RT_ALLOCATOR_KINDS
 };
 
 enum rt_action {
@@ -24,16 +25,30 @@ enum rt_action {
 	RT_ACTION_GLIBC_RELEASE,    /* every arena's free pages and tops, in short lock holds */
 	RT_ACTION_TCMALLOC_RELEASE, /* the page heap, in bounded pieces */
 	RT_ACTION_MI_COLLECT,       /* what mimalloc lets another thread do */
+	RT_ACTIONS
 };
 
-/* Each field: the named entry point exists and lives in the same object as the malloc that wins.
- * Symbol presence alone is not enough: glibc still exports malloc_trim under a preloaded
- * jemalloc. */
+/* One row per allocator the library knows; the rows' order is the order of recognition. */
+struct rt_allocator_row {
+	enum rt_allocator_kind kind;
+	const char *name;
+	/* The entry point that names it when it lives in the same object as the malloc that wins.
+	 * Presence alone is not enough: glibc still exports malloc_trim under a preloaded
+	 * jemalloc. */
+	const char *marker;
+	enum rt_action action;
+	/* The action that its setting (ROUNDTRIM_GLIBC=trim, ROUNDTRIM_JEMALLOC=decay) picks
+	 * instead; RT_ACTION_NONE when it has no such setting. */
+	enum rt_action alternative;
+};
+
+/* The rows, in the order of recognition; *count is set to their number. */
+const struct rt_allocator_row *rt_allocator_rows(size_t *count);
+const struct rt_allocator_row *rt_allocator_row(enum rt_allocator_kind kind);
+
+/* has_marker[kind]: the row's marker lives in the object of the malloc that wins. */
 struct rt_allocator_facts {
-	bool mallctl;
-	bool malloc_trim;
-	bool tcmalloc_release;
-	bool mi_collect;
+	bool has_marker[RT_ALLOCATOR_KINDS];
 };
 
 enum rt_allocator_kind rt_allocator_decide(const struct rt_allocator_facts *facts);

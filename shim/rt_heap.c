@@ -1,32 +1,27 @@
 #include "rt_heap.h"
 
-#include "rt_glibc.h"
+#include "rt_heap_ops.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
-#include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-/* jemalloc's MALLCTL_ARENAS_ALL: "arena.4096.purge" acts on every arena. */
-#define RT_JEMALLOC_ARENAS_ALL "4096"
+/* The shim's row for each kind of policy's allocator table; NULL: unknown, no action. */
+static const struct rt_heap_ops *const rt_heap_rows[RT_ALLOCATOR_KINDS] = {
+    [RT_ALLOCATOR_GLIBC] = &rt_heap_glibc_ops,
+    [RT_ALLOCATOR_JEMALLOC] = &rt_heap_jemalloc_ops,
+    [RT_ALLOCATOR_TCMALLOC] = &rt_heap_tcmalloc_ops,
+    [RT_ALLOCATOR_MIMALLOC] = &rt_heap_mimalloc_ops,
+};
 
-static int (*rt_mallctl)(const char *, void *, size_t *, void *, size_t);
-static int (*rt_malloc_trim)(size_t);
-static struct mallinfo2 (*rt_mallinfo2)(void);
-static int (*rt_mallopt)(int, int);
-static void (*rt_tc_release)(size_t);
-static int (*rt_tc_property)(const char *, size_t *);
-static void (*rt_mi_collect)(bool);
+static const struct rt_heap_ops *rt_heap_winner;
+static bool rt_heap_live_kept;
 
-/* The symbol `name` when it lives in the object whose base is `base`, else NULL. */
-static void *
+void *
 rt_heap_symbol_in(const char *name, const void *base)
 {
 	void *sym = dlsym(RTLD_DEFAULT, name);
@@ -83,158 +78,59 @@ rt_heap_detect(void)
 	if (winner == (void *)rt_malloc_self)
 		winner = (void *)rt_real.malloc;
 	Dl_info info;
+	if (!winner || !dladdr(winner, &info))
+		return RT_ALLOCATOR_UNKNOWN;
 	struct rt_allocator_facts facts = {0};
-	if (winner && dladdr(winner, &info)) {
-		const void *base = info.dli_fbase;
-		*(void **)&rt_mallctl = rt_heap_symbol_in("mallctl", base);
-		*(void **)&rt_malloc_trim = rt_heap_symbol_in("malloc_trim", base);
-		*(void **)&rt_mallinfo2 = rt_heap_symbol_in("mallinfo2", base);
-		*(void **)&rt_mallopt = rt_heap_symbol_in("mallopt", base);
-		facts.mallctl = rt_mallctl != NULL;
-		facts.malloc_trim = rt_malloc_trim != NULL;
-		*(void **)&rt_tc_release =
-		    rt_heap_symbol_in("MallocExtension_ReleaseToSystem", base);
-		*(void **)&rt_tc_property =
-		    rt_heap_symbol_in("MallocExtension_GetNumericProperty", base);
-		*(void **)&rt_mi_collect = rt_heap_symbol_in("mi_collect", base);
-		facts.tcmalloc_release =
-		    rt_heap_symbol_in("MallocExtension_ReleaseFreeMemory", base) != NULL;
-		facts.mi_collect = rt_mi_collect != NULL;
-	}
-	return rt_allocator_decide(&facts);
+	size_t n = 0;
+	const struct rt_allocator_row *rows = rt_allocator_rows(&n);
+	for (size_t i = 0; i < n; i++)
+		facts.has_marker[rows[i].kind] =
+		    rt_heap_symbol_in(rows[i].marker, info.dli_fbase) != NULL;
+	enum rt_allocator_kind kind = rt_allocator_decide(&facts);
+	rt_heap_winner = rt_heap_rows[kind];
+	if (rt_heap_winner)
+		rt_heap_live_kept = rt_heap_winner->resolve(info.dli_fbase);
+	return kind;
 }
 
 void
 rt_heap_prepare(enum rt_action action)
 {
-	/* Only for the release: with ROUNDTRIM_GLIBC=trim nothing of it runs, not even the count
-	 * before a live-heap reading. */
-	if (action == RT_ACTION_GLIBC_RELEASE)
-		rt_glibc_init(rt_real.malloc, rt_real.free);
+	if (rt_heap_winner && rt_heap_winner->prepare)
+		rt_heap_winner->prepare(action);
 }
 
 void
 rt_heap_set_arena_max(unsigned arena_max)
 {
-	if (rt_mallopt && arena_max > 0)
-		rt_mallopt(M_ARENA_MAX, (int)arena_max);
+	if (rt_heap_winner && rt_heap_winner->set_arena_max)
+		rt_heap_winner->set_arena_max(arena_max);
 }
 
-/* glibc attaches a thread to an arena at its first malloc: an exited thread's arena from its free
- * list first, with whatever free top that thread left in it, else a new one. A worker whose first
- * malloc came at its first action (a dlsym that misses, the release's check) took the arena of a
- * thread that had exited by then, held it for good, and the program's next thread grew a new one
- * instead: with malloc_trim as the action, which never returns a thread arena's top, that top
- * stayed resident (roundtrim(7), ALLOCATORS). At start no thread of the program has exited yet:
- * the worker's arena is a new one of its own, holding only the library's few blocks. */
 void
-rt_heap_take_arena(enum rt_allocator_kind kind)
+rt_heap_take_arena(void)
 {
-	if (kind == RT_ALLOCATOR_GLIBC)
-		rt_real.free(rt_real.malloc(1));
-}
-
-/* A jemalloc control that takes and returns nothing, such as a purge of every arena. */
-static int
-rt_heap_arenas_do(const char *name)
-{
-	return rt_mallctl && rt_mallctl(name, NULL, NULL, NULL, 0) == 0 ? 0 : -1;
-}
-
-/* tcmalloc holds its page-heap lock for a whole ReleaseToSystem call: release it in pieces, so
- * that each hold is short, until its free page heap is empty (facts: the lock is held for the
- * whole ReleaseFreeMemory, 47-113 ms per GiB). */
-#define RT_HEAP_TCMALLOC_PIECE (16u << 20)
-#define RT_HEAP_TCMALLOC_PIECES_MAX 65536
-
-static int
-rt_heap_tcmalloc_release(void)
-{
-	if (!rt_tc_release || !rt_tc_property)
-		return -1;
-	for (unsigned i = 0; i < RT_HEAP_TCMALLOC_PIECES_MAX; i++) {
-		size_t free_bytes = 0;
-		if (!rt_tc_property("tcmalloc.pageheap_free_bytes", &free_bytes) || free_bytes == 0)
-			return 0;
-		rt_tc_release(RT_HEAP_TCMALLOC_PIECE);
-	}
-	return 0;
+	if (rt_heap_winner && rt_heap_winner->take_arena)
+		rt_heap_winner->take_arena();
 }
 
 int
 rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done)
 {
 	*done = action;
-	switch (action) {
-	case RT_ACTION_GLIBC_RELEASE:
-		if (rt_glibc_release((size_t)trim_pad) == 0)
-			return 0;
-		/* Stood down (it said why once): malloc_trim returns what it can. */
-		*done = RT_ACTION_MALLOC_TRIM;
-		/* fall through */
-	case RT_ACTION_MALLOC_TRIM:
-		if (!rt_malloc_trim)
-			return -1;
-		rt_malloc_trim((size_t)trim_pad);
+	if (action == RT_ACTION_NONE || !rt_heap_winner)
 		return 0;
-	case RT_ACTION_JEMALLOC_PURGE:
-		return rt_heap_arenas_do("arena." RT_JEMALLOC_ARENAS_ALL ".purge");
-	case RT_ACTION_JEMALLOC_DECAY:
-		return rt_heap_arenas_do("arena." RT_JEMALLOC_ARENAS_ALL ".decay");
-	case RT_ACTION_TCMALLOC_RELEASE:
-		return rt_heap_tcmalloc_release();
-	case RT_ACTION_MI_COLLECT:
-		if (!rt_mi_collect)
-			return -1;
-		rt_mi_collect(true);
-		return 0;
-	case RT_ACTION_NONE:
-		break;
-	}
-	return 0;
+	return rt_heap_winner->act(action, trim_pad, done);
 }
 
 bool
 rt_heap_has_live(void)
 {
-	return rt_mallctl || rt_mallinfo2;
-}
-
-static int64_t rt_heap_live_cost_ns;
-
-/* The walk's own cost: the worker's CPU time, which a preemption in the middle does not
- * inflate (one unlucky reading would otherwise stop them all). */
-static int64_t
-rt_heap_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return rt_heap_live_kept;
 }
 
 uint64_t
 rt_heap_live_bytes(void)
 {
-	if (rt_mallctl) {
-		/* Statistics are cached until the epoch advances. */
-		uint64_t epoch = 1;
-		size_t allocated = 0, len = sizeof(allocated);
-		if (rt_mallctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) != 0 ||
-		    rt_mallctl("stats.allocated", &allocated, &len, NULL, 0) != 0)
-			return UINT64_MAX;
-		return allocated;
-	}
-	if (!rt_mallinfo2)
-		return UINT64_MAX;
-	/* The count is a walk too: made only while the last reading's cost allows a reading. */
-	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_CHUNKS_UNKNOWN,
-	                                  rt_heap_live_cost_ns) ||
-	    !rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC,
-	                                  rt_glibc_free_chunks(RT_ALLOCATOR_LIVE_CHUNKS_MAX),
-	                                  rt_heap_live_cost_ns))
-		return UINT64_MAX;
-	int64_t start = rt_heap_now_ns();
-	struct mallinfo2 mi = rt_mallinfo2();
-	rt_heap_live_cost_ns = rt_heap_now_ns() - start;
-	return mi.uordblks + mi.hblkhd;
+	return rt_heap_live_kept ? rt_heap_winner->live() : UINT64_MAX;
 }

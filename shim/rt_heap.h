@@ -1,5 +1,6 @@
 /* rt_heap: the allocator that actually serves malloc, its actions and its readings.
- * Owns the calls into glibc (malloc_trim, mallinfo2, mallopt) and jemalloc (mallctl). */
+ * Owns finding it and dispatching to its row (rt_heap_ops); each allocator's calls are its file's.
+ */
 #ifndef RT_HEAP_H
 #define RT_HEAP_H
 
@@ -12,10 +13,11 @@
 enum rt_allocator_kind rt_heap_detect(void);
 /* At start, once the action is known: readies what it needs (glibc's arenas for the release). */
 void rt_heap_prepare(enum rt_action action);
-/* glibc only: caps the number of arenas (mallopt M_ARENA_MAX). */
+/* Caps the number of arenas where the allocator has such a cap (glibc: mallopt M_ARENA_MAX). */
 void rt_heap_set_arena_max(unsigned arena_max);
-/* glibc only: the calling thread takes its arena now. The worker calls it as it starts. */
-void rt_heap_take_arena(enum rt_allocator_kind kind);
+/* The calling thread takes its arena now, where the allocator has arenas to take (glibc). The
+ * worker calls it as it starts. */
+void rt_heap_take_arena(void);
 /* Runs the action; returns 0, or -1 when the allocator refused it. *done is the action that ran
  * (glibc's release falls back to malloc_trim when it stood down). */
 int rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done);

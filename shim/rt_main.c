@@ -161,8 +161,7 @@ rt_main_init(void)
 	rt_shim.allocator = rt_heap_detect();
 	rt_shim.action = rt_allocator_action(rt_shim.allocator, cfg->jemalloc, cfg->glibc);
 	rt_heap_prepare(rt_shim.action);
-	if (rt_shim.allocator == RT_ALLOCATOR_GLIBC && cfg->arena_max)
-		rt_heap_set_arena_max(cfg->arena_max);
+	rt_heap_set_arena_max(cfg->arena_max);
 	if (rt_shim.action == RT_ACTION_NONE && cfg->gc_rounds)
 		rt_warn("malloc is served by %s: rounds are counted, no allocator action is taken",
 		        rt_allocator_name(rt_shim.allocator));

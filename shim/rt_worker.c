@@ -521,7 +521,7 @@ rt_worker_main(void *arg)
 	/* Named by itself: naming another thread opens /proc/self/task/TID/comm. */
 	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
-	rt_heap_take_arena(rt_shim.allocator);
+	rt_heap_take_arena();
 	rt_w.last_rss_kib = rt_files_rss_kib();
 	rt_worker_publish();
 	while (!rt_worker_serve()) {

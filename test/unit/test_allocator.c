@@ -5,10 +5,11 @@
 static enum rt_allocator_kind
 decide(bool mallctl, bool malloc_trim, bool tcmalloc_release, bool mi_collect)
 {
-	struct rt_allocator_facts facts = {.mallctl = mallctl,
-	                                   .malloc_trim = malloc_trim,
-	                                   .tcmalloc_release = tcmalloc_release,
-	                                   .mi_collect = mi_collect};
+	struct rt_allocator_facts facts = {0};
+	facts.has_marker[RT_ALLOCATOR_JEMALLOC] = mallctl;
+	facts.has_marker[RT_ALLOCATOR_GLIBC] = malloc_trim;
+	facts.has_marker[RT_ALLOCATOR_TCMALLOC] = tcmalloc_release;
+	facts.has_marker[RT_ALLOCATOR_MIMALLOC] = mi_collect;
 	return rt_allocator_decide(&facts);
 }
 
@@ -92,4 +93,27 @@ Test(allocator, live_heap_only_when_affordable)
 	          "not countable: one reading tells its cost");
 	cr_assert_not(
 	    rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_CHUNKS_UNKNOWN, 3000000));
+}
+
+/* Each allocator is one row: a kind, a unique name, a marker and an action of its own. */
+Test(allocator, rows_are_whole_and_distinct)
+{
+	size_t n = 0;
+	const struct rt_allocator_row *rows = rt_allocator_rows(&n);
+	cr_assert_eq(n, RT_ALLOCATOR_KINDS - 1, "one row per known kind");
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(rt_allocator_row(rows[i].kind), &rows[i]);
+		cr_assert_str_eq(rt_allocator_name(rows[i].kind), rows[i].name);
+		cr_assert_not_null(rows[i].marker);
+		cr_assert_neq(rows[i].action, RT_ACTION_NONE, "%s has no action", rows[i].name);
+		for (size_t j = 0; j < i; j++) {
+			cr_assert_str_neq(rows[i].name, rows[j].name);
+			cr_assert_str_neq(rows[i].marker, rows[j].marker);
+			cr_assert_neq(rows[i].action, rows[j].action);
+		}
+	}
+	for (int a = 0; a < RT_ACTIONS; a++)
+		cr_assert_not_null(rt_action_name((enum rt_action)a));
+	cr_assert_str_eq(rt_action_name(RT_ACTIONS), "none");
+	cr_assert_str_eq(rt_allocator_name(RT_ALLOCATOR_KINDS), "unknown");
 }
