@@ -27,7 +27,8 @@ packages=(
 	gnuplot-nox       # bench and report plots
 	python3-torch     # the Python client (end-to-end tests and bench)
 	python3-numpy
-	libgoogle-perftools4 # tcmalloc, the bench's reference allocator
+	libgoogle-perftools4 # tcmalloc, the bench's reference allocator and its row's test
+	libmimalloc2.0    # mimalloc, its row's test
 	clang-14          # fuzz targets (make check, make fuzz) and make check-asan/-ubsan/-tsan
 	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes
 	llvm-14           # llvm-symbolizer, for readable sanitizer reports
