@@ -16,6 +16,9 @@ SONAME := libroundtrim.so.$(SOVERSION)
 
 WARN := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -Ipolicy -Ishim
+# What only the command uses of the policy (policy/command/): its headers are on the command's and
+# the tests' include path, not on the library's.
+POLICY_COMMAND_INC := -Ipolicy/command
 # The shim: hidden by default (only exports.map's symbols leave the object); initial-exec TLS,
 # which is right for a preloaded object; and no builtin malloc family, or GCC may turn
 # malloc+memset inside our own calloc wrapper into a call to calloc.
@@ -25,19 +28,20 @@ SHIM_LDFLAGS := -shared -pthread -Wl,-soname,$(SONAME) -Wl,--version-script=shim
 	-Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined -Wl,-z,defs
 # The command (scripts/command/): the installed library's path comes from $(BUILD)/gen/rt_install.h;
 # the build directory is the one whose library a command run from it preloads instead.
-CMD_CFLAGS := $(BASE_CFLAGS) -Iscripts/command -I$(BUILD)/gen \
+CMD_CFLAGS := $(BASE_CFLAGS) $(POLICY_COMMAND_INC) -Iscripts/command -I$(BUILD)/gen \
 	-DRT_CMD_BUILD_DIR='"$(abspath $(BUILD))"'
-TEST_CFLAGS := $(BASE_CFLAGS) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BUILD))"' \
+TEST_CFLAGS := $(BASE_CFLAGS) $(POLICY_COMMAND_INC) -Itest/integration -DRT_BUILD_DIR='"$(abspath $(BUILD))"' \
 	-DRT_SOURCE_DIR='"$(abspath .)"'
 
-POLICY_SRC := $(wildcard policy/*.c)
+# policy/ is what the library links. The command's own rules stay out of it, in policy/command/:
+# the readers of the formats, which use json-c (the library only writes), rt_patch (24 KiB the
+# library would map into every process), the rules of LD_PRELOAD and of target selection, and
+# the report summary.
+POLICY_LIB_SRC := $(wildcard policy/*.c)
+POLICY_COMMAND_SRC := $(wildcard policy/command/*.c)
+POLICY_SRC := $(POLICY_LIB_SRC) $(POLICY_COMMAND_SRC)
+POLICY_H := $(wildcard policy/*.h policy/command/*.h)
 CMD_SRC := $(wildcard scripts/command/*.c)
-# The command's own rules stay out of the library: the readers of its formats, which use json-c
-# (the library only writes), rt_patch (24 KiB the library would map into every process), and
-# the command's target selection and report summary.
-POLICY_COMMAND_SRC := $(wildcard policy/*_read.c) $(wildcard policy/rt_patch*.c) \
-	policy/rt_target.c policy/rt_summary.c
-POLICY_LIB_SRC := $(filter-out $(POLICY_COMMAND_SRC),$(POLICY_SRC))
 SHIM_SRC := $(wildcard shim/*.c)
 UNIT_SRC := $(wildcard test/unit/*.c)
 INTEGRATION_SRC := $(wildcard test/integration/*.c)
@@ -72,7 +76,7 @@ NOSHARE := $(BUILD)/test/tools/noshare
 .PHONY: all test check lint bench demo install uninstall deb check-deb clean format deps stress FORCE
 all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
 
-$(BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
+$(BUILD)/policy/%.o: policy/%.c $(POLICY_H) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
@@ -80,7 +84,7 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h policy/*.h) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
-$(BUILD)/scripts/command/%.o: scripts/command/%.c $(wildcard scripts/command/*.h policy/*.h) \
+$(BUILD)/scripts/command/%.o: scripts/command/%.c $(wildcard scripts/command/*.h) $(POLICY_H) \
 		Makefile
 	@mkdir -p $(@D)
 	$(CC) $(CMD_CFLAGS) -c -o $@ $<
@@ -309,7 +313,8 @@ check-deb: deb $(BUILD)/test/workloads/frag
 	timeout 600 scripts/deb/check-deb.sh $(DEB) $(BUILD)/test/workloads/frag
 
 format:
-	clang-format -i policy/*.[ch] shim/*.[ch] scripts/command/*.[ch] test/*/*.[ch]
+	clang-format -i policy/*.[ch] policy/command/*.[ch] shim/*.[ch] scripts/command/*.[ch] \
+		test/*/*.[ch]
 
 clean:
 	rm -rf $(BUILD)
@@ -331,11 +336,11 @@ FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_POLICY_OBJ := $(POLICY_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Ipolicy \
-	-fsanitize=address,undefined -fno-sanitize-recover=all
+	$(POLICY_COMMAND_INC) -fsanitize=address,undefined -fno-sanitize-recover=all
 
 # Kept after a build, as make would delete them as mere intermediates of the targets.
 .SECONDARY: $(FUZZ_POLICY_OBJ)
-$(FUZZ_BUILD)/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
+$(FUZZ_BUILD)/policy/%.o: policy/%.c $(POLICY_H) Makefile
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
@@ -503,7 +508,7 @@ ifeq ($(SANITIZE),thread)
 SAN_RUNNER_CFLAGS :=
 SAN_RUNNER_LDFLAGS :=
 SAN_UNIT_RUN := true
-$(BUILD)/runner/policy/%.o: policy/%.c $(wildcard policy/*.h) Makefile
+$(BUILD)/runner/policy/%.o: policy/%.c $(POLICY_H) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SAN_CFLAGS),$(SHIM_CFLAGS)) -c -o $@ $<
 else

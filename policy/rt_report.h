@@ -1,6 +1,6 @@
 /* rt_report: the text of what the library tells the user about a round and about itself.
  * Owns the [RSS] line, the stats JSON lines, the status JSON and the Prometheus file: the
- * writers in rt_report.c (which the library links), their readers in rt_report_read.c. */
+ * writers in rt_report.c (which the library links), their readers in command/rt_report_read.c. */
 #ifndef RT_REPORT_H
 #define RT_REPORT_H
 
@@ -118,7 +118,8 @@ size_t rt_report_status_json(char *buf, size_t size, const struct rt_status_reco
  * and a reader sees whether it got all of it). */
 size_t rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr);
 
-/* --- Readers (rt_report_read.c; the command and the tests link them, the library does not). */
+/* --- Readers (command/rt_report_read.c: the command and the tests link them, the library does
+ * not). */
 
 enum rt_read_result {
 	RT_READ_OK,

@@ -1,7 +1,7 @@
 /* rt_sites: which call sites grow, round after round (ROUNDTRIM_SITES). Owns the sampling rule
  * (byte gaps drawn from the exponential law, a sample's unbiased weight and its variance), when a
- * site grew, the top K, the sites file's lines (writers here, readers in rt_sites_read.c), its
- * path beside the stats file, and the growth table's rules across rounds. */
+ * site grew, the top K, the sites file's lines (writers here, readers in command/rt_sites_read.c),
+ * its path beside the stats file, and the growth table's rules across rounds. */
 #ifndef RT_SITES_H
 #define RT_SITES_H
 
@@ -116,7 +116,8 @@ bool rt_sites_is_runtime(const char *module);
  * every frame is in it). */
 unsigned rt_sites_where(const struct rt_sites_site *s);
 
-/* --- Readers (rt_sites_read.c; the command and the tests link them, the library does not). */
+/* --- Readers (command/rt_sites_read.c: the command and the tests link them, the library does
+ * not). */
 
 enum rt_sites_line { RT_SITES_LINE_BAD, RT_SITES_LINE_SITE, RT_SITES_LINE_ROUND };
 
