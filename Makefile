@@ -399,7 +399,7 @@ fuzz: $(FUZZ_BIN)
 #   (shim/rt_files.c); the ones left empty are removed before the reports are looked at.
 #
 # Tests left out (SAN_SKIP_*), and why:
-# - bench/*: timings.
+# - bench/*: timings; instructions/*: counts of the normal build, which instrumentation changes.
 # - UBSan: rounds/jemalloc_*every_third*: the runtime's own pages (about 0.6 MiB) put RSS after
 #   the purge just above the test's bound (live + 10 % + 8 MiB), which the normal build meets
 #   with about 0.6 MiB to spare.
@@ -432,8 +432,8 @@ fuzz: $(FUZZ_BIN)
 # - Not yet understood, left out until they are (each failed in one full run after the sampler
 #   landed): TSan: invisible/program_handler_by_sigaction_* (its 20 s timeout); ASan:
 #   sites/forks_and_reallocs_while_sampling, stress/fork_exec (its 60 s timeout).
-SAN_SKIP_undefined := bench/*|rounds/jemalloc_*every_third*
-SAN_SKIP_runtime := bench/*|*jemalloc*|arena/@(thread_arena_tops_|stands_down_)*
+SAN_SKIP_undefined := bench/*|instructions/*|rounds/jemalloc_*every_third*
+SAN_SKIP_runtime := bench/*|instructions/*|*jemalloc*|arena/@(thread_arena_tops_|stands_down_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|arena/@(live_heap_of_many_|the_worker_takes_no_arena_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|rounds/glibc_*|auto_rounds/rounds_found_*|robust/role_caps_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|python/@(disabled_|off_with_|main_thread_)*

@@ -37,6 +37,7 @@ packages=(
 	util-linux        # setpriv and prlimit: the tests of privilege drops and task limits
 	gosu              # the test of a container entrypoint that drops root (a static Go program)
 	libseccomp-dev    # test/tools/noshare: the seccomp filter of a container runtime (no unshare)
+	valgrind          # callgrind: the instruction counts of bench figure 10 and their test
 )
 
 usage() {

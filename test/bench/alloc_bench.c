@@ -7,7 +7,9 @@
  * frees are outside it. C is the CPU time of the whole process (every thread, a preloaded
  * library's own included) from before the threads start to after they are joined: unlike X, it
  * does not grow while other processes of a busy machine hold the cores. With --rss, the
- * line has " max_rss_kib=M" before " cpu_seconds", its own peak RSS (getrusage). */
+ * line has " max_rss_kib=M" before " cpu_seconds", its own peak RSS (getrusage). With --calls, it
+ * ends with " calls=K", the malloc-family calls its threads made (free(NULL) included): what
+ * scripts/instructions.sh divides a difference of instruction counts by. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -28,6 +30,7 @@ struct bench_thread {
 	void **slots;
 	struct timespec start;
 	struct timespec end;
+	uint64_t calls;
 };
 
 static long bench_ops;
@@ -89,7 +92,7 @@ bench_thread_main(void *arg)
 {
 	struct bench_thread *t = arg;
 	void **slots = t->slots;
-	uint64_t rng = t->rng;
+	uint64_t rng = t->rng, calls = 0;
 	pthread_barrier_wait(&bench_start);
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	for (long i = 0; i < bench_ops; i++) {
@@ -101,21 +104,26 @@ bench_thread_main(void *arg)
 		if (op < 45) {
 			free(*slot);
 			*slot = bench_touch(malloc(bench_size(&rng)));
+			calls += 2;
 		} else if (op < 85) {
 			if (*slot) {
 				free(*slot);
 				*slot = NULL;
+				calls++;
 			}
 		} else if (op < 95) {
 			*slot = bench_touch(realloc(*slot, bench_size(&rng)));
+			calls++;
 		} else {
 			free(*slot);
 			*slot = bench_touch(calloc(1, bench_size(&rng)));
+			calls += 2;
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t->end);
 	for (size_t i = 0; i < BENCH_SLOTS; i++)
 		free(slots[i]);
+	t->calls = calls + BENCH_SLOTS;
 	return NULL;
 }
 
@@ -134,7 +142,7 @@ bench_parse_long(const char *text, long min, long max, long *out)
 static void
 bench_usage(void)
 {
-	fprintf(stderr, "usage: alloc_bench --threads T --ops N [--seed S] [--rss]\n");
+	fprintf(stderr, "usage: alloc_bench --threads T --ops N [--seed S] [--rss] [--calls]\n");
 	exit(2);
 }
 
@@ -148,12 +156,15 @@ int
 main(int argc, char **argv)
 {
 	long threads = 1, seed = 1;
-	bool rss = false;
+	bool rss = false, count_calls = false;
 	bench_ops = 1000000;
 	for (int i = 1; i < argc; i += 2) {
 		const char *name = argv[i], *value = argv[i + 1];
-		if (!strcmp(name, "--rss")) {
-			rss = true;
+		if (!strcmp(name, "--rss") || !strcmp(name, "--calls")) {
+			if (!strcmp(name, "--rss"))
+				rss = true;
+			else
+				count_calls = true;
 			i--;
 			continue;
 		}
@@ -190,11 +201,13 @@ main(int argc, char **argv)
 	 * as clocksource, such spans came out as low as 0.003 s for 20 million operations. The
 	 * threads leave one barrier together, so both ways agree wherever the clocks do. */
 	double longest = 0;
+	uint64_t calls = 0;
 	for (int i = 0; i < threads; i++) {
 		pthread_join(pool[i].thread, NULL);
 		double d = bench_seconds(&pool[i].end) - bench_seconds(&pool[i].start);
 		if (d > longest)
 			longest = d;
+		calls += pool[i].calls;
 		free(pool[i].slots);
 	}
 	pthread_barrier_destroy(&bench_start);
@@ -204,6 +217,9 @@ main(int argc, char **argv)
 	struct rusage usage;
 	if (rss && getrusage(RUSAGE_SELF, &usage) == 0)
 		printf(" max_rss_kib=%ld", usage.ru_maxrss);
-	printf(" cpu_seconds=%.6f\n", bench_seconds(&cpu_end) - bench_seconds(&cpu_start));
+	printf(" cpu_seconds=%.6f", bench_seconds(&cpu_end) - bench_seconds(&cpu_start));
+	if (count_calls)
+		printf(" calls=%llu", (unsigned long long)calls);
+	printf("\n");
 	return 0;
 }
