@@ -76,6 +76,12 @@ rt_file_node_verdict(enum rt_file_kind kind, const struct rt_file_facts *dir,
 	return RT_FILE_REFUSE;
 }
 
+bool
+rt_file_write_fits(uint64_t offset, uint64_t len, uint64_t limit)
+{
+	return offset <= limit && len <= limit - offset;
+}
+
 int
 rt_file_fd_floor(uint64_t nofile_limit)
 {

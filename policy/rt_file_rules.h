@@ -46,6 +46,11 @@ enum rt_file_verdict rt_file_node_verdict(enum rt_file_kind kind, const struct r
                                           const struct rt_file_facts *node, unsigned uid,
                                           const char **why);
 
+/* Whether a write of len bytes at offset stays within RLIMIT_FSIZE's limit (UINT64_MAX: none).
+ * A record that would not is dropped unwritten: past the limit the kernel writes part of it, or
+ * raises SIGXFSZ, which ends a program that did not ignore it (setrlimit(2)). */
+bool rt_file_write_fits(uint64_t offset, uint64_t len, uint64_t limit);
+
 /* The lowest number the library's descriptors may take, for a soft RLIMIT_NOFILE of
  * nofile_limit (roundtrim(7), DESCRIPTORS): far above the numbers programs use and juggle,
  * below the limit, and below 1024. */

@@ -108,6 +108,7 @@ struct rt_ledger_facts {
 	const char *fifo;
 	const char *stats;
 	int signal;
+	uint64_t lost_records; /* records the library's files could not take (rt_report) */
 };
 
 /* The next status record (its seq counts rewrites). */

@@ -196,14 +196,16 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    ",\"last_note\":\"%s\",\"rss_kib\":%" PRIu64 ",\"live_kib\":%" PRIu64
 	    ",\"released_total_kib\":%" PRIu64
 	    ",\"action_limits\":\"%s\",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_"
-	    "lines\":%" PRIu64 ",\"oversized_lines\":%" PRIu64 ",\"seq_end\":%" PRIu64 "}\n",
+	    "lines\":%" PRIu64 ",\"oversized_lines\":%" PRIu64 ",\"lost_records\":%" PRIu64
+	    ",\"seq_end\":%" PRIu64 "}\n",
 	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator, st->rounds,
 	    st->gc_rounds, st->actions, st->last_action_round, st->last_action,
 	    st->last_trigger ? st->last_trigger : "none", st->last_action_unix_us / 1000000,
 	    st->last_action_unix_us % 1000000, st->last_rss_before_kib, st->last_rss_after_kib,
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
 	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, limits,
-	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines, st->seq);
+	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines, st->lost_records,
+	    st->seq);
 	return rt_report_clamp(n, size);
 }
 

@@ -68,6 +68,9 @@ struct rt_status_record {
 	const char *stats;         /* "" when none */
 	uint64_t unknown_lines;
 	uint64_t oversized_lines;
+	/* Records of the library's files (stats, log, sites, trace, status, Prometheus) dropped
+	 * whole because the file could not take them (a full volume, a file-size limit). */
+	uint64_t lost_records;
 };
 
 uint64_t rt_report_released_kib(const struct rt_round_record *rec);

@@ -177,7 +177,8 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	    rt_json_i64(obj, "signal", &signal) &&
 	    rt_json_str(obj, "stats", out->stats, sizeof(out->stats)) &&
 	    rt_json_u64(obj, "unknown_lines", &st->unknown_lines) &&
-	    rt_json_u64(obj, "oversized_lines", &st->oversized_lines);
+	    rt_json_u64(obj, "oversized_lines", &st->oversized_lines) &&
+	    rt_read_u64_since(obj, "lost_records", &st->lost_records);
 	json_object_put(obj);
 	st->pid = (int)pid;
 	st->signal = (int)signal;

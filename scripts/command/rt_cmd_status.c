@@ -30,13 +30,14 @@ enum {
 	RT_COL_RSS,
 	RT_COL_LIVE,
 	RT_COL_RELEASED,
+	RT_COL_LOST,
 	RT_COL_TRIGGERS,
 	RT_COL_COUNT,
 };
 
 static const char *const rt_cmd_status_header[RT_COL_COUNT] = {
-    "PID",  "PROGRAM", "ALLOC",    "ROUNDS",       "N",        "LAST ACTION@ROUND",
-    "WHEN", "RSS MiB", "LIVE MiB", "RELEASED MiB", "TRIGGERS",
+    "PID",  "PROGRAM", "ALLOC",    "ROUNDS",       "N",    "LAST ACTION@ROUND",
+    "WHEN", "RSS MiB", "LIVE MiB", "RELEASED MiB", "LOST", "TRIGGERS",
 };
 
 static void
@@ -49,7 +50,8 @@ rt_cmd_status_help(void)
 	      "session, or the\n"
 	      "PIDs given, or those selected): pid, program, allocator, rounds counted, N, last "
 	      "action and\n"
-	      "when, RSS, live heap, memory released so far, and the triggers (FIFO, signal).\n"
+	      "when, RSS, live heap, memory released so far, records its files could not take\n"
+	      "(a full volume), and the triggers (FIFO, signal).\n"
 	      "\n"
 	      "  --json           a JSON array of the processes' status objects (roundtrim(7), "
 	      "STATUS FILE)\n"
@@ -96,6 +98,7 @@ rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read)
 	rt_report_mib(cells[RT_COL_RSS], sizeof(cells[0]), st->rss_kib);
 	rt_report_mib(cells[RT_COL_LIVE], sizeof(cells[0]), st->live_kib);
 	rt_report_mib(cells[RT_COL_RELEASED], sizeof(cells[0]), st->released_total_kib);
+	snprintf(cells[RT_COL_LOST], sizeof(cells[0]), "%" PRIu64, st->lost_records);
 	if (st->signal) {
 		char name[24];
 		rt_parse_signal_name(st->signal, SIGRTMIN, SIGRTMAX, name, sizeof(name));

@@ -480,7 +480,8 @@ fake_status(int pid, const char *fifo)
 	                                 .released_total_kib = 3021,
 	                                 .fifo = fifo,
 	                                 .signal = SIGRTMIN + 8,
-	                                 .stats = ""};
+	                                 .stats = "",
+	                                 .lost_records = 5};
 }
 
 /* Writes len bytes of text over the file in place, as the library rewrites its status file. */
@@ -509,17 +510,18 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	cr_assert_not_null(row);
 	char pid[16], program[16], alloc[16], last[32], when[16], rss[16], live[16], released[16],
 	    fifo_seen[PATH_MAX], signal[32];
-	int rounds, n;
-	cr_assert_eq(sscanf(row + 1, "%15s %15s %15s %d %d %31s %15s %15s %15s %15s %4095s %31s",
+	int rounds, n, lost;
+	cr_assert_eq(sscanf(row + 1, "%15s %15s %15s %d %d %31s %15s %15s %15s %15s %d %4095s %31s",
 	                    pid, program, alloc, &rounds, &n, last, when, rss, live, released,
-	                    fifo_seen, signal),
-	             12, "%s", out);
+	                    &lost, fifo_seen, signal),
+	             13, "%s", out);
 	cr_assert_str_eq(pid, th_pid_text(p.pid));
 	cr_assert_str_eq(last, "-");
 	cr_assert_str_eq(when, "never");
 	cr_assert_str_eq(rss, "1.1", "%s", out);
 	cr_assert_str_eq(live, "1.9", "%s", out);
 	cr_assert_str_eq(released, "3.0", "%s", out);
+	cr_assert_eq(lost, 5, "%s", out);
 	cr_assert_str_eq(fifo_seen, fifo);
 	cr_assert_str_eq(signal, "RTMIN+8=42", "%s", out);
 
@@ -1216,8 +1218,8 @@ Test(command, patched_nvflare_client_stays_flat_with_no_trigger, .timeout = 300)
 	cr_log_info("e2e: RSS after rounds 1, 10, 20: %ld, %ld, %ld KiB; slope %.3f MiB/round; "
 	            "%d rounds found (auto), %d acted on, %d where RSS had not grown, %d with "
 	            "Python steps after; report: before %.3f, after %.3f MiB/round",
-	            (long)rss[1], (long)rss[10], (long)rss[E2E_ROUNDS], slope, found, acted,
-	            stayed, followed, rt_summary_before_mib_per_round(&library),
+	            (long)rss[1], (long)rss[10], (long)rss[E2E_ROUNDS], slope, found, acted, stayed,
+	            followed, rt_summary_before_mib_per_round(&library),
 	            rt_summary_after_mib_per_round(&library));
 	/* The library must have done the work: most round ends found, each one acted on unless
 	 * RSS had stayed where the last action left it. */

@@ -168,3 +168,15 @@ Test(file_fd_floor, tiny_limits_stay_above_stdio)
 			cr_assert_lt((uint64_t)floor, limit, "limit %lu", (unsigned long)limit);
 	}
 }
+
+Test(file_write_fits, within_the_file_size_limit_only)
+{
+	cr_assert(rt_file_write_fits(0, 100, UINT64_MAX));
+	cr_assert(rt_file_write_fits(UINT64_MAX - 100, 100, UINT64_MAX));
+	cr_assert(rt_file_write_fits(4000, 96, 4096), "up to the limit itself");
+	cr_assert_not(rt_file_write_fits(4000, 97, 4096), "one byte past it");
+	cr_assert_not(rt_file_write_fits(4096, 1, 4096), "at the limit (SIGXFSZ)");
+	cr_assert_not(rt_file_write_fits(5000, 0, 4096), "a file already past it");
+	cr_assert(rt_file_write_fits(0, 0, 0));
+	cr_assert_not(rt_file_write_fits(0, 1, 0));
+}

@@ -169,6 +169,10 @@ Test(ledger, an_action_is_booked_and_reported)
 	cr_assert_str_eq(st.last_note, "merged=3");
 	rt_ledger_status(&ledger, &f, &st);
 	cr_assert_eq(st.seq, 2, "every status record is a new rewrite");
+	cr_assert_eq(st.lost_records, 0);
+	f.lost_records = 4;
+	rt_ledger_status(&ledger, &f, &st);
+	cr_assert_eq(st.lost_records, 4, "the files' count, as the shim keeps it");
 	struct rt_prom_record pr;
 	rt_ledger_prom(&ledger, &f, "0.1.0", &pr);
 	cr_assert_eq(pr.rounds, 3);

@@ -46,7 +46,8 @@ status(void)
 	                                 .signal = 42,
 	                                 .stats = "",
 	                                 .unknown_lines = 5,
-	                                 .oversized_lines = 6};
+	                                 .oversized_lines = 6,
+	                                 .lost_records = 7};
 }
 
 static void
@@ -189,7 +190,8 @@ Test(report, status_json)
 	                 "\"last_note\":\"merged=2\",\"rss_kib\":4096,"
 	                 "\"live_kib\":1024,\"released_total_kib\":8192,\"action_limits\":\"\","
 	                 "\"fifo\":\"/tmp/rt/77.fifo\",\"signal\":42,\"stats\":\"\","
-	                 "\"unknown_lines\":5,\"oversized_lines\":6,\"seq_end\":12}\n");
+	                 "\"unknown_lines\":5,\"oversized_lines\":6,\"lost_records\":7,"
+	                 "\"seq_end\":12}\n");
 }
 
 Test(report, status_json_escapes_strings)

@@ -150,7 +150,8 @@ status(void)
 	                                 .signal = 42,
 	                                 .stats = "",
 	                                 .unknown_lines = 5,
-	                                 .oversized_lines = 6};
+	                                 .oversized_lines = 6,
+	                                 .lost_records = 7};
 }
 
 Test(report_read, status_round_trip)
@@ -180,6 +181,7 @@ Test(report_read, status_round_trip)
 	cr_assert_eq(got.st.signal, st.signal);
 	cr_assert_eq(got.st.unknown_lines, st.unknown_lines);
 	cr_assert_eq(got.st.oversized_lines, st.oversized_lines);
+	cr_assert_eq(got.st.lost_records, st.lost_records);
 	cr_assert_str_eq(got.st.program, st.program);
 	cr_assert_str_eq(got.st.allocator, st.allocator);
 	cr_assert_str_eq(got.st.last_action, st.last_action);
@@ -206,6 +208,23 @@ Test(report_read, status_torn_is_told_apart)
 	buf[n / 2] = '\0';
 	cr_assert_eq(rt_report_read_status(buf, &got), RT_READ_TORN);
 	cr_assert_eq(rt_report_read_status("{\"pid\":1}", &got), RT_READ_BAD);
+}
+
+/* lost_records came later: a status without it is read as none lost; a wrong one is refused. */
+Test(report_read, status_lost_records_since_it_came)
+{
+	struct rt_status_record st = status();
+	char buf[RT_REPORT_LINE_MAX * 2], cut[RT_REPORT_LINE_MAX * 2];
+	rt_report_status_json(buf, sizeof(buf), &st);
+	const char *field = strstr(buf, ",\"lost_records\":7");
+	cr_assert_not_null(field);
+	snprintf(cut, sizeof(cut), "%.*s%s", (int)(field - buf), buf, field + 17);
+	struct rt_status_read got;
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_OK, "%s", cut);
+	cr_assert_eq(got.st.lost_records, 0);
+	snprintf(cut, sizeof(cut), "%.*s,\"lost_records\":\"7\"%s", (int)(field - buf), buf,
+	         field + 17);
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_BAD, "%s", cut);
 }
 
 Test(report, prom_file)
