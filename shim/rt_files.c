@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,7 +41,8 @@ struct rt_output {
 	bool made_at_start; /* created empty at start-up (no O_TMPFILE there): removed if unused */
 	bool per_process;   /* its template has %p */
 	atomic_bool written;
-	size_t len; /* for a file rewritten in place: the longest content written */
+	bool loss_said; /* its first lost record was said on stderr */
+	size_t len;     /* for a file rewritten in place: the longest content written */
 };
 
 static struct {
@@ -51,7 +53,11 @@ static struct {
 	char fifo_path[RT_CONFIG_PATH_MAX];
 	char status_path[RT_FILES_STATUS_PATH_MAX];
 	size_t status_len; /* the longest content written, which shorter ones pad over */
-	atomic_int owner;  /* the pid that opened these files: only it removes them */
+	bool status_loss_said;
+	/* Records that a file could not take whole, dropped (the status's lost_records). Written
+	 * by the worker, which writes every file, and read by it. */
+	uint64_t lost;
+	atomic_int owner; /* the pid that opened these files: only it removes them */
 	/* The descriptors live in the worker's own table only (rt_files_went_private): the
 	 * program's threads can neither reach nor replace them, and never touch them. Atomic:
 	 * read by rt_files_fifo_poke in any thread, the worker's signal handler among them. */
@@ -468,7 +474,7 @@ rt_files_forget_output(struct rt_output *out)
 {
 	rt_fd_close(&out->fd);
 	out->path[0] = '\0';
-	out->unnamed = out->made_at_start = out->per_process = false;
+	out->unnamed = out->made_at_start = out->per_process = out->loss_said = false;
 	out->len = 0;
 	atomic_store(&out->written, false);
 }
@@ -531,6 +537,8 @@ rt_files_forget_parent(void)
 	rt_files_forget_output(&rt_f.sites);
 	rt_f.fifo_path[0] = rt_f.status_path[0] = '\0';
 	rt_f.status_len = 0;
+	rt_f.status_loss_said = false;
+	rt_f.lost = 0;
 	atomic_store(&rt_f.paths_claimed, false);
 	atomic_store(&rt_f.owner, 0);
 	/* Not closed: the child's runtime closes the parent's report file itself, at its first
@@ -607,37 +615,135 @@ rt_files_have_status(void)
 	return rt_fd_valid(&rt_f.status);
 }
 
-/* Replaces a file's content in place: one pwrite through the descriptor opened at start-up,
- * no new file. A shorter content is padded with blanks before its final newline over a longer
- * earlier one (blanks end a JSON object and a Prometheus comment alike). */
+/* Whether a write of len bytes at offset stays within RLIMIT_FSIZE, read at each write: the
+ * program may lower it, or another process through prlimit(2). */
 static bool
+rt_files_fits(uint64_t offset, size_t len)
+{
+	struct rlimit lim;
+	return getrlimit(RLIMIT_FSIZE, &lim) != 0 ||
+	       rt_file_write_fits(offset, len,
+	                          lim.rlim_cur == RLIM_INFINITY ? UINT64_MAX : lim.rlim_cur);
+}
+
+/* 0 once all of buf is at offset, else the errno of the write that stopped short. */
+static int
+rt_files_pwrite_all(int fd, const char *buf, size_t len, off_t offset)
+{
+	while (len > 0) {
+		ssize_t n = pwrite(fd, buf, len, offset);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : ENOSPC;
+		buf += n;
+		len -= (size_t)n;
+		offset += n;
+	}
+	return 0;
+}
+
+static void
+rt_files_truncate(int fd, off_t length)
+{
+	while (ftruncate(fd, length) != 0 && errno == EINTR)
+		;
+}
+
+/* Appends one record whole or not at all: 0, or the errno of the write that could not finish
+ * it, the file cut back to where the record began. The files are O_APPEND, where a write
+ * leaves the offset at the end of what it wrote; a file that grew past that meanwhile (another
+ * process sharing it, in the instant space came back) keeps what it has rather than lose that
+ * process's record. */
+static int
+rt_files_append_whole(int fd, const char *line, size_t len)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && !rt_files_fits((uint64_t)st.st_size, len))
+		return EFBIG;
+	size_t done = 0;
+	int err = 0;
+	while (done < len) {
+		ssize_t n = write(fd, line + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* 0 from a regular file: nothing more fits. */
+			err = n < 0 ? errno : ENOSPC;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (err && done > 0) {
+		off_t end = lseek(fd, 0, SEEK_CUR);
+		if (end >= (off_t)done && fstat(fd, &st) == 0 && st.st_size == end)
+			rt_files_truncate(fd, end - (off_t)done);
+	}
+	return err;
+}
+
+/* Replaces a file's content in place through the descriptor opened at start-up, no new file,
+ * whole or not at all: 0, or the errno that kept the new content out. A shorter content is
+ * padded with blanks before its final newline over a longer earlier one (blanks end a JSON
+ * object and a Prometheus comment alike). Only what reaches past the old end takes new space:
+ * it is written first, and cut off again when it does not fit, so that the old content stays
+ * whole; the part over the old content then takes none (on a file system that rewrites in
+ * place). */
+static int
 rt_files_rewrite(int fd, size_t *kept, const char *text, size_t len)
 {
 	char buf[RT_FILES_REWRITE_MAX];
 	if (len == 0 || len > sizeof(buf) || text[len - 1] != '\n')
-		return false;
+		return EMSGSIZE;
 	size_t total = len > *kept ? len : *kept;
 	if (total > sizeof(buf))
 		total = sizeof(buf);
 	memcpy(buf, text, len - 1);
 	memset(buf + len - 1, ' ', total - len);
 	buf[total - 1] = '\n';
-	ssize_t n;
-	do
-		n = pwrite(fd, buf, total, 0);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)total)
-		return false;
+	size_t old = *kept < total ? *kept : total;
+	int err;
+	/* The limit cuts any write that reaches past it, over old content too. */
+	if (!rt_files_fits(0, total))
+		return EFBIG;
+	if (total > old) {
+		if ((err = rt_files_pwrite_all(fd, buf + old, total - old, (off_t)old))) {
+			rt_files_truncate(fd, (off_t)old);
+			return err;
+		}
+	}
+	if ((err = rt_files_pwrite_all(fd, buf, old, 0)))
+		return err;
 	*kept = total;
-	return true;
+	return 0;
+}
+
+/* A record a file could not take: counted, and said once for each file. */
+static void
+rt_files_lost(const char *feature, const char *path, bool *said, int err)
+{
+	rt_f.lost++;
+	if (*said)
+		return;
+	*said = true;
+	rt_warn("%s: a record dropped: %s cannot take it whole: %s; the file keeps whole records "
+	        "only, and later drops are only counted (status lost_records)",
+	        feature, path, strerror(err));
+}
+
+uint64_t
+rt_files_lost_records(void)
+{
+	return rt_f.lost;
 }
 
 void
 rt_files_write_status(const char *json, size_t len)
 {
 	int fd = rt_fd_get(&rt_f.status);
-	if (fd >= 0)
-		rt_files_rewrite(fd, &rt_f.status_len, json, len);
+	int err = fd < 0 ? 0 : rt_files_rewrite(fd, &rt_f.status_len, json, len);
+	if (err)
+		rt_files_lost(rt_f.status.feature, rt_f.status_path, &rt_f.status_loss_said, err);
 }
 
 /* An unnamed output has its first content: give it its name. linkat never follows or replaces
@@ -661,19 +767,33 @@ void
 rt_files_write_prom(const char *text, size_t len)
 {
 	int fd = rt_fd_get(&rt_f.prom.fd);
-	if (fd >= 0 && rt_files_rewrite(fd, &rt_f.prom.len, text, len))
+	if (fd < 0)
+		return;
+	int err = rt_files_rewrite(fd, &rt_f.prom.len, text, len);
+	if (err)
+		rt_files_lost(rt_f.prom.fd.feature, rt_f.prom.path, &rt_f.prom.loss_said, err);
+	else
 		rt_files_name(&rt_f.prom, fd);
 }
 
-/* False when the file is gone (never opened, refused, or lost). */
-static bool
+enum rt_files_put {
+	RT_FILES_PUT_WRITTEN,
+	RT_FILES_PUT_DROPPED, /* the file could not take it: counted, the file stays */
+	RT_FILES_PUT_GONE,    /* no file (never opened, refused, or lost) */
+};
+
+/* An unnamed file gets its name with its first whole record. */
+static enum rt_files_put
 rt_files_output_line(struct rt_output *out, const char *line, size_t len)
 {
 	int fd = rt_fd_get(&out->fd);
 	if (fd < 0)
-		return false;
-	rt_out_write_all(fd, line, len);
-	return rt_files_name(out, fd);
+		return RT_FILES_PUT_GONE;
+	int err = rt_files_append_whole(fd, line, len);
+	if (!err)
+		return rt_files_name(out, fd) ? RT_FILES_PUT_WRITTEN : RT_FILES_PUT_GONE;
+	rt_files_lost(out->fd.feature, out->path, &out->loss_said, err);
+	return RT_FILES_PUT_DROPPED;
 }
 
 void
@@ -685,7 +805,7 @@ rt_files_stats_line(const char *line, size_t len)
 void
 rt_files_log_line(const char *line, size_t len)
 {
-	if (!rt_files_output_line(&rt_f.log, line, len))
+	if (rt_files_output_line(&rt_f.log, line, len) == RT_FILES_PUT_GONE)
 		rt_out_stderr(line, len);
 }
 
@@ -737,10 +857,10 @@ rt_files_memory(uint64_t *used, uint64_t *limit)
 	       rt_pressure_read_meminfo(buf, used, limit);
 }
 
-void
+bool
 rt_files_sites_line(const char *line, size_t len)
 {
-	rt_files_output_line(&rt_f.sites, line, len);
+	return rt_files_output_line(&rt_f.sites, line, len) == RT_FILES_PUT_WRITTEN;
 }
 
 bool

@@ -37,11 +37,15 @@ void rt_files_fifo_poke(void);
 const char *rt_files_fifo_path(void); /* "" when none */
 bool rt_files_have_status(void);
 
-/* Replaces the status file's content in place (seq fields let readers catch a write half done). */
+/* Replaces the status file's content in place (seq fields let readers catch a write half done);
+ * whole, or not at all. */
 void rt_files_write_status(const char *json, size_t len);
 /* Replaces the Prometheus file's content in place (its last line, "# end", tells a reader it
  * has all of it); a per-process one gets its name with its first content. */
 void rt_files_write_prom(const char *text, size_t len);
+/* Records the files could not take whole (a full volume, a file-size limit), dropped: each file
+ * holds whole records only, and the first drop of each is said once on stderr. */
+uint64_t rt_files_lost_records(void);
 /* Appends one line to the stats file, or to the log (stderr when no log file). */
 void rt_files_stats_line(const char *line, size_t len);
 void rt_files_log_line(const char *line, size_t len);
@@ -56,8 +60,8 @@ bool rt_files_rss_split(struct rt_procfs_rss *out);
 /* Memory in use and its limit, in bytes: the memory cgroup's when it has a limit, else the
  * machine's (ROUNDTRIM_PRESSURE); false when neither can be read. */
 bool rt_files_memory(uint64_t *used, uint64_t *limit);
-/* One line of the sites file (ROUNDTRIM_SITES), beside the stats file. */
-void rt_files_sites_line(const char *line, size_t len);
+/* One line of the sites file (ROUNDTRIM_SITES), beside the stats file; true once it is there. */
+bool rt_files_sites_line(const char *line, size_t len);
 bool rt_files_have_sites(void);
 /* One line of the detector's readings (ROUNDTRIM_TRACE). */
 void rt_files_trace_line(const char *line, size_t len);

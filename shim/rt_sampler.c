@@ -662,7 +662,9 @@ rt_sampler_frame(uintptr_t addr, struct rt_sites_frame *f)
 	}
 }
 
-static void
+/* True once the site's line is in the file: one the file could not take is defined again with
+ * the next round that names the site. */
+static bool
 rt_sampler_define(uint32_t id, int pid)
 {
 	static struct rt_sites_site s;
@@ -677,7 +679,8 @@ rt_sampler_define(uint32_t id, int pid)
 		const struct rt_sampler_pynames *pn = &rt_sp.names[e->names - 1 + i];
 		s.py[i] = (struct rt_sites_pyframe){pn->function, pn->file, pn->line};
 	}
-	rt_files_sites_line(rt_sw.line, rt_sites_site_json(rt_sw.line, sizeof(rt_sw.line), &s));
+	return rt_files_sites_line(rt_sw.line,
+	                           rt_sites_site_json(rt_sw.line, sizeof(rt_sw.line), &s));
 }
 
 void
@@ -743,8 +746,7 @@ rt_sampler_round(const struct rt_round_record *rec)
 		for (size_t i = 0; i < r.ngrew; i++) {
 			uint32_t site = r.grew[i].site;
 			if (!rt_sw.defined[site])
-				rt_sampler_define(site, rec->pid);
-			rt_sw.defined[site] = 1;
+				rt_sw.defined[site] = rt_sampler_define(site, rec->pid);
 		}
 	}
 	rt_files_sites_line(rt_sw.line, rt_sites_round_json(rt_sw.line, sizeof(rt_sw.line), &r));

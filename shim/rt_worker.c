@@ -107,6 +107,7 @@ rt_worker_facts(void)
 	    .fifo = rt_files_fifo_path(),
 	    .stats = rt_files_stats_path(),
 	    .signal = rt_signal_number(),
+	    .lost_records = rt_files_lost_records(),
 	};
 }
 
