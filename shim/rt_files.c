@@ -651,15 +651,17 @@ rt_files_truncate(int fd, off_t length)
 }
 
 /* Appends one record whole or not at all: 0, or the errno of the write that could not finish
- * it, the file cut back to where the record began. The files are O_APPEND, where a write
- * leaves the offset at the end of what it wrote; a file that grew past that meanwhile (another
- * process sharing it, in the instant space came back) keeps what it has rather than lose that
- * process's record. */
+ * it, the file cut back to where the record began: its size before, unless another process
+ * that shares the file appended between (then the sizes disagree, and the file keeps what it
+ * has rather than lose that process's record). */
 static int
 rt_files_append_whole(int fd, const char *line, size_t len)
 {
 	struct stat st;
-	if (fstat(fd, &st) == 0 && !rt_files_fits((uint64_t)st.st_size, len))
+	if (fstat(fd, &st) != 0)
+		return errno;
+	off_t start = st.st_size;
+	if (!rt_files_fits((uint64_t)start, len))
 		return EFBIG;
 	size_t done = 0;
 	int err = 0;
@@ -674,11 +676,8 @@ rt_files_append_whole(int fd, const char *line, size_t len)
 		}
 		done += (size_t)n;
 	}
-	if (err && done > 0) {
-		off_t end = lseek(fd, 0, SEEK_CUR);
-		if (end >= (off_t)done && fstat(fd, &st) == 0 && st.st_size == end)
-			rt_files_truncate(fd, end - (off_t)done);
-	}
+	if (err && done > 0 && fstat(fd, &st) == 0 && st.st_size == start + (off_t)done)
+		rt_files_truncate(fd, start);
 	return err;
 }
 
