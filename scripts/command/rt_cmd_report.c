@@ -113,71 +113,77 @@ rt_cmd_report_summary_row(const struct rt_summary *s)
 	       rt_summary_before_mib_per_round(s), rt_summary_after_mib_per_round(s));
 }
 
-int
-rt_cmd_report(int argc, char **argv)
+struct rt_cmd_report_args {
+	const char *out; /* -o's plot, or NULL */
+	bool sites;
+	char **files;
+	size_t nfiles;
+};
+
+static void
+rt_cmd_report_parse(int argc, char **argv, struct rt_cmd_report_args *a)
 {
-	const char *out = NULL;
-	bool sites = false;
-	char **files = rt_cmd_alloc((size_t)argc * sizeof(*files));
-	size_t nfiles = 0;
+	a->files = rt_cmd_alloc((size_t)argc * sizeof(*a->files));
 	for (int i = 1; i < argc; i++) {
 		struct rt_cmd_opt opt;
 		rt_cmd_opt_split(argv[i], &opt);
 		if (!strcmp(argv[i], "--")) {
 			while (++i < argc)
-				files[nfiles++] = argv[i];
+				a->files[a->nfiles++] = argv[i];
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			rt_cmd_report_help();
 			exit(RT_CMD_OK);
 		} else if (rt_cmd_opt_is(&opt, "--sites")) {
 			rt_cmd_opt_no_value(&opt);
-			sites = true;
+			a->sites = true;
 		} else if (!strcmp(argv[i], "-o") || rt_cmd_opt_is(&opt, "--output")) {
-			out = rt_cmd_opt_value(&opt, argc, argv, &i);
+			a->out = rt_cmd_opt_value(&opt, argc, argv, &i);
 		} else if (argv[i][0] == '-') {
 			rt_cmd_usage_error("unknown option %s", argv[i]);
 		} else {
-			files[nfiles++] = argv[i];
+			a->files[a->nfiles++] = argv[i];
 		}
 	}
-	if (nfiles == 0)
+	if (a->nfiles == 0)
 		rt_cmd_usage_error("missing FILE.jsonl");
-	if (out && !rt_cmd_plot_format_ok(out))
-		rt_cmd_usage_error("-o takes a .png or .svg file, not '%s'", out);
-	if (out && !rt_cmd_plot_available())
+	if (a->out && !rt_cmd_plot_format_ok(a->out))
+		rt_cmd_usage_error("-o takes a .png or .svg file, not '%s'", a->out);
+	if (a->out && !rt_cmd_plot_available())
 		rt_cmd_die("gnuplot not found (Debian: apt-get install gnuplot-nox)");
-	if (sites) {
-		int status = rt_cmd_sites_report(files, nfiles, out);
-		free(files);
-		return status;
-	}
+}
 
-	struct rt_cmd_rows rows = {0};
+/* Every stats line of the files, by process and round; ends the command when there is none. */
+static void
+rt_cmd_report_rows(char **files, size_t nfiles, struct rt_cmd_rows *rows)
+{
 	for (size_t i = 0; i < nfiles; i++)
-		rt_cmd_report_read(files[i], &rows);
-	if (rows.n == 0) {
+		rt_cmd_report_read(files[i], rows);
+	if (rows->n == 0) {
 		char names[1024] = "";
 		for (size_t i = 0, w = 0; i < nfiles && w < sizeof(names); i++)
 			w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s", i ? " " : "",
 			                      files[i]);
 		rt_cmd_die("no stats lines in %s", names);
 	}
-	qsort(rows.row, rows.n, sizeof(*rows.row), rt_cmd_report_cmp);
+	qsort(rows->row, rows->n, sizeof(*rows->row), rt_cmd_report_cmp);
+}
 
-	struct rt_cmd_plot plot;
-	if (out)
-		rt_cmd_plot_begin(&plot);
+/* The summary table, a row per process, and its total; each process's points into plot when
+ * there is one. */
+static void
+rt_cmd_report_summaries(const struct rt_cmd_rows *rows, struct rt_cmd_plot *plot)
+{
 	printf("%-8s %-9s %6s %7s %12s %10s %10s %13s %13s\n", "pid", "allocator", "rounds",
 	       "actions", "released MiB", "RSS first", "RSS last", "before MiB/r", "after MiB/r");
 	struct rt_summary s;
 	size_t processes = 0;
 	uint64_t total_kib = 0;
-	for (size_t i = 0; i < rows.n; i++) {
-		const struct rt_cmd_row *r = &rows.row[i];
-		if (i == 0 || r->pid != rows.row[i - 1].pid) {
+	for (size_t i = 0; i < rows->n; i++) {
+		const struct rt_cmd_row *r = &rows->row[i];
+		if (i == 0 || r->pid != rows->row[i - 1].pid) {
 			rt_summary_init(&s, r->pid);
-			if (out)
-				rt_cmd_plot_process(&plot, r->pid);
+			if (plot)
+				rt_cmd_plot_process(plot, r->pid);
 		}
 		struct rt_round_record rec = {.pid = r->pid,
 		                              .round = r->round,
@@ -186,9 +192,9 @@ rt_cmd_report(int argc, char **argv)
 		                              .rss_before_kib = r->before_kib,
 		                              .rss_after_kib = r->after_kib};
 		rt_summary_add(&s, &rec);
-		if (out)
-			rt_cmd_plot_point(&plot, r->round, r->before_kib, r->after_kib);
-		if (i + 1 == rows.n || rows.row[i + 1].pid != r->pid) {
+		if (plot)
+			rt_cmd_plot_point(plot, r->round, r->before_kib, r->after_kib);
+		if (i + 1 == rows->n || rows->row[i + 1].pid != r->pid) {
 			rt_cmd_report_summary_row(&s);
 			processes++;
 			total_kib += s.released_kib;
@@ -201,13 +207,31 @@ rt_cmd_report(int argc, char **argv)
 	       "(least squares) before and after the actions.\n",
 	       processes, total);
 	fflush(stdout);
+}
+
+int
+rt_cmd_report(int argc, char **argv)
+{
+	struct rt_cmd_report_args a = {0};
+	rt_cmd_report_parse(argc, argv, &a);
+	if (a.sites) {
+		int status = rt_cmd_sites_report(a.files, a.nfiles, a.out);
+		free(a.files);
+		return status;
+	}
+	struct rt_cmd_rows rows = {0};
+	rt_cmd_report_rows(a.files, a.nfiles, &rows);
+	struct rt_cmd_plot plot;
+	if (a.out)
+		rt_cmd_plot_begin(&plot);
+	rt_cmd_report_summaries(&rows, a.out ? &plot : NULL);
 	free(rows.row);
-	free(files);
-	if (!out)
+	free(a.files);
+	if (!a.out)
 		return RT_CMD_OK;
 	char why[512];
-	if (!rt_cmd_plot_end(&plot, out, why, sizeof(why)))
+	if (!rt_cmd_plot_end(&plot, a.out, why, sizeof(why)))
 		rt_cmd_die("%s", why);
-	rt_cmd_say("wrote %s", out);
+	rt_cmd_say("wrote %s", a.out);
 	return RT_CMD_OK;
 }

@@ -310,21 +310,14 @@ rt_cmd_sites_where(const struct rt_sites_site *s, struct rt_cmd_sites_names *nam
 	}
 }
 
-int
-rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
+/* The growth table: one trend per (process, site), sorted as the table shows them. */
+static struct rt_sites_trend *
+rt_cmd_sites_trends(const struct rt_cmd_sites_data *d, size_t *ntrends_out)
 {
-	struct rt_cmd_sites_data d = {0};
-	for (size_t i = 0; i < nfiles; i++)
-		rt_cmd_sites_read(files[i], &d);
-	if (d.nrounds == 0)
-		rt_cmd_die("no sites reports in the file(s) given");
-	qsort(d.rounds, d.nrounds, sizeof(*d.rounds), rt_cmd_sites_round_cmp);
-
-	/* The growth table: one trend per (process, site). */
 	struct rt_sites_trend *trends = NULL;
 	size_t ntrends = 0, cap = 0;
-	for (size_t r = 0; r < d.nrounds; r++) {
-		const struct rt_sites_round *round = &d.rounds[r];
+	for (size_t r = 0; r < d->nrounds; r++) {
+		const struct rt_sites_round *round = &d->rounds[r];
 		for (size_t g = 0; g < round->ngrew; g++) {
 			const struct rt_sites_change *c = &round->grew[g];
 			struct rt_sites_trend *t = NULL;
@@ -345,43 +338,46 @@ rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
 		}
 	}
 	qsort(trends, ntrends, sizeof(*trends), rt_cmd_sites_trend_cmp);
+	*ntrends_out = ntrends;
+	return trends;
+}
 
-	/* Every process's reports, and the names the output needs. */
-	struct rt_cmd_sites_names names = {0};
-	size_t rows = ntrends < RT_CMD_SITES_ROWS ? ntrends : RT_CMD_SITES_ROWS;
-	for (size_t i = 0; i < rows; i++) {
-		const struct rt_sites_site *s = rt_cmd_sites_def(&d, trends[i].pid, trends[i].site);
-		for (unsigned f = 0; s && f < s->nframes; f++)
-			rt_cmd_sites_name(&names, s->frames[f].module, s->frames[f].offset);
-	}
-	rt_cmd_sites_resolve(&names);
-
-	for (size_t r = 0; r < d.nrounds;) {
+/* One line per process: its reports, their rounds and its sampling. */
+static void
+rt_cmd_sites_print_processes(const struct rt_cmd_sites_data *d)
+{
+	for (size_t r = 0; r < d->nrounds;) {
 		size_t first = r;
-		int pid = d.rounds[r].pid;
-		while (r < d.nrounds && d.rounds[r].pid == pid)
+		int pid = d->rounds[r].pid;
+		while (r < d->nrounds && d->rounds[r].pid == pid)
 			r++;
-		const struct rt_sites_round *last = &d.rounds[r - 1];
+		const struct rt_sites_round *last = &d->rounds[r - 1];
 		printf("pid %d: %zu report(s), rounds %" PRIu64 " to %" PRIu64
 		       ", a sample every %.0f KiB on average, %" PRIu64
 		       " live samples at the end, %" PRIu64 " dropped\n",
-		       pid, r - first, d.rounds[first].round, last->round,
+		       pid, r - first, d->rounds[first].round, last->round,
 		       (double)last->sample_bytes / 1024, last->samples, last->dropped);
 	}
+}
+
+static void
+rt_cmd_sites_print_table(const struct rt_cmd_sites_data *d, const struct rt_sites_trend *trends,
+                         size_t rows, size_t ntrends, struct rt_cmd_sites_names *names)
+{
 	printf("\n%-8s %6s %8s %8s %11s %9s  %s\n", "pid", "site", "grew", "in a row", "MiB/round",
 	       "live MiB", "where");
 	for (size_t i = 0; i < rows; i++) {
 		const struct rt_sites_trend *t = &trends[i];
 		uint64_t reports = 0, since = UINT64_MAX, until = 0;
-		for (size_t r = 0; r < d.nrounds; r++)
-			if (d.rounds[r].pid == t->pid) {
+		for (size_t r = 0; r < d->nrounds; r++)
+			if (d->rounds[r].pid == t->pid) {
 				reports++;
-				since = d.rounds[r].since < since ? d.rounds[r].since : since;
-				until = d.rounds[r].round > until ? d.rounds[r].round : until;
+				since = d->rounds[r].since < since ? d->rounds[r].since : since;
+				until = d->rounds[r].round > until ? d->rounds[r].round : until;
 			}
 		char grew[32], where[1024];
 		snprintf(grew, sizeof(grew), "%" PRIu64 "/%" PRIu64, t->rounds_grown, reports);
-		rt_cmd_sites_where(rt_cmd_sites_def(&d, t->pid, t->site), &names, where,
+		rt_cmd_sites_where(rt_cmd_sites_def(d, t->pid, t->site), names, where,
 		                   sizeof(where));
 		printf("%-8d %6" PRIu32 " %8s %8" PRIu64 " %11.2f %9.1f  %s\n", t->pid, t->site,
 		       grew, t->longest,
@@ -395,16 +391,22 @@ rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
 	    "row: the\nlongest run of such reports (more than 2: what a leak looks like); "
 	    "MiB/round: its growth over\nthe rounds the reports span; live MiB: when it last "
 	    "grew.\n");
+}
 
+/* The call paths of the top sites, native frames then Python's. */
+static void
+rt_cmd_sites_print_paths(const struct rt_cmd_sites_data *d, const struct rt_sites_trend *trends,
+                         size_t rows, struct rt_cmd_sites_names *names)
+{
 	for (size_t i = 0; i < rows && i < RT_CMD_SITES_PATHS; i++) {
-		const struct rt_sites_site *s = rt_cmd_sites_def(&d, trends[i].pid, trends[i].site);
+		const struct rt_sites_site *s = rt_cmd_sites_def(d, trends[i].pid, trends[i].site);
 		if (!s)
 			continue;
 		printf("\nsite %" PRIu32 " of pid %d:\n", s->site, s->pid);
 		for (unsigned f = 0; f < s->nframes; f++) {
 			char text[PATH_MAX + 300];
 			const struct rt_sites_frame *fr = &s->frames[f];
-			rt_cmd_sites_frame_text(rt_cmd_sites_name(&names, fr->module, fr->offset),
+			rt_cmd_sites_frame_text(rt_cmd_sites_name(names, fr->module, fr->offset),
 			                        true, text, sizeof(text));
 			printf("  #%-2u %s  [%s+0x%" PRIx64 "]\n", f, text,
 			       fr->module[0] ? rt_cmd_sites_base(fr->module) : "?", fr->offset);
@@ -415,48 +417,77 @@ rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
 			printf("  %s %s\n", p ? "      " : "python", text);
 		}
 	}
-	fflush(stdout);
+}
 
-	int status = RT_CMD_OK;
-	if (out && rows) {
-		struct rt_cmd_plot plot;
-		rt_cmd_plot_begin(&plot);
-		size_t lines = rows < RT_CMD_SITES_PLOT ? rows : RT_CMD_SITES_PLOT;
-		char(*titles)[1100] = rt_cmd_alloc(lines * sizeof(*titles));
-		const char **title_ptrs = rt_cmd_alloc(lines * sizeof(*title_ptrs));
-		for (size_t i = 0; i < lines; i++) {
-			const struct rt_sites_trend *t = &trends[i];
-			char where[1024];
-			rt_cmd_sites_where(rt_cmd_sites_def(&d, t->pid, t->site), &names, where,
-			                   sizeof(where));
-			snprintf(titles[i], sizeof(titles[i]), "%d/%" PRIu32 " %s", t->pid, t->site,
-			         where);
-			title_ptrs[i] = titles[i];
-			rt_cmd_plot_process(&plot, t->pid);
-			for (size_t r = 0; r < d.nrounds; r++) {
-				if (d.rounds[r].pid != t->pid)
-					continue;
-				for (size_t g = 0; g < d.rounds[r].ngrew; g++)
-					if (d.rounds[r].grew[g].site == t->site)
-						rt_cmd_plot_xy(&plot, d.rounds[r].round,
-						               d.rounds[r].grew[g].live /
-						                   1048576.0);
-			}
+/* -o: the live bytes of the top sites across rounds, a line each. */
+static void
+rt_cmd_sites_plot(const struct rt_cmd_sites_data *d, const struct rt_sites_trend *trends,
+                  size_t rows, struct rt_cmd_sites_names *names, const char *out)
+{
+	struct rt_cmd_plot plot;
+	rt_cmd_plot_begin(&plot);
+	size_t lines = rows < RT_CMD_SITES_PLOT ? rows : RT_CMD_SITES_PLOT;
+	char(*titles)[1100] = rt_cmd_alloc(lines * sizeof(*titles));
+	const char **title_ptrs = rt_cmd_alloc(lines * sizeof(*title_ptrs));
+	for (size_t i = 0; i < lines; i++) {
+		const struct rt_sites_trend *t = &trends[i];
+		char where[1024];
+		rt_cmd_sites_where(rt_cmd_sites_def(d, t->pid, t->site), names, where,
+		                   sizeof(where));
+		snprintf(titles[i], sizeof(titles[i]), "%d/%" PRIu32 " %s", t->pid, t->site, where);
+		title_ptrs[i] = titles[i];
+		rt_cmd_plot_process(&plot, t->pid);
+		for (size_t r = 0; r < d->nrounds; r++) {
+			if (d->rounds[r].pid != t->pid)
+				continue;
+			for (size_t g = 0; g < d->rounds[r].ngrew; g++)
+				if (d->rounds[r].grew[g].site == t->site)
+					rt_cmd_plot_xy(&plot, d->rounds[r].round,
+					               d->rounds[r].grew[g].live / 1048576.0);
 		}
-		char why[512];
-		if (!rt_cmd_plot_end_lines(&plot, out,
-		                           "Live bytes of the sites that grow (roundtrim)",
-		                           "live (MiB, sampled)", title_ptrs, why, sizeof(why)))
-			rt_cmd_die("%s", why);
-		rt_cmd_say("wrote %s", out);
-		free(title_ptrs);
-		free(titles);
 	}
+	char why[512];
+	if (!rt_cmd_plot_end_lines(&plot, out, "Live bytes of the sites that grow (roundtrim)",
+	                           "live (MiB, sampled)", title_ptrs, why, sizeof(why)))
+		rt_cmd_die("%s", why);
+	rt_cmd_say("wrote %s", out);
+	free(title_ptrs);
+	free(titles);
+}
+
+int
+rt_cmd_sites_report(char **files, size_t nfiles, const char *out)
+{
+	struct rt_cmd_sites_data d = {0};
+	for (size_t i = 0; i < nfiles; i++)
+		rt_cmd_sites_read(files[i], &d);
+	if (d.nrounds == 0)
+		rt_cmd_die("no sites reports in the file(s) given");
+	qsort(d.rounds, d.nrounds, sizeof(*d.rounds), rt_cmd_sites_round_cmp);
+	size_t ntrends;
+	struct rt_sites_trend *trends = rt_cmd_sites_trends(&d, &ntrends);
+
+	/* The names the output needs, found in one addr2line run per binary. */
+	struct rt_cmd_sites_names names = {0};
+	size_t rows = ntrends < RT_CMD_SITES_ROWS ? ntrends : RT_CMD_SITES_ROWS;
+	for (size_t i = 0; i < rows; i++) {
+		const struct rt_sites_site *s = rt_cmd_sites_def(&d, trends[i].pid, trends[i].site);
+		for (unsigned f = 0; s && f < s->nframes; f++)
+			rt_cmd_sites_name(&names, s->frames[f].module, s->frames[f].offset);
+	}
+	rt_cmd_sites_resolve(&names);
+
+	rt_cmd_sites_print_processes(&d);
+	rt_cmd_sites_print_table(&d, trends, rows, ntrends, &names);
+	rt_cmd_sites_print_paths(&d, trends, rows, &names);
+	fflush(stdout);
+	if (out && rows)
+		rt_cmd_sites_plot(&d, trends, rows, &names, out);
 	for (size_t i = 0; i < d.ndefs; i++)
 		free(d.defs[i].read);
 	free(d.defs);
 	free(d.rounds);
 	free(trends);
 	free(names.name);
-	return status;
+	return RT_CMD_OK;
 }

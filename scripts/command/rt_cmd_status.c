@@ -125,85 +125,109 @@ rt_cmd_status_inactive_row(struct rt_cmd_table *table, int pid, const char *name
 	rt_cmd_table_add(table, row);
 }
 
-int
-rt_cmd_status(int argc, char **argv)
+struct rt_cmd_status_args {
+	bool json;
+	struct rt_cmd_select sel;
+	int *pids;
+	size_t npids;
+	bool explicit; /* the PIDs were given */
+};
+
+static void
+rt_cmd_status_parse(int argc, char **argv, struct rt_cmd_status_args *a)
 {
-	bool json = false;
-	struct rt_cmd_select sel = {0};
-	int *pids = rt_cmd_alloc((size_t)argc * sizeof(*pids));
-	size_t npids = 0;
+	a->pids = rt_cmd_alloc((size_t)argc * sizeof(*a->pids));
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			for (i++; i < argc; i++)
-				pids[npids++] = rt_cmd_opt_pid(argv[i]);
+				a->pids[a->npids++] = rt_cmd_opt_pid(argv[i]);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			rt_cmd_status_help();
 			exit(RT_CMD_OK);
 		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
+			a->json = true;
 		} else if (argv[i][0] == '-') {
 			struct rt_cmd_opt opt;
 			rt_cmd_opt_split(argv[i], &opt);
 			/* Every session: status only reads. */
 			if (rt_cmd_opt_is(&opt, "--all") || rt_cmd_opt_is(&opt, "--any-session") ||
-			    !rt_cmd_select_option(&sel, &opt, argc, argv, &i))
+			    !rt_cmd_select_option(&a->sel, &opt, argc, argv, &i))
 				rt_cmd_usage_error("unknown option %s", argv[i]);
 		} else {
-			pids[npids++] = rt_cmd_opt_pid(argv[i]);
+			a->pids[a->npids++] = rt_cmd_opt_pid(argv[i]);
 		}
 	}
-	bool explicit = npids > 0;
-	if (explicit && sel.first)
-		rt_cmd_usage_error("%s takes no PID", sel.first);
-	if (!explicit) {
-		free(pids);
-		pids = rt_cmd_proc_carriers(&npids);
+	a->explicit = a->npids > 0;
+	if (a->explicit && a->sel.first)
+		rt_cmd_usage_error("%s takes no PID", a->sel.first);
+	if (!a->explicit) {
+		free(a->pids);
+		a->pids = rt_cmd_proc_carriers(&a->npids);
 	}
-	if (sel.first)
-		rt_cmd_select_begin(&sel, false);
+}
+
+/* One process: its row in table, and the JSON text that stands for it (the status file's, or
+ * object's for one without a FIFO); NULL when it is left out or is no carrier. A PID given that is
+ * no carrier with a FIFO is said, and fails. */
+static const char *
+rt_cmd_status_one(struct rt_cmd_status_args *a, int pid, struct rt_cmd_table *table,
+                  struct rt_cmd_target *t, char *object, size_t size, int *status)
+{
+	const char *text = NULL;
+	char why[512], name[64];
+	enum rt_cmd_proc_result r = rt_cmd_proc_target(pid, t, why, sizeof(why));
+	if (r == RT_CMD_PROC_NO_FIFO)
+		rt_cmd_proc_name(pid, name, sizeof(name));
+	if (a->sel.first && (r == RT_CMD_PROC_TARGET || r == RT_CMD_PROC_NO_FIFO) &&
+	    !rt_cmd_select_takes(&a->sel, pid,
+	                         r == RT_CMD_PROC_TARGET ? t->status.read.st.program : name))
+		return NULL;
+	if (r == RT_CMD_PROC_TARGET) {
+		rt_cmd_status_row(table, &t->status.read);
+		text = t->status.text;
+	} else if (r == RT_CMD_PROC_NO_FIFO) {
+		rt_cmd_status_inactive_row(table, pid, name);
+		rt_report_inactive_json(object, size, pid, name);
+		text = object;
+	}
+	if (r != RT_CMD_PROC_TARGET && a->explicit) {
+		rt_cmd_say("pid %d: %s", pid, why);
+		*status = RT_CMD_FAIL;
+	}
+	return text;
+}
+
+int
+rt_cmd_status(int argc, char **argv)
+{
+	struct rt_cmd_status_args a = {0};
+	rt_cmd_status_parse(argc, argv, &a);
+	if (a.sel.first)
+		rt_cmd_select_begin(&a.sel, false);
 	int status = RT_CMD_OK;
 	struct rt_cmd_table table;
 	rt_cmd_table_init(&table, RT_COL_COUNT);
 	rt_cmd_table_add(&table, rt_cmd_status_header);
 	struct rt_cmd_target *t = rt_cmd_alloc(sizeof(*t));
-	char why[512], object[RT_CMD_STATUS_FILE_MAX];
+	char object[RT_CMD_STATUS_FILE_MAX];
 	bool first = true;
-	if (json)
+	if (a.json)
 		putchar('[');
-	for (size_t i = 0; i < npids; i++) {
-		const char *text = NULL;
-		enum rt_cmd_proc_result r = rt_cmd_proc_target(pids[i], t, why, sizeof(why));
-		char name[64];
-		if (r == RT_CMD_PROC_NO_FIFO)
-			rt_cmd_proc_name(pids[i], name, sizeof(name));
-		if (sel.first && (r == RT_CMD_PROC_TARGET || r == RT_CMD_PROC_NO_FIFO) &&
-		    !rt_cmd_select_takes(
-		        &sel, pids[i], r == RT_CMD_PROC_TARGET ? t->status.read.st.program : name))
-			continue;
-		if (r == RT_CMD_PROC_TARGET) {
-			rt_cmd_status_row(&table, &t->status.read);
-			text = t->status.text;
-		} else if (r == RT_CMD_PROC_NO_FIFO) {
-			rt_cmd_status_inactive_row(&table, pids[i], name);
-			rt_report_inactive_json(object, sizeof(object), pids[i], name);
-			text = object;
-		}
-		if (r != RT_CMD_PROC_TARGET && explicit) {
-			rt_cmd_say("pid %d: %s", pids[i], why);
-			status = RT_CMD_FAIL;
-		}
-		if (json && text) {
+	for (size_t i = 0; i < a.npids; i++) {
+		const char *text =
+		    rt_cmd_status_one(&a, a.pids[i], &table, t, object, sizeof(object), &status);
+		if (a.json && text) {
 			printf("%s%s", first ? "" : ",", text);
 			first = false;
 		}
 	}
-	if (json)
+	if (a.json)
 		puts("]");
 	else
 		rt_cmd_table_print(&table, stdout);
 	rt_cmd_table_free(&table);
-	rt_cmd_select_end(&sel);
+	rt_cmd_select_end(&a.sel);
 	free(t);
-	free(pids);
+	free(a.pids);
 	return status;
 }

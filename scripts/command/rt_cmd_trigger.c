@@ -177,91 +177,114 @@ rt_cmd_trigger_wait(enum rt_proto_kind kind, struct rt_cmd_told *told, size_t n,
 	return status;
 }
 
-int
-rt_cmd_trigger(int argc, char **argv)
+/* What round and trim were asked. */
+struct rt_cmd_trigger_args {
+	const char *verb;
+	enum rt_proto_kind kind;
+	bool wait;
+	const char *timeout_text;
+	uint64_t timeout_us;
+	struct rt_cmd_select sel;
+	int *pids;
+	size_t npids;
+};
+
+static void
+rt_cmd_trigger_parse(int argc, char **argv, struct rt_cmd_trigger_args *a)
 {
-	const char *verb = argv[0];
-	enum rt_proto_kind kind = strcmp(verb, "trim") == 0 ? RT_PROTO_TRIM : RT_PROTO_ROUND;
-	bool wait = false;
-	const char *timeout_text = RT_CMD_WAIT_DEFAULT;
-	struct rt_cmd_select sel = {0};
-	int *pids = rt_cmd_alloc((size_t)argc * sizeof(*pids));
-	size_t npids = 0;
-	int status = RT_CMD_OK;
+	a->verb = argv[0];
+	a->kind = strcmp(a->verb, "trim") == 0 ? RT_PROTO_TRIM : RT_PROTO_ROUND;
+	a->timeout_text = RT_CMD_WAIT_DEFAULT;
+	a->pids = rt_cmd_alloc((size_t)argc * sizeof(*a->pids));
 	for (int i = 1; i < argc; i++) {
 		struct rt_cmd_opt opt;
 		if (!strcmp(argv[i], "--")) {
 			for (i++; i < argc; i++)
-				pids[npids++] = rt_cmd_opt_pid(argv[i]);
+				a->pids[a->npids++] = rt_cmd_opt_pid(argv[i]);
 			break;
 		}
 		if (argv[i][0] != '-') {
-			pids[npids++] = rt_cmd_opt_pid(argv[i]);
+			a->pids[a->npids++] = rt_cmd_opt_pid(argv[i]);
 			continue;
 		}
 		rt_cmd_opt_split(argv[i], &opt);
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			rt_cmd_trigger_help(verb);
+			rt_cmd_trigger_help(a->verb);
 			exit(RT_CMD_OK);
 		} else if (!strcmp(argv[i], "--wait")) {
-			wait = true;
+			a->wait = true;
 		} else if (rt_cmd_opt_is(&opt, "--timeout")) {
-			timeout_text = rt_cmd_opt_value(&opt, argc, argv, &i);
-		} else if (!rt_cmd_select_option(&sel, &opt, argc, argv, &i)) {
+			a->timeout_text = rt_cmd_opt_value(&opt, argc, argv, &i);
+		} else if (!rt_cmd_select_option(&a->sel, &opt, argc, argv, &i)) {
 			rt_cmd_usage_error("unknown option %s", argv[i]);
 		}
 	}
-	uint64_t timeout_us;
-	if (rt_parse_seconds(timeout_text, RT_CMD_WAIT_MAX_US, &timeout_us) != RT_PARSE_OK)
-		rt_cmd_usage_error("--timeout takes seconds, not '%s'", timeout_text);
-	if (sel.first && npids)
-		rt_cmd_usage_error("%s takes no PID", sel.first);
-	if (!sel.first && !npids)
+	if (rt_parse_seconds(a->timeout_text, RT_CMD_WAIT_MAX_US, &a->timeout_us) != RT_PARSE_OK)
+		rt_cmd_usage_error("--timeout takes seconds, not '%s'", a->timeout_text);
+	if (a->sel.first && a->npids)
+		rt_cmd_usage_error("%s takes no PID", a->sel.first);
+	if (!a->sel.first && !a->npids)
 		rt_cmd_usage_error("missing PID (or --all, --under, --cgroup, --match)");
-	rt_cmd_select_check(&sel);
+	rt_cmd_select_check(&a->sel);
+}
 
-	struct rt_cmd_told *told = rt_cmd_alloc(sizeof(*told) * (npids ? npids : 1));
-	size_t ntold = 0;
+/* The carriers with a FIFO that the selection takes; ends the command when there is none. */
+static struct rt_cmd_told *
+rt_cmd_trigger_selected(struct rt_cmd_select *sel, size_t *ntold)
+{
+	size_t n;
 	char why[512];
-	if (sel.first) {
-		size_t n;
-		rt_cmd_select_begin(&sel, true);
-		int *carriers = rt_cmd_proc_carriers(&n);
-		told = rt_cmd_realloc(told, sizeof(*told) * (n ? n : 1));
-		for (size_t i = 0; i < n; i++) {
-			struct rt_cmd_target *t = &told[ntold].target;
-			if (rt_cmd_proc_target(carriers[i], t, why, sizeof(why)) ==
-			        RT_CMD_PROC_TARGET &&
-			    rt_cmd_select_takes(&sel, carriers[i], t->status.read.st.program))
-				ntold++;
-		}
-		free(carriers);
-		char what[PATH_MAX + 512], left[128] = "";
-		rt_cmd_select_text(&sel, what, sizeof(what));
-		if (sel.other_session)
-			snprintf(left, sizeof(left),
-			         "; %zu more in other sessions (--any-session reaches them)",
-			         sel.other_session);
-		if (ntold == 0)
-			rt_cmd_die("no process of yours carries libroundtrim.so with a FIFO%s%s",
-			           what, left);
-		if (sel.other_session)
-			rt_cmd_say("left out %zu process%s of yours with libroundtrim.so in other "
-			           "sessions; --any-session reaches them",
-			           sel.other_session, sel.other_session == 1 ? "" : "es");
-		rt_cmd_select_end(&sel);
-	} else {
-		for (size_t i = 0; i < npids; i++) {
-			struct rt_cmd_target *t = &told[ntold].target;
-			if (rt_cmd_proc_target(pids[i], t, why, sizeof(why)) !=
-			    RT_CMD_PROC_TARGET) {
-				rt_cmd_say("pid %d: %s", pids[i], why);
-				status = RT_CMD_FAIL;
-				continue;
-			}
-			ntold++;
-		}
+	rt_cmd_select_begin(sel, true);
+	int *carriers = rt_cmd_proc_carriers(&n);
+	struct rt_cmd_told *told = rt_cmd_alloc(sizeof(*told) * (n ? n : 1));
+	*ntold = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rt_cmd_target *t = &told[*ntold].target;
+		if (rt_cmd_proc_target(carriers[i], t, why, sizeof(why)) == RT_CMD_PROC_TARGET &&
+		    rt_cmd_select_takes(sel, carriers[i], t->status.read.st.program))
+			(*ntold)++;
 	}
+	free(carriers);
+	char what[PATH_MAX + 512], left[128] = "";
+	rt_cmd_select_text(sel, what, sizeof(what));
+	if (sel->other_session)
+		snprintf(left, sizeof(left),
+		         "; %zu more in other sessions (--any-session reaches them)",
+		         sel->other_session);
+	if (*ntold == 0)
+		rt_cmd_die("no process of yours carries libroundtrim.so with a FIFO%s%s", what,
+		           left);
+	if (sel->other_session)
+		rt_cmd_say("left out %zu process%s of yours with libroundtrim.so in other "
+		           "sessions; --any-session reaches them",
+		           sel->other_session, sel->other_session == 1 ? "" : "es");
+	rt_cmd_select_end(sel);
+	return told;
+}
+
+/* The PIDs given that carry the library with a FIFO; each other one is said, and fails. */
+static struct rt_cmd_told *
+rt_cmd_trigger_given(const int *pids, size_t npids, size_t *ntold, int *status)
+{
+	char why[512];
+	struct rt_cmd_told *told = rt_cmd_alloc(sizeof(*told) * (npids ? npids : 1));
+	*ntold = 0;
+	for (size_t i = 0; i < npids; i++) {
+		struct rt_cmd_target *t = &told[*ntold].target;
+		if (rt_cmd_proc_target(pids[i], t, why, sizeof(why)) != RT_CMD_PROC_TARGET) {
+			rt_cmd_say("pid %d: %s", pids[i], why);
+			*status = RT_CMD_FAIL;
+			continue;
+		}
+		(*ntold)++;
+	}
+	return told;
+}
+
+/* Writes the line to each target; keeps first in told those it reached, and returns how many. */
+static size_t
+rt_cmd_trigger_tell(enum rt_proto_kind kind, struct rt_cmd_told *told, size_t ntold, int *status)
+{
 	size_t nwritten = 0;
 	for (size_t i = 0; i < ntold; i++) {
 		struct rt_cmd_told *t = &told[i];
@@ -269,7 +292,7 @@ rt_cmd_trigger(int argc, char **argv)
 			rt_cmd_say("pid %d: cannot write to %s (nobody reads it, or the process is "
 			           "gone)",
 			           t->target.pid, t->target.fifo);
-			status = RT_CMD_FAIL;
+			*status = RT_CMD_FAIL;
 			continue;
 		}
 		t->done = false;
@@ -277,10 +300,24 @@ rt_cmd_trigger(int argc, char **argv)
 			told[nwritten] = *t;
 		nwritten++;
 	}
-	if (wait && nwritten > 0 &&
-	    rt_cmd_trigger_wait(kind, told, nwritten, timeout_text, timeout_us) != RT_CMD_OK)
+	return nwritten;
+}
+
+int
+rt_cmd_trigger(int argc, char **argv)
+{
+	struct rt_cmd_trigger_args a = {0};
+	int status = RT_CMD_OK;
+	rt_cmd_trigger_parse(argc, argv, &a);
+	size_t ntold;
+	struct rt_cmd_told *told = a.sel.first
+	                               ? rt_cmd_trigger_selected(&a.sel, &ntold)
+	                               : rt_cmd_trigger_given(a.pids, a.npids, &ntold, &status);
+	size_t nwritten = rt_cmd_trigger_tell(a.kind, told, ntold, &status);
+	if (a.wait && nwritten > 0 &&
+	    rt_cmd_trigger_wait(a.kind, told, nwritten, a.timeout_text, a.timeout_us) != RT_CMD_OK)
 		status = RT_CMD_FAIL;
 	free(told);
-	free(pids);
+	free(a.pids);
 	return status;
 }
