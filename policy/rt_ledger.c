@@ -230,5 +230,6 @@ rt_ledger_prom(const struct rt_ledger *l, const struct rt_ledger_facts *f, const
 	    .last_rss_before_kib = l->last.rss_before_kib,
 	    .last_rss_after_kib = l->last.rss_after_kib,
 	    .last_action_unix_us = l->last.unix_time_us,
+	    .lost_records = f->lost_records,
 	};
 }

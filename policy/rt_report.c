@@ -266,10 +266,15 @@ rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr)
 	    "# HELP roundtrim_last_action_timestamp_seconds When the last action ran; 0 if none.\n"
 	    "# TYPE roundtrim_last_action_timestamp_seconds gauge\n"
 	    "roundtrim_last_action_timestamp_seconds{%s} %" PRId64 ".%06" PRId64 "\n"
+	    "# HELP roundtrim_lost_records_total Records the library's files could not take whole "
+	    "(a full volume), dropped.\n"
+	    "# TYPE roundtrim_lost_records_total counter\n"
+	    "roundtrim_lost_records_total{%s} %" PRIu64 "\n"
 	    "# end\n",
 	    labels, pr->allocator, pr->action, pr->version, labels, pr->rounds, labels, pr->actions,
 	    labels, pr->released_total_kib * 1024, labels, pr->rss_kib * 1024, labels,
 	    pr->last_rss_before_kib * 1024, labels, pr->last_rss_after_kib * 1024, labels,
-	    pr->last_action_unix_us / 1000000, pr->last_action_unix_us % 1000000);
+	    pr->last_action_unix_us / 1000000, pr->last_action_unix_us % 1000000, labels,
+	    pr->lost_records);
 	return rt_report_clamp(n, size);
 }

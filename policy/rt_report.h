@@ -99,6 +99,7 @@ struct rt_prom_record {
 	uint64_t last_rss_before_kib;
 	uint64_t last_rss_after_kib;
 	int64_t last_action_unix_us; /* 0 when no action yet */
+	uint64_t lost_records;       /* as the status record's */
 };
 
 /* Each returns the length written (without the NUL), truncated to size - 1. */

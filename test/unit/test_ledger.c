@@ -178,6 +178,7 @@ Test(ledger, an_action_is_booked_and_reported)
 	cr_assert_eq(pr.rounds, 3);
 	cr_assert_eq(pr.released_total_kib, 3000);
 	cr_assert_eq(pr.last_rss_before_kib, 5000);
+	cr_assert_eq(pr.lost_records, 4);
 }
 
 Test(ledger, a_failed_action_is_said_once)

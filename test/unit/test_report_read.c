@@ -240,7 +240,8 @@ Test(report, prom_file)
 	                            .rss_kib = 1,
 	                            .last_rss_before_kib = 4,
 	                            .last_rss_after_kib = 3,
-	                            .last_action_unix_us = 1700000000000001};
+	                            .last_action_unix_us = 1700000000000001,
+	                            .lost_records = 5};
 	char buf[4096];
 	size_t n = rt_report_prom(buf, sizeof(buf), &pr);
 	cr_assert_eq(n, strlen(buf));
@@ -252,5 +253,8 @@ Test(report, prom_file)
 	cr_assert_not_null(
 	    strstr(buf, "roundtrim_last_action_timestamp_seconds{pid=\"12\",program="));
 	cr_assert_not_null(strstr(buf, "} 1700000000.000001\n"));
+	cr_assert_not_null(strstr(buf, "# TYPE roundtrim_lost_records_total counter\n"
+	                               "roundtrim_lost_records_total{pid=\"12\",program="));
+	cr_assert_not_null(strstr(buf, "} 5\n# end\n"), "%s", buf);
 	cr_assert_eq(strcmp(buf + n - 6, "# end\n"), 0, "%s", buf + n - 10);
 }
