@@ -138,6 +138,16 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
+# The bench programs that find and read the library's files do it with policy's path rules and
+# readers (json-c), compiled in plain, as the programs are under the sanitizers too.
+BENCH_READER_SRC := policy/rt_path.c policy/command/rt_report_read.c policy/command/rt_json_read.c
+BENCH_READERS := $(addprefix $(BUILD)/test/bench/,chunks stall stats_lines trigger_latency)
+$(BENCH_READERS): $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h) \
+		$(BENCH_READER_SRC) $(POLICY_H)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(POLICY_COMMAND_INC) -o $@ $< $(BENCH_READER_SRC) -pthread -ldl -lm \
+		-ljson-c
+
 # The seccomp launcher of the descriptor tests (test/tools/noshare.c): unshare refused, as in a
 # container runtime's default profile. Built plain under the sanitizers too: it only execs.
 all: $(NOSHARE)

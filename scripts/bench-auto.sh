@@ -23,6 +23,8 @@ source "$ROOT/scripts/bench-lib.sh"
 PYTHON=/usr/bin/python3
 FL_CLIENT=$ROOT/test/workloads/fl_client.py
 EVAL=$BENCH_BIN/detect_eval
+# The stats lines in columns, read with policy's reader (test/bench/stats_lines.c).
+STATS_LINES=$BENCH_BIN/stats_lines
 # The longest one workload may run before the figure fails.
 RUN_LIMIT_S=600
 # Between two rounds of the RSS pairs, the client waits this long for its next task (seconds).
@@ -80,19 +82,8 @@ clock_offset_us() {
 stats_events() {
 	local offset=$1
 	shift
-	cat "$@" | awk -v offset="$offset" '
-		function field(name, re,   s) {
-			if (!match($0, "\"" name "\":" re)) { print "bad stats line: " $0 > "/dev/stderr"; exit 1 }
-			s = substr($0, RSTART + length(name) + 3, RLENGTH - length(name) - 3)
-			gsub(/"/, "", s)
-			return s
-		}
-		{
-			r = field("round", "[0-9]+") + 0; tr = field("trigger", "\"[a-z-]*\"")
-			act = field("action", "\"[a-z_]*\""); t = field("unix_time", "[0-9.]+")
-			for (k = prev; k < r; k++) printf "%s %s %.0f\n", tr, act, t * 1e6 - offset
-			prev = r
-		}'
+	"$STATS_LINES" "$@" | awk -v offset="$offset" '
+		{ for (k = prev; k < $1; k++) printf "%s %s %.0f\n", $2, $3, $4 - offset; prev = $1 }'
 }
 
 # run_workload NAME RUN ROUNDS STEADY_S: one run with the library's defaults; keeps the truth, the
@@ -229,7 +220,8 @@ rss_rows() {
 		b=$(awk 'END { printf "%.3f\n", $2 / 1024 }' "$RAW/auto/rss-announced.$run.tsv")
 		r=$(ratio "$a" "$b") || die "RSS pair $run: no RSS"
 		ratios+=("$r")
-		auto_rounds=$(grep -c '"trigger":"auto"' "$RAW/auto/rss-auto.$run.stats.jsonl" || true)
+		auto_rounds=$("$STATS_LINES" "$RAW/auto/rss-auto.$run.stats.jsonl" | awk '$2 == "auto"' | wc -l) ||
+			die "RSS pair $run: unreadable stats lines"
 		echo "| $run | $(fmt "$b" 1) | $(fmt "$a" 1) | $auto_rounds | $(fmt "$r" 3) |"
 	done
 	read -r m lo hi < <(printf '%s\n' "${ratios[@]}" | spread)
@@ -247,7 +239,8 @@ main() {
 		runs=${BENCH_AUTO_RUNS:-1} rounds=4 steady_s=10 rss_rounds=3 rss_scale=0.25
 	fi
 	[[ $runs =~ ^[1-9][0-9]*$ ]] || die "BENCH_AUTO_RUNS must be a positive integer, not '$runs'"
-	[[ -x $EVAL && -r $LIB && -x $WORKLOADS_BIN/frag ]] || die "detect_eval, $LIB or the workloads are not built"
+	[[ -x $EVAL && -x $STATS_LINES && -r $LIB && -x $WORKLOADS_BIN/frag ]] ||
+		die "detect_eval, stats_lines, $LIB or the workloads are not built"
 	rm -rf "$RAW/auto"
 	mkdir -p "$RAW/auto"
 	read -r load_before _ </proc/loadavg

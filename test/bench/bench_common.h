@@ -1,5 +1,5 @@
 /* bench_common: what the benchmark programs of test/bench share. Owns the clock, failing with a
- * message, sorting samples into percentiles, JSON fields, FIFO writes and inotify waits. */
+ * message, sorting samples into percentiles, FIFO writes and inotify waits. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,21 +71,6 @@ bench_quantile(const int64_t *sorted, size_t n, double q)
 	return sorted[rank - 1];
 }
 
-/* The unsigned number after "key": in a JSON line; -1 when absent. */
-static inline int64_t
-bench_json_field(const char *line, const char *key)
-{
-	char pattern[128];
-	snprintf(pattern, sizeof(pattern), "\"%s\":", key);
-	const char *at = strstr(line, pattern);
-	if (!at)
-		return -1;
-	at += strlen(pattern);
-	if (*at < '0' || *at > '9')
-		return -1;
-	return strtoll(at, NULL, 10);
-}
-
 /* Reads a small file into buf (NUL-terminated) without the stdio allocations; -1 when absent. */
 static inline ssize_t
 bench_read_file(const char *path, char *buf, size_t size)
@@ -110,22 +96,6 @@ bench_rss_kib(void)
 	    sscanf(buf, "%ld %ld", &size, &resident) != 2)
 		return 0;
 	return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-/* Expands a ROUNDTRIM_FIFO-style template: %p is pid, %% a percent sign. */
-static inline void
-bench_expand(const char *template, pid_t pid, char *out, size_t size)
-{
-	size_t o = 0;
-	for (const char *t = template; *t && o + 24 < size; t++) {
-		if (t[0] == '%' && t[1] == 'p')
-			o += (size_t)snprintf(out + o, size - o, "%d", (int)pid), t++;
-		else if (t[0] == '%' && t[1] == '%')
-			out[o++] = '%', t++;
-		else
-			out[o++] = *t;
-	}
-	out[o] = '\0';
 }
 
 /* Opens a FIFO for writing without blocking forever: -1 when nobody reads it. */
@@ -155,17 +125,20 @@ bench_watch_dir(const char *path, uint32_t mask)
 	return ifd;
 }
 
-/* Waits until the file at path holds a line containing needle, re-reading it after every
- * inotify event of its directory; copies the file into buf. False after timeout_ms. */
-static inline int
-bench_wait_file(int ifd, const char *path, const char *needle, char *buf, size_t size,
-                int timeout_ms)
+/* Waits until done says yes of the text of the file at path, re-reading it after every inotify
+ * event of its directory; the text stays in buf. Returns the clock (bench_now_ns) of the read
+ * that done accepted, taken before done's own cost; 0 after timeout_ms. */
+static inline int64_t
+bench_wait_file(int ifd, const char *path, bool (*done)(const char *text, void *ctx), void *ctx,
+                char *buf, size_t size, int timeout_ms)
 {
 	int64_t deadline = bench_now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
-		if (bench_read_file(path, buf, size) >= 0 && strstr(buf, needle))
-			return 1;
-		int64_t left_ms = (deadline - bench_now_ns()) / 1000000;
+		bool got = bench_read_file(path, buf, size) >= 0;
+		int64_t now = bench_now_ns();
+		if (got && done(buf, ctx))
+			return now;
+		int64_t left_ms = (deadline - now) / 1000000;
 		if (left_ms <= 0)
 			return 0;
 		struct pollfd pfd = {.fd = ifd, .events = POLLIN};

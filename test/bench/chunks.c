@@ -23,8 +23,9 @@
  * (the median over the R repetitions, the smallest and the largest).
  *
  * usage: chunks --chunks N --size S [--pages P] [--repeat R] [--rounds K] */
-#include "bench_common.h"
+#include "bench_read.h"
 
+#include <inttypes.h>
 #include <malloc.h>
 
 #define CHUNKS_TIMEOUT_MS 120000
@@ -53,42 +54,30 @@ chunks_time_pread(int fd)
 static void
 chunks_round(int k)
 {
-	const char *fifo_t = getenv("ROUNDTRIM_FIFO"), *stats_t = getenv("ROUNDTRIM_STATS");
-	char fifo[PATH_MAX], stats[PATH_MAX], status[PATH_MAX], needle[32], buf[16384];
-	if (!fifo_t || !stats_t)
-		bench_die("--rounds needs ROUNDTRIM_FIFO and ROUNDTRIM_STATS");
-	bench_expand(fifo_t, getpid(), fifo, sizeof(fifo));
-	bench_expand(stats_t, getpid(), stats, sizeof(stats));
-	if (k == 1) {
-		snprintf(status, sizeof(status), "%.*s.status", (int)(strlen(fifo) - 5), fifo);
-		int status_fd = bench_watch_dir(status, IN_MODIFY | IN_CREATE);
-		if (!bench_wait_file(status_fd, status, "\"rounds\":0,", buf, sizeof(buf),
-		                     CHUNKS_TIMEOUT_MS))
-			bench_die("roundtrim is not running in this process (no %s)", status);
-		close(status_fd);
-	}
-	int fd = bench_fifo_open(fifo);
-	int stats_fd = bench_watch_dir(stats, IN_MODIFY | IN_CREATE);
-	snprintf(needle, sizeof(needle), "\"round\":%d,", k);
+	struct bench_files f;
+	char buf[16384];
+	bench_files_of_this_process(&f, "--rounds");
+	if (k == 1)
+		bench_wait_started(&f, buf, sizeof(buf), CHUNKS_TIMEOUT_MS);
+	int fd = bench_fifo_open(f.fifo);
+	int stats_fd = bench_watch_dir(f.stats, IN_MODIFY | IN_CREATE);
+	struct bench_stats_wait round = {.round = (uint64_t)k};
 	int64_t t0 = bench_now_ns();
 	if (fd < 0 || write(fd, "round\n", 6) != 6)
-		bench_die("cannot write to %s: %s", fifo, strerror(errno));
-	if (!bench_wait_file(stats_fd, stats, needle, buf, sizeof(buf), CHUNKS_TIMEOUT_MS))
-		bench_die("round %d never reached %s", k, stats);
-	int64_t handled = bench_now_ns() - t0;
+		bench_die("cannot write to %s: %s", f.fifo, strerror(errno));
+	int64_t t1 = bench_wait_file(stats_fd, f.stats, bench_stats_has_round, &round, buf,
+	                             sizeof(buf), CHUNKS_TIMEOUT_MS);
+	if (!t1)
+		bench_die("round %d never reached %s", k, f.stats);
 	close(fd);
 	close(stats_fd);
-	const char *line = strstr(buf, needle);
-	const char *end = strchr(line, '\n');
-	char action[32] = "?";
-	const char *a = strstr(line, "\"action\":\"");
-	if (a && (!end || a < end))
-		sscanf(a + 10, "%31[a-z_]", action);
-	const char *skipped = strstr(line, "live-skipped");
-	printf("round=%d action=%s live_kib=%lld live_skipped=%d action_ms=%.3f handled_ms=%.3f\n",
-	       k, action, (long long)bench_json_field(line, "live_kib"),
-	       skipped && (!end || skipped < end),
-	       (double)bench_json_field(line, "duration_us") / 1e3, (double)handled / 1e6);
+	const struct rt_round_record *rec = &round.found.rec;
+	/* The worker's note when it left the live heap unread (shim/rt_worker.c). */
+	bool skipped = strstr(round.found.note, "live-skipped") != NULL;
+	printf("round=%d action=%s live_kib=%" PRIu64 " live_skipped=%d action_ms=%.3f "
+	       "handled_ms=%.3f\n",
+	       k, round.found.action, rec->live_kib, skipped, (double)rec->duration_us / 1e3,
+	       (double)(t1 - t0) / 1e6);
 }
 
 int

@@ -18,7 +18,7 @@
  * costs the thread (a lock holder that is preempted still counts, as it should).
  *
  * usage: stall --mib M [--threads T] --action self|roundtrim|none */
-#include "bench_common.h"
+#include "bench_read.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -156,31 +156,25 @@ stall_sleep_ms(long ms)
 static int64_t
 stall_roundtrim(void)
 {
-	const char *fifo_t = getenv("ROUNDTRIM_FIFO"), *stats_t = getenv("ROUNDTRIM_STATS");
-	char fifo[PATH_MAX], stats[PATH_MAX], status[PATH_MAX], buf[8192];
-	if (!fifo_t || !stats_t)
-		bench_die("--action roundtrim needs ROUNDTRIM_FIFO and ROUNDTRIM_STATS");
-	bench_expand(fifo_t, getpid(), fifo, sizeof(fifo));
-	bench_expand(stats_t, getpid(), stats, sizeof(stats));
-	snprintf(status, sizeof(status), "%.*s.status", (int)(strlen(fifo) - 5), fifo);
-	int status_fd = bench_watch_dir(status, IN_MODIFY | IN_CREATE);
-	if (!bench_wait_file(status_fd, status, "\"rounds\":0,", buf, sizeof(buf),
-	                     STALL_TIMEOUT_MS))
-		bench_die("roundtrim is not running in this process (no %s)", status);
-	close(status_fd);
-	int fd = bench_fifo_open(fifo);
-	int stats_fd = bench_watch_dir(stats, IN_MODIFY | IN_CREATE);
+	struct bench_files f;
+	char buf[8192];
+	bench_files_of_this_process(&f, "--action roundtrim");
+	bench_wait_started(&f, buf, sizeof(buf), STALL_TIMEOUT_MS);
+	int fd = bench_fifo_open(f.fifo);
+	int stats_fd = bench_watch_dir(f.stats, IN_MODIFY | IN_CREATE);
 	atomic_store(&stall_window, 1);
 	if (fd < 0 || write(fd, "round\n", 6) != 6)
-		bench_die("cannot write to %s: %s", fifo, strerror(errno));
-	if (!bench_wait_file(stats_fd, stats, "\"round\":1,", buf, sizeof(buf), STALL_TIMEOUT_MS))
-		bench_die("round 1 never reached %s", stats);
+		bench_die("cannot write to %s: %s", f.fifo, strerror(errno));
+	struct bench_stats_wait round = {.round = 1};
+	if (!bench_wait_file(stats_fd, f.stats, bench_stats_has_round, &round, buf, sizeof(buf),
+	                     STALL_TIMEOUT_MS))
+		bench_die("round 1 never reached %s", f.stats);
 	atomic_store(&stall_window, 2);
 	close(fd);
 	close(stats_fd);
-	if (strstr(buf, "\"action\":\"none\""))
+	if (!strcmp(round.found.action, "none"))
 		bench_die("roundtrim took no action: %s", buf);
-	return bench_json_field(buf, "duration_us") * 1000;
+	return (int64_t)round.found.rec.duration_us * 1000;
 }
 
 int

@@ -9,7 +9,7 @@
  *
  * usage: trigger_latency --lib LIB --trigger fifo|signal --every N --rounds R [--raw FILE]
  *                        [--preload MORE] -- PROGRAM [ARGS...] */
-#include "bench_common.h"
+#include "bench_read.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -106,12 +106,14 @@ main(int argc, char **argv)
 	close(to_child[0]);
 	close(from_child[1]);
 
-	char fifo[PATH_MAX], status[PATH_MAX], buf[4096], needle[64];
+	char fifo[PATH_MAX], status[PATH_MAX], buf[4096];
+	struct bench_status_wait wait = {.rounds = 0};
 	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, (int)pid);
 	snprintf(status, sizeof(status), "%s/%d.status", dir, (int)pid);
 	/* The status file is rewritten in place. */
 	int ifd = bench_watch_dir(status, IN_MODIFY | IN_CREATE);
-	if (!bench_wait_file(ifd, status, "\"rounds\":0,", buf, sizeof(buf), LAT_TIMEOUT_MS))
+	if (!bench_wait_file(ifd, status, bench_status_has_rounds, &wait, buf, sizeof(buf),
+	                     LAT_TIMEOUT_MS))
 		bench_die("%s made no status file %s (does it carry %s?)", o.program[0], status,
 		          o.lib);
 	int fifo_fd = o.by_signal ? -1 : bench_fifo_open(fifo);
@@ -122,7 +124,7 @@ main(int argc, char **argv)
 	if (!lat)
 		bench_die("out of memory");
 	for (long k = 1; k <= o.rounds; k++) {
-		snprintf(needle, sizeof(needle), "\"rounds\":%ld,", k);
+		wait.rounds = (uint64_t)k;
 		int64_t t0 = bench_now_ns();
 		if (o.by_signal) {
 			if (sigqueue(pid, SIGRTMIN + 8, (union sigval){0}) != 0)
@@ -130,10 +132,12 @@ main(int argc, char **argv)
 		} else if (write(fifo_fd, "round\n", 6) != 6) {
 			bench_die("write to %s: %s", fifo, strerror(errno));
 		}
-		if (!bench_wait_file(ifd, status, needle, buf, sizeof(buf), LAT_TIMEOUT_MS))
+		int64_t t1 = bench_wait_file(ifd, status, bench_status_has_rounds, &wait, buf,
+		                             sizeof(buf), LAT_TIMEOUT_MS);
+		if (!t1)
 			bench_die("round %ld never reached the status file: %s", k, buf);
-		lat[k - 1] = bench_now_ns() - t0;
-		if (o.every && k % o.every == 0 && bench_json_field(buf, "last_action_round") != k)
+		lat[k - 1] = t1 - t0;
+		if (o.every && k % o.every == 0 && wait.found.st.last_action_round != (uint64_t)k)
 			bench_die("round %ld caused no action: %s", k, buf);
 	}
 

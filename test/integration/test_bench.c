@@ -1,8 +1,9 @@
 /* make bench's harness, not its figures: `make bench BENCH_QUICK=1` into a temporary directory
  * writes a RESULTS.md whose summary has a row for each of its figures, every row holding a
  * median, a min and a max that are numbers, and every plot the page shows is a PNG; figure 9's
- * reader of the stats lines (between_eval) puts each release on the round end it served. Timings
- * are never asserted: the machine is shared. */
+ * reader of the stats lines (between_eval) puts each release on the round end it served, and
+ * figure 7's (stats_lines) reads them with policy's reader. Timings are never asserted: the
+ * machine is shared. */
 #include "harness.h"
 #include "rt_report.h"
 
@@ -198,4 +199,28 @@ Test(bench, between_eval_puts_each_release_on_its_round_end)
 	th_write_file(stats, "{\"pid\":7}\n");
 	cr_assert_neq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0);
 	th_expect_in(err, "not a stats line");
+}
+
+/* Figure 7's reader of the stats lines (stats_lines): policy's reader, in columns; a line that
+ * is not the library's fails it. */
+Test(bench, stats_lines_reads_the_records_in_columns)
+{
+	const char *dir = th_tmpdir();
+	char stats[PATH_MAX], out[4096], err[1024], tool[PATH_MAX];
+	snprintf(stats, sizeof(stats), "%s/stats.jsonl", dir);
+	FILE *f = fopen(stats, "w");
+	cr_assert_not_null(f);
+	between_line(f, 7, 1, "auto", NULL, -1, 1700000000123456);
+	fputs("\n", f);
+	between_line(f, 7, 3, "fifo", "pending", -1, 1700000001000001);
+	fclose(f);
+	snprintf(tool, sizeof(tool), "%s/test/bench/stats_lines", RT_BUILD_DIR);
+	const char *argv[] = {tool, stats, NULL};
+	cr_assert_eq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(out, "1 auto glibc_release 1700000000123456\n"
+	                      "3 fifo glibc_release 1700000001000001\n");
+
+	th_write_file(stats, "{\"pid\":7,\"round\":1,\"trigger\":\"auto\"}\n");
+	cr_assert_neq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0);
+	th_expect_in(err, "stats.jsonl:1: not a stats line");
 }
