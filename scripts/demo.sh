@@ -47,7 +47,7 @@ rounds_start with LD_PRELOAD="$LIB" "${RT_ENV[@]}" -- "$FRAG" "${FRAG_ARGS[@]}"
 for ((r = 1; r <= ROUNDS; r++)); do
 	rounds_read with "$r"
 	rounds_trigger with "$r"
-	RELEASED[r]=$RELEASED_MIB
+	RELEASED[r]=$RELEASED_KIB
 	WITH_RSS[r]=$(vmrss_kib "$ROUNDS_PID")
 	rounds_next
 done
@@ -70,8 +70,8 @@ done | awk -v action="$ACTION" '
 			"RSS with roundtrim (MiB)", "live heap (MiB)", "released (MiB)"
 	}
 	{
-		printf "%5d  %17.1f  %24.1f  %15.1f  %14.1f\n", $1, mib($2), mib($3), mib($4), $5
-		last = $1; without = $2; with = $3; live = $4; released += $5
+		printf "%5d  %17.1f  %24.1f  %15.1f  %14.1f\n", $1, mib($2), mib($3), mib($4), mib($5)
+		last = $1; without = $2; with = $3; live = $4; released += mib($5)
 	}
 	END {
 		printf "\nAfter round %d: %.1f MiB resident without roundtrim, %.1f MiB with it " \

@@ -8,8 +8,9 @@
 #       given variables, stdin and stdout on named pipes; sets ROUNDS_PID
 #   rounds_read NAME R        reads round R's line; sets ROUND_LIVE_KIB ("" when the workload
 #                             does not report it)
-#   rounds_trigger NAME R     one round through `roundtrim round --wait`; sets ACTION and
-#                             RELEASED_MIB from the line it prints (roundtrim(1), --wait)
+#   rounds_trigger NAME R     one round through `roundtrim round --wait`; then, from the
+#                             process's status (`roundtrim status --json`), sets ACTION to the
+#                             round's action, if it acted, and RELEASED_KIB to what it released
 #   rounds_next               lets the workload begin its next round
 #   rounds_stop NAME          end of input; waits for the workload to exit
 #   rounds_roundtrim_env      prints the variables that put roundtrim's FIFO and stats in ROUNDS_DIR
@@ -24,7 +25,7 @@ ROUNDS_PID=""     # the workload now running, if any
 ROUNDS_TO_FD=""   # its stdin
 ROUNDS_FROM_FD="" # its stdout
 ACTION=none
-RELEASED_MIB=0.0
+RELEASED_KIB=0
 ROUND_LIVE_KIB=""
 
 rounds_cleanup() {
@@ -114,20 +115,23 @@ wait_until() {
 }
 
 rounds_trigger() {
-	local name=$1 round=$2 line
+	local name=$1 round=$2 counted action released
 	# The command finds the process once its worker has opened the FIFO and written the status
 	# file beside it; until then it refuses the pid.
 	wait_until 10 "$ROUNDTRIM" status "$ROUNDS_PID" >/dev/null 2>&1 ||
 		die "roundtrim does not see pid $ROUNDS_PID: $(tail -5 "$ROUNDS_DIR/$name.err")"
 	# The command's own FIFO write and wait: its answer means the round was handled.
-	line=$("$ROUNDTRIM" round --wait --timeout "$ROUNDS_STEP_TIMEOUT" "$ROUNDS_PID") ||
+	"$ROUNDTRIM" round --wait --timeout "$ROUNDS_STEP_TIMEOUT" "$ROUNDS_PID" >/dev/null ||
 		die "round $round of $name: roundtrim round failed: $(tail -5 "$ROUNDS_DIR/$name.err")"
-	if [[ $line =~ ^[0-9]+\ .*:\ round\ $round:\ ([a-z_]+),\ RSS\ .*,\ released\ ([0-9.]+)\ MiB ]]; then
-		ACTION=${BASH_REMATCH[1]}
-		RELEASED_MIB=${BASH_REMATCH[2]}
-	elif [[ $line =~ ^[0-9]+\ .*:\ round\ $round:\ no\ action ]]; then
-		RELEASED_MIB=0.0
-	else
-		die "round $round of $name: unexpected answer: $line"
-	fi
+	# What it did, from the status object's fields (roundtrim(7), STATUS FILE): the round acted
+	# when the last action is its own.
+	read -r counted action released < <("$ROUNDTRIM" status --json "$ROUNDS_PID" | python3 -c '
+import json, sys
+(st,) = json.load(sys.stdin)
+acted = st["actions"] > 0 and st["last_action_round"] == st["rounds"]
+print(st["rounds"], st["last_action"] if acted else "-", st["last_released_kib"] if acted else 0)
+') || die "round $round of $name: no status from roundtrim status --json"
+	[[ $counted == "$round" ]] || die "round $round of $name: the library counts $counted rounds"
+	[[ $action == - ]] || ACTION=$action
+	RELEASED_KIB=$released
 }
