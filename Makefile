@@ -63,7 +63,8 @@ UNIT := $(BUILD)/test/unit-tests
 INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
-	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so
+	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
+	$(BUILD)/test/workloads/libifunc_alloc.so
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -123,6 +124,12 @@ $(BUILD)/test/workloads/libstress_dso.so: test/workloads/dso/stress_dso.c test/w
 # A preload that allocates at the start of every thread, before the thread's function, as the
 # sanitizers' and profilers' thread hooks do.
 $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
+
+# A preload, after the library, whose IFUNC's resolver allocates while the library resolves its
+# real functions: the bootstrap buffer's test (test_robust.c).
+$(BUILD)/test/workloads/libifunc_alloc.so: test/workloads/dso/ifunc_alloc.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
 

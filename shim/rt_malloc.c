@@ -20,54 +20,41 @@
 
 #define RT_LOAD(x) RT_TALLY_LOAD(x)
 #define RT_STORE(x, v) RT_TALLY_STORE(x, v)
-#define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define RT_COLD __attribute__((noinline, cold))
-
-static inline bool
-rt_take(size_t size)
-{
-	uint64_t left = RT_LOAD(rt_t.left);
-	if (RT_UNLIKELY(size >= left))
-		return false;
-	RT_STORE(rt_t.left, left - size);
-	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
-	return true;
-}
-
-static inline void
-rt_count_free(void)
-{
-	RT_STORE(rt_t.frees, RT_LOAD(rt_t.frees) + 1);
-}
 
 /* Folds what the budget counted since it was armed into bytes_before, then arms it again. */
 static void
-rt_rearm(uint64_t period, size_t extra)
+rt_rearm(uint64_t period)
 {
 	uint64_t used = RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left);
-	RT_STORE(rt_t.bytes_before, RT_LOAD(rt_t.bytes_before) + used + extra);
+	RT_STORE(rt_t.bytes_before, RT_LOAD(rt_t.bytes_before) + used);
 	RT_STORE(rt_t.armed, period);
 	RT_STORE(rt_t.left, period);
 }
 
-/* The cold path of every allocating entry point. False while this thread is resolving the
+/* The cold path of every allocating entry point, once RT_TALLY_TAKE found the budget used up
+ * (this allocation's size already taken from it). False while this thread is resolving the
  * real functions (dlsym allocating): the caller serves the request from the bootstrap buffer. */
 RT_COLD static bool
-rt_cold(size_t size)
+rt_cold(void)
 {
 	if (!rt_real_is_ready()) {
 		rt_real_resolve();
-		if (!rt_real_is_ready())
+		if (!rt_real_is_ready()) {
+			/* Budgets are armed only once resolved: this one is still a new thread's.
+			 */
+			RT_STORE(rt_t.left, 0);
 			return false;
+		}
 	}
 	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
 	if (!rt_t.registered)
 		rt_tally_register();
 	/* What the budget counted since it was armed, this allocation included. */
-	uint64_t consumed = RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left) + size;
+	uint64_t consumed = RT_LOAD(rt_t.armed) - RT_LOAD(rt_t.left);
 	/* Allocations made by the event itself (starting a worker allocates) take the hot path
 	 * under a large budget and never start a second event. */
-	rt_rearm(RT_PERIOD_NONE, size);
+	rt_rearm(RT_PERIOD_NONE);
 	if (!rt_t.in_event) {
 		rt_t.in_event = true;
 		uint64_t period = RT_PERIOD_NONE;
@@ -75,7 +62,7 @@ rt_cold(size_t size)
 			period = rt_main_allocation_event();
 		period = rt_sampler_event(consumed, period);
 		rt_t.in_event = false;
-		rt_rearm(period, 0);
+		rt_rearm(period);
 	}
 	return true;
 }
@@ -83,26 +70,29 @@ rt_cold(size_t size)
 RT_COLD static void *
 rt_malloc_cold(size_t size)
 {
-	if (!rt_cold(size))
+	if (!rt_cold())
 		return rt_real_bootstrap_alloc(size, 0);
 	return rt_sampler_took(rt_real.malloc(size), size);
 }
 
+/* The hot paths: the budget, a count, and a tail call through a pointer that resolution
+ * filled (roundtrim(7), OVERHEAD, says what each instruction pays for). */
 RT_EXPORT void *
 malloc(size_t size)
 {
-	if (RT_UNLIKELY(!rt_take(size)))
-		return rt_malloc_cold(size);
+	RT_TALLY_TAKE(size, cold);
+	RT_TALLY_COUNT(allocations);
 	return rt_real.malloc(size);
+cold:
+	return rt_malloc_cold(size);
 }
 
+/* No test of the pointer: until resolution, or once a bootstrap block was handed out, the slot
+ * holds rt_real's slow free, which tells bootstrap blocks apart. */
 RT_EXPORT void
 free(void *ptr)
 {
-	/* Bootstrap blocks are never reused, and the allocator never saw them. */
-	if (RT_UNLIKELY(rt_real_is_bootstrap(ptr)))
-		return;
-	rt_count_free();
+	RT_TALLY_COUNT(frees);
 	rt_real.free(ptr);
 }
 
@@ -111,10 +101,12 @@ rt_calloc_cold(size_t count, size_t size)
 {
 	size_t total;
 	if (__builtin_mul_overflow(count, size, &total)) {
+		/* The wrapped product the hot path took goes back: nothing was allocated. */
+		RT_STORE(rt_t.left, RT_LOAD(rt_t.left) + count * size);
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!rt_cold(total))
+	if (!rt_cold())
 		return rt_real_bootstrap_alloc(total, 0); /* static, hence zeroed */
 	return rt_sampler_took(rt_real.calloc(count, size), total);
 }
@@ -123,41 +115,37 @@ RT_EXPORT void *
 calloc(size_t count, size_t size)
 {
 	/* An overflowing product only mis-counts: the real calloc refuses the call. */
-	if (RT_UNLIKELY(!rt_take(count * size)))
-		return rt_calloc_cold(count, size);
+	RT_TALLY_TAKE(count * size, cold);
+	RT_TALLY_COUNT(allocations);
 	return rt_real.calloc(count, size);
+cold:
+	return rt_calloc_cold(count, size);
 }
 
 RT_COLD static void *
 rt_realloc_cold(void *ptr, size_t size)
 {
-	if (ptr && rt_real_is_bootstrap(ptr)) {
-		size_t old = rt_real_bootstrap_size(ptr);
-		void *p = rt_cold(size) ? rt_sampler_took(rt_real.malloc(size), size)
-		                        : rt_real_bootstrap_alloc(size, 0);
-		if (p)
-			memcpy(p, ptr, old < size ? old : size);
-		return p;
-	}
-	if (!rt_cold(size))
-		return rt_real_bootstrap_alloc(size, 0);
+	/* Until resolution the slot holds the slow realloc, which copies bootstrap blocks. */
+	if (!rt_cold())
+		return rt_real.realloc(ptr, size);
 	return rt_sampler_took(rt_real.realloc(ptr, size), size);
 }
 
 RT_EXPORT void *
 realloc(void *ptr, size_t size)
 {
-	if (RT_UNLIKELY(rt_real_is_bootstrap(ptr)))
-		return rt_realloc_cold(ptr, size);
 	/* realloc(p, n) frees p's block and gives another (roundtrim.h): one free, and one
 	 * allocation unless n is 0. */
-	if (ptr)
-		rt_count_free();
-	if (size == 0 && ptr)
-		return rt_real.realloc(ptr, size);
-	if (RT_UNLIKELY(!rt_take(size)))
-		return rt_realloc_cold(ptr, size);
+	if (ptr) {
+		RT_TALLY_COUNT(frees);
+		if (size == 0)
+			return rt_real.realloc(ptr, size);
+	}
+	RT_TALLY_TAKE(size, cold);
+	RT_TALLY_COUNT(allocations);
 	return rt_real.realloc(ptr, size);
+cold:
+	return rt_realloc_cold(ptr, size);
 }
 
 RT_EXPORT void *
@@ -198,7 +186,7 @@ rt_aligned_call(enum rt_aligned_kind kind, size_t alignment, size_t size, int *e
 RT_COLD static void *
 rt_aligned_cold(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
 {
-	if (!rt_cold(size)) {
+	if (!rt_cold()) {
 		if (kind == RT_PVALLOC)
 			size = (size + 4095) & ~(size_t)4095;
 		void *p = rt_real_bootstrap_alloc(size, alignment);
@@ -208,13 +196,15 @@ rt_aligned_cold(enum rt_aligned_kind kind, size_t alignment, size_t size, int *e
 	return rt_sampler_took(rt_aligned_call(kind, alignment, size, err), size);
 }
 
-static void *
+static inline __attribute__((always_inline)) void *
 rt_aligned(enum rt_aligned_kind kind, size_t alignment, size_t size, int *err)
 {
 	*err = 0;
-	if (RT_UNLIKELY(!rt_take(size)))
-		return rt_aligned_cold(kind, alignment, size, err);
+	RT_TALLY_TAKE(size, cold);
+	RT_TALLY_COUNT(allocations);
 	return rt_aligned_call(kind, alignment, size, err);
+cold:
+	return rt_aligned_cold(kind, alignment, size, err);
 }
 
 RT_EXPORT int
@@ -270,7 +260,7 @@ malloc_usable_size(void *ptr)
 void
 rt_malloc_set_budget(uint64_t period)
 {
-	rt_rearm(period, 0);
+	rt_rearm(period);
 }
 
 RT_EXPORT void

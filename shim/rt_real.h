@@ -1,5 +1,6 @@
-/* rt_real: the real functions behind every symbol the shim interposes, found with
- * dlsym(RTLD_NEXT), and the bootstrap buffer that serves allocations made while resolving. */
+/* rt_real: the real functions behind every symbol the shim interposes, found as
+ * dlsym(RTLD_NEXT) finds them, and the bootstrap buffer that serves allocations made while
+ * resolving. */
 #ifndef RT_REAL_H
 #define RT_REAL_H
 
@@ -50,14 +51,17 @@ struct rt_real_fns {
 	pid_t (*fork)(void);
 };
 
-/* Hidden: reached PC-relative from the hot path, not through the GOT. */
+/* Hidden: reached PC-relative from the hot path, not through the GOT. free and realloc hold
+ * slow versions that tell bootstrap blocks apart until resolution, and for good once one was
+ * handed out; the sampler may replace them with its own, which call what they found there. */
 #pragma GCC visibility push(hidden)
 extern struct rt_real_fns rt_real;
 /* Set once every pointer above is usable; read on the hot path, written once. */
 extern bool rt_real_ready;
 
-/* Resolves every pointer; safe to call again. Allocations made by dlsym meanwhile are served
- * from the bootstrap buffer (jemalloc#329/#443, libfaketime#130/#365 deadlocked here). */
+/* Resolves every pointer; safe to call again. Allocations made by dlsym meanwhile (only for a
+ * name that the symbol tables cannot answer) are served from the bootstrap buffer
+ * (jemalloc#329/#443, libfaketime#130/#365 deadlocked here). */
 void rt_real_resolve(void);
 /* Whether the calling thread is inside rt_real_resolve. */
 bool rt_real_resolving(void);
@@ -75,7 +79,7 @@ extern unsigned char rt_real_bootstrap[RT_BOOTSTRAP_SIZE];
 void *rt_real_bootstrap_alloc(size_t size, size_t alignment);
 size_t rt_real_bootstrap_size(const void *ptr);
 
-/* On every free: one subtraction and one compare, inline. */
+/* In the slow free and realloc, and in malloc_usable_size. */
 static inline bool
 rt_real_is_bootstrap(const void *ptr)
 {

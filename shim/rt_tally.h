@@ -26,6 +26,37 @@ extern __thread struct rt_thread_tally rt_t;
 #define RT_TALLY_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define RT_TALLY_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+/* The hot path's two steps on the calling thread's tally. On x86-64 each is one instruction with
+ * a memory operand, in asm: C11 offers either a plain access, a data race with the worker's
+ * relaxed loads, or an atomic read-modify-write, which x86-64 compiles with a lock prefix; an
+ * aligned 8-byte store is seen whole by another thread's load (Intel SDM vol. 3A, 9.1.1).
+ *
+ * RT_TALLY_COUNT(field): one more in the field.
+ * RT_TALLY_TAKE(size, label): takes size bytes from the budget, and goes to label when that
+ * used it up (size >= what was left); left then holds what was left less size, modulo 2^64,
+ * which the cold path reads as such. Volatile, both: they keep their order. */
+#if defined(__x86_64__)
+#define RT_TALLY_COUNT(field) __asm__ volatile("addq $1, %0" : "+m"(rt_t.field) : : "cc")
+/* The field as an input and memory clobbered, not as an output: GCC 12.2 (Debian 12) drops the
+ * label's code of an asm goto that has an output operand, and the jump lands past the
+ * function. */
+#define RT_TALLY_TAKE(size, label)                                                                 \
+	__asm__ goto("subq %1, %0\n\tjbe %l2"                                                      \
+	             :                                                                             \
+	             : "m"(rt_t.left), "r"((uint64_t)(size))                                       \
+	             : "cc", "memory"                                                              \
+	             : label)
+#else
+#define RT_TALLY_COUNT(field) RT_TALLY_STORE(rt_t.field, RT_TALLY_LOAD(rt_t.field) + 1)
+#define RT_TALLY_TAKE(size, label)                                                                 \
+	do {                                                                                       \
+		uint64_t rt_left_ = RT_TALLY_LOAD(rt_t.left), rt_size_ = (size);                   \
+		RT_TALLY_STORE(rt_t.left, rt_left_ - rt_size_);                                    \
+		if (rt_size_ >= rt_left_)                                                          \
+			goto label;                                                                \
+	} while (0)
+#endif
+
 /* Bytes the thread has asked for so far. */
 static inline uint64_t
 rt_tally_bytes(const struct rt_thread_tally *t)

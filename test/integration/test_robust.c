@@ -186,6 +186,34 @@ Test(robust, disabled_is_pure_pass_through)
 	cr_assert_str_eq(out, "ok");
 }
 
+/* Allocations made while the library resolves its real functions come from its bootstrap
+ * buffer, and stay out of the allocator's free for good: a preload after the library allocates
+ * from inside that resolution (test/workloads/dso/ifunc_alloc.c) and frees its last block after
+ * main, with sampling on and off (the sampler's free and realloc go in front of the library's). */
+Test(robust, blocks_given_while_resolving_never_reach_the_allocator)
+{
+	char preload[2 * PATH_MAX + 16], stats[PATH_MAX + 32];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s:%s", th_lib(),
+	         th_workload("libifunc_alloc.so"));
+	snprintf(stats, sizeof(stats), "ROUNDTRIM_STATS=%s/%%p.jsonl", th_tmpdir());
+	const char *plain[] = {preload, env_fifo_in(th_tmpdir()), NULL};
+	const char *sites[] = {preload,
+	                       env_fifo_in(th_tmpdir()),
+	                       stats,
+	                       "ROUNDTRIM_SITES=1",
+	                       "ROUNDTRIM_SAMPLE_BYTES=64",
+	                       NULL};
+	const char *const *envs[] = {plain, sites};
+	for (size_t i = 0; i < 2; i++) {
+		char out[256], err[2048];
+		int status = run_probe("alloc", envs[i], out, sizeof(out), err, sizeof(err));
+		cr_assert_eq(status, 0, "run %zu: status %d: %s", i, status, err);
+		cr_assert_str_eq(out, "ok");
+		th_expect_in(err, "ifunc_alloc: kept block from libroundtrim\n");
+		th_expect_in(err, "ifunc_alloc: freed after main\n");
+	}
+}
+
 static const struct {
 	const char *assignment;
 	const char *name;
