@@ -25,7 +25,7 @@ POLICY_COMMAND_INC := -Ipolicy/command
 SHIM_CFLAGS := $(BASE_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 SHIM_LDFLAGS := -shared -pthread -Wl,-soname,$(SONAME) -Wl,--version-script=shim/exports.map \
-	-Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined -Wl,-z,defs
+	-Wl,-z,nodelete -Wl,--no-undefined -Wl,-z,defs
 # The command (scripts/command/): the installed library's path comes from $(BUILD)/gen/rt_install.h;
 # the build directory is the one whose library a command run from it preloads instead.
 CMD_CFLAGS := $(BASE_CFLAGS) $(POLICY_COMMAND_INC) -Iscripts/command -I$(BUILD)/gen \

@@ -16,6 +16,7 @@
 #       the threads' loops (--toggle-collect=bench_thread_main): the difference between the two
 #       runs with the library, less the same difference without, divided by the calls the
 #       extra operations made (alloc_bench --calls). Start-up and the final frees cancel out.
+#       Each count is the fewest of INSTRUCTIONS_RUNS runs (see loop_count).
 #       jemalloc: LD_PRELOAD=libroundtrim.so:libjemalloc.so.2 against libjemalloc.so.2 alone.
 #   start-nonmatching
 #       instructions added to the whole run of /bin/true over an empty preloaded object
@@ -25,7 +26,8 @@
 #       them at exit. The worker's first steps run beside the program's exit, so this figure
 #       varies by a few percent from run to run; the others do not.
 # Environment: BUILD (build directory), INSTRUCTIONS_OPS_LOW, INSTRUCTIONS_OPS_HIGH (operations
-# per thread; default 100000 and 300000), INSTRUCTIONS_VERBOSE=1 (every command on stderr).
+# per thread; default 100000 and 300000), INSTRUCTIONS_RUNS (runs of each count, the fewest
+# instructions kept; default 2), INSTRUCTIONS_VERBOSE=1 (every command on stderr).
 # A figure whose prerequisite is missing (jemalloc not installed) is reported as "skipped", and
 # does not fail `check`. Without valgrind the script says so and exits 2.
 # shellcheck source=scripts/common.sh
@@ -38,6 +40,7 @@ BUDGET_START_MATCHING=1500000
 
 OPS_LOW=${INSTRUCTIONS_OPS_LOW:-100000}
 OPS_HIGH=${INSTRUCTIONS_OPS_HIGH:-300000}
+RUNS=${INSTRUCTIONS_RUNS:-2}
 BENCH_BIN=$BUILD_DIR/test/bench
 EMPTY=$BENCH_BIN/libempty.so
 ALL=(call-glibc-1 call-glibc-2 call-jemalloc-1 call-jemalloc-2 start-nonmatching start-matching)
@@ -85,15 +88,22 @@ counted() {
 	cat "$out"
 }
 
-# loop_count PRELOAD THREADS OPS: "INSTRUCTIONS CALLS" of alloc_bench's loops.
+# loop_count PRELOAD THREADS OPS: "INSTRUCTIONS CALLS" of alloc_bench's loops, the fewest of
+# RUNS runs: with 2 threads, glibc's own count now and then comes out a few hundred thousand
+# higher in one run (the threads' interleaving, which valgrind leaves to the host's scheduler).
 loop_count() {
-	local preload=$1 threads=$2 ops=$3 result n calls
-	result=$(counted "$preload" alloc_bench --toggle-collect=bench_thread_main -- \
-		"$BENCH_BIN/alloc_bench" --threads "$threads" --ops "$ops" --calls)
-	n=${result%%$'\n'*}
-	[[ $result =~ calls=([0-9]+) ]] || die "alloc_bench did not count its calls: $result"
-	calls=${BASH_REMATCH[1]}
-	echo "$n $calls"
+	local preload=$1 threads=$2 ops=$3 result n calls least="" i
+	for ((i = 0; i < RUNS; i++)); do
+		result=$(counted "$preload" alloc_bench --toggle-collect=bench_thread_main -- \
+			"$BENCH_BIN/alloc_bench" --threads "$threads" --ops "$ops" --calls)
+		n=${result%%$'\n'*}
+		[[ $result =~ calls=([0-9]+) ]] || die "alloc_bench did not count its calls: $result"
+		calls=${BASH_REMATCH[1]}
+		if [[ -z $least ]] || ((n < least)); then
+			least=$n
+		fi
+	done
+	echo "$least $calls"
 }
 
 # per_call BASE_PRELOAD WITH_PRELOAD THREADS: prints the instructions added per call.
