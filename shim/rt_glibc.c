@@ -37,7 +37,7 @@ static struct {
 	bool validated; /* every arena was locked, read and checked once, on the worker */
 	void *(*malloc_fn)(size_t);
 	void (*free_fn)(void *);
-	pid_t pid; /* for process_vm_readv; a fork child reads its own */
+	pid_t pid; /* for process_vm_readv: a live task of this process */
 	size_t page;
 	uintptr_t main_arena;
 	struct rt_arena_view view;
@@ -291,7 +291,10 @@ rt_glibc_usable(void)
 {
 	if (!rt_g.ready)
 		return false;
-	rt_g.pid = getpid();
+	/* The worker's own task, not the process's id: once the main thread has ended
+	 * (pthread_exit), the thread-group leader is a zombie without memory, and a read through
+	 * it fails (process_vm_readv: ESRCH). */
+	rt_g.pid = gettid();
 	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
 	if (why)
 		return rt_glibc_off(why, NULL);
