@@ -48,6 +48,9 @@ struct rt_config {
 	/* ROUNDTRIM_SITES: the sites file's template, beside the stats file's; "" = off. */
 	char sites[RT_CONFIG_PATH_MAX];
 	uint64_t sample_bytes; /* ROUNDTRIM_SAMPLE_BYTES: mean bytes between two samples */
+	/* ROUNDTRIM_SHARED_TABLE: the program's descriptor table, with its races, is accepted
+	 * where no table of the library's own can be had (roundtrim(7), DESCRIPTORS). */
+	bool shared_table;
 };
 
 /* Returns the value of an environment variable, or NULL when unset. */

@@ -91,3 +91,35 @@ rt_file_fd_floor(uint64_t nofile_limit)
 	/* A tiny limit: the upper half, and never among stdin, stdout and stderr. */
 	return top / 2 > 3 ? (int)(top / 2) : 3;
 }
+
+enum rt_file_table
+rt_file_table_choose(bool unshared, bool keeper, bool shared_accepted)
+{
+	if (unshared)
+		return RT_FILE_TABLE_PRIVATE;
+	if (keeper)
+		return RT_FILE_TABLE_KEEPER;
+	return shared_accepted ? RT_FILE_TABLE_SHARED : RT_FILE_TABLE_NONE;
+}
+
+unsigned
+rt_file_table_tasks(enum rt_file_table table)
+{
+	return table == RT_FILE_TABLE_KEEPER ? 2 : 1;
+}
+
+const char *
+rt_file_table_word(enum rt_file_table table)
+{
+	switch (table) {
+	case RT_FILE_TABLE_PRIVATE:
+		return "private";
+	case RT_FILE_TABLE_KEEPER:
+		return "keeper";
+	case RT_FILE_TABLE_SHARED:
+		return "shared";
+	case RT_FILE_TABLE_NONE:
+		break;
+	}
+	return "none";
+}

@@ -6,9 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The worker thread's name (comm): the command finds the library's descriptors in the listing of
- * that thread's own descriptor table. */
+/* The worker thread's name (comm), and the keeper's (the task that holds the library's
+ * descriptors where the worker cannot have a table of its own): the command finds the library's
+ * descriptors in the listing of either's own descriptor table. */
 #define RT_FILE_WORKER_THREAD "roundtrim"
+#define RT_FILE_KEEPER_THREAD "roundtrim-fds"
 
 /* What lstat(2) (fstat(2) for an open directory) said of a path, reduced to what the rules
  * look at. */
@@ -55,5 +57,20 @@ bool rt_file_write_fits(uint64_t offset, uint64_t len, uint64_t limit);
  * nofile_limit (roundtrim(7), DESCRIPTORS): far above the numbers programs use and juggle,
  * below the limit, and below 1024. */
 int rt_file_fd_floor(uint64_t nofile_limit);
+
+/* Whose descriptor table holds the library's files (roundtrim(7), DESCRIPTORS). */
+enum rt_file_table {
+	RT_FILE_TABLE_NONE,    /* none: the library stays inactive */
+	RT_FILE_TABLE_PRIVATE, /* the worker's own (unshare CLONE_FILES) */
+	RT_FILE_TABLE_KEEPER,  /* the keeper's, a task of the library's made without CLONE_FILES */
+	RT_FILE_TABLE_SHARED,  /* the program's, with checks and races (ROUNDTRIM_SHARED_TABLE) */
+};
+/* The first that can be had: the worker's own, else the keeper's, else the program's where the
+ * user accepts its races, else none. */
+enum rt_file_table rt_file_table_choose(bool unshared, bool keeper, bool shared_accepted);
+/* The tasks the library runs with it: the worker, and the keeper. */
+unsigned rt_file_table_tasks(enum rt_file_table table);
+/* Its word in the status file and the stats records: "private", "keeper", "shared", "none". */
+const char *rt_file_table_word(enum rt_file_table table);
 
 #endif

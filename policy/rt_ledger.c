@@ -190,6 +190,7 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	    .last_trigger = l->last.trigger ? l->last.trigger : "none",
 	    .program = f->program,
 	    .allocator = f->allocator,
+	    .descriptors = f->descriptors,
 	    .rounds = rt_rounds_counted(&l->rounds),
 	    .gc_rounds = rt_rounds_every(&l->rounds),
 	    .actions = l->actions,

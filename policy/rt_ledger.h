@@ -108,7 +108,8 @@ struct rt_ledger_facts {
 	const char *fifo;
 	const char *stats;
 	int signal;
-	uint64_t lost_records; /* records the library's files could not take (rt_report) */
+	uint64_t lost_records;   /* records the library's files could not take (rt_report) */
+	const char *descriptors; /* policy/rt_file_rules' word */
 };
 
 /* The next status record (its seq counts rewrites). */

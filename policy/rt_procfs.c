@@ -81,15 +81,16 @@ rt_procfs_stat(const char *text, struct rt_procfs_stat *out)
 }
 
 bool
-rt_procfs_stat_alone(const struct rt_procfs_stat *st)
+rt_procfs_stat_alone(const struct rt_procfs_stat *st, unsigned library_tasks)
 {
-	return st->threads == 1 || (st->threads == 2 && st->state == 'Z');
+	return st->threads == library_tasks ||
+	       (st->threads == library_tasks + 1 && st->state == 'Z');
 }
 
 bool
-rt_procfs_last_thread(uint64_t threads, bool self_is_main, bool main_gone)
+rt_procfs_last_thread(uint64_t threads, unsigned library_tasks, bool self_is_main, bool main_gone)
 {
-	return threads == 2 + (uint64_t)(!self_is_main && main_gone);
+	return threads == 1 + library_tasks + (uint64_t)(!self_is_main && main_gone);
 }
 
 /* The next space-separated field of a mountinfo line, octal escapes (\040) undone. */

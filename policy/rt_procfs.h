@@ -41,14 +41,17 @@ struct rt_procfs_stat {
 	uint64_t threads;
 };
 bool rt_procfs_stat(const char *text, struct rt_procfs_stat *out);
-/* Whether the worker reading its process's stat is the last of its threads that runs: the only
- * one, or one of two beside a thread-group leader that has exited (its state 'Z': the main
- * thread called pthread_exit and stays a zombie until the group ends). */
-bool rt_procfs_stat_alone(const struct rt_procfs_stat *st);
+/* Whether the library's tasks (library_tasks of them: the worker, and its keeper where one runs)
+ * are all that runs of the process whose stat the worker reads: they alone, or beside a
+ * thread-group leader that has exited (its state 'Z': the main thread called pthread_exit and
+ * stays a zombie until the group ends). */
+bool rt_procfs_stat_alone(const struct rt_procfs_stat *st, unsigned library_tasks);
 /* Whether a program thread that is exiting is the program's last, from the threads the kernel
- * counts (st_nlink of /proc/self/task less 2): itself, the library's worker, and the main thread
- * when it ended before this one (a zombie leader stays counted until the group ends). */
-bool rt_procfs_last_thread(uint64_t threads, bool self_is_main, bool main_gone);
+ * counts (st_nlink of /proc/self/task less 2): itself, the library's tasks (library_tasks), and
+ * the main thread when it ended before this one (a zombie leader stays counted until the group
+ * ends). */
+bool rt_procfs_last_thread(uint64_t threads, unsigned library_tasks, bool self_is_main,
+                           bool main_gone);
 
 /* A line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH": the controllers and the path as spans of
  * the text; v2 for the unified hierarchy's line "0::PATH". */

@@ -142,12 +142,13 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 	             "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
 	             ",\"anon_kib\":%" PRIu64 ",\"file_kib\":%" PRIu64 ",\"lazyfree_kib\":%" PRIu64
 	             ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
-	             ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"note\":\"%s\"%s,"
-	             "\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
+	             ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"descriptors\":\"%s\""
+	             ",\"note\":\"%s\"%s,\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
 	             rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
 	             rec->rss_after_kib, rec->anon_kib, rec->file_kib, rec->lazyfree_kib,
 	             rec->live_kib, rt_report_released_kib(rec), rec->duration_us, rec->allocator,
-	             rec->note, python, rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
+	             rec->descriptors ? rec->descriptors : "none", rec->note, python,
+	             rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 
@@ -188,8 +189,8 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	int n = snprintf(
 	    buf, size,
 	    "{\"pid\":%d,\"seq\":%" PRIu64 ",\"mode\":\"%s\""
-	    ",\"program\":\"%s\",\"allocator\":\"%s\",\"rounds\":%" PRIu64 ",\"gc_rounds\":%" PRIu32
-	    ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
+	    ",\"program\":\"%s\",\"allocator\":\"%s\",\"descriptors\":\"%s\",\"rounds\":%" PRIu64
+	    ",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
 	    ",\"last_action\":\"%s\",\"last_trigger\":\"%s\",\"last_action_unix_time\":%" PRId64
 	    ".%06" PRId64 ",\"last_rss_before_kib\":%" PRIu64 ",\"last_rss_after_kib\":%" PRIu64
 	    ",\"last_released_kib\":%" PRIu64 ",\"last_duration_us\":%" PRIu64
@@ -198,10 +199,11 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    ",\"action_limits\":\"%s\",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_"
 	    "lines\":%" PRIu64 ",\"oversized_lines\":%" PRIu64 ",\"lost_records\":%" PRIu64
 	    ",\"seq_end\":%" PRIu64 "}\n",
-	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator, st->rounds,
-	    st->gc_rounds, st->actions, st->last_action_round, st->last_action,
-	    st->last_trigger ? st->last_trigger : "none", st->last_action_unix_us / 1000000,
-	    st->last_action_unix_us % 1000000, st->last_rss_before_kib, st->last_rss_after_kib,
+	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator,
+	    st->descriptors ? st->descriptors : "none", st->rounds, st->gc_rounds, st->actions,
+	    st->last_action_round, st->last_action, st->last_trigger ? st->last_trigger : "none",
+	    st->last_action_unix_us / 1000000, st->last_action_unix_us % 1000000,
+	    st->last_rss_before_kib, st->last_rss_after_kib,
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
 	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, limits,
 	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines, st->lost_records,

@@ -20,6 +20,9 @@ struct rt_round_record {
 	const char *trigger;   /* "signal", "fifo", "api" */
 	const char *action;    /* "malloc_trim", "jemalloc_purge", "jemalloc_decay", "none" */
 	const char *allocator; /* "glibc", "jemalloc", ... */
+	/* Whose descriptor table holds the library's files: "private", "keeper", "shared"
+	 * (rt_file_table_word); NULL: "none". */
+	const char *descriptors;
 	uint64_t rss_before_kib;
 	uint64_t rss_after_kib;
 	/* RSS after the round split by smaps_rollup (an action round only; 0 otherwise): anonymous
@@ -47,6 +50,7 @@ struct rt_status_record {
 	const char *mode; /* "auto", "announced", "manual" */
 	const char *program;
 	const char *allocator;
+	const char *descriptors; /* as in the round record */
 	uint64_t rounds;
 	uint32_t gc_rounds;
 	uint64_t actions;
@@ -139,12 +143,14 @@ struct rt_round_read {
 	struct rt_round_record rec;
 	char trigger[RT_REPORT_WORD_MAX], action[RT_REPORT_WORD_MAX];
 	char allocator[RT_REPORT_WORD_MAX], python[RT_REPORT_WORD_MAX], cuda[RT_REPORT_WORD_MAX];
+	char descriptors[RT_REPORT_WORD_MAX]; /* "" in a record of a version without it */
 	char note[RT_REPORT_TEXT_MAX];
 };
 
 struct rt_status_read {
 	struct rt_status_record st;
 	char program[RT_REPORT_TEXT_MAX], allocator[RT_REPORT_WORD_MAX];
+	char descriptors[RT_REPORT_WORD_MAX]; /* "" in a status of a version without it */
 	char last_action[RT_REPORT_WORD_MAX], last_note[RT_REPORT_TEXT_MAX];
 	char mode[RT_REPORT_WORD_MAX], last_trigger[RT_REPORT_WORD_MAX];
 	char fifo[RT_REPORT_TEXT_MAX], stats[RT_REPORT_TEXT_MAX];

@@ -328,6 +328,16 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .option_arg = "SIZE",
             .patch = true,
         },
+    [RT_SETTING_SHARED_TABLE] =
+        {
+            .name = "ROUNDTRIM_SHARED_TABLE",
+            RT_WORDS(rt_switch_words),
+            .values = "`on`/`1`/`true`/`yes`, `off`/`0`/`false`/`no`",
+            .default_value = 0,
+            .default_text = "off",
+            .doc = "where neither the worker nor a keeper can have a descriptor table of its own, "
+                   "run in the program's, with its races",
+        },
 };
 
 const char *

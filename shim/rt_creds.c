@@ -12,6 +12,7 @@
  * stands down first. */
 #include "rt_creds.h"
 
+#include "rt_keeper.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_tasks.h"
@@ -218,12 +219,29 @@ rt_creds_enter(const char *call)
 	return true;
 }
 
+/* In the calling thread, after the real call, with the tasks' lock held: the keeper, which
+ * glibc's broadcast does not reach, takes this thread's credentials as they are now (changed by
+ * the call, or by a capset or prctl of the thread's own made before it), or the library stands
+ * down, its keeper ended, before the call returns. */
 static void
-rt_creds_leave(bool entered)
+rt_creds_after(const char *call)
+{
+	char cause[192], why[320];
+	if (!rt_keeper_tid() || rt_keeper_take_creds(cause, sizeof(cause)))
+		return;
+	snprintf(why, sizeof(why),
+	         "after %s, the keeper could not take the credentials of thread %d: %s", call,
+	         (int)gettid(), cause);
+	rt_tasks_stand_down(why);
+}
+
+static void
+rt_creds_leave(bool entered, const char *call)
 {
 	if (!entered)
 		return;
 	int saved_errno = errno;
+	rt_creds_after(call);
 	rt_tasks_unlock();
 	rt_creds_in_call = false;
 	errno = saved_errno;
@@ -244,7 +262,7 @@ rt_creds_missing(void)
 		*(void **)&fn = rt_real_lazy(&real, #name);                                        \
 		bool entered = rt_creds_enter(#name);                                              \
 		int ret = fn ? fn args : rt_creds_missing();                                       \
-		rt_creds_leave(entered);                                                           \
+		rt_creds_leave(entered, #name);                                                    \
 		return ret;                                                                        \
 	}
 
@@ -258,6 +276,24 @@ RT_CREDS_WRAPPER(setresuid, (uid_t ruid, uid_t euid, uid_t suid), (ruid, euid, s
 RT_CREDS_WRAPPER(setresgid, (gid_t rgid, gid_t egid, gid_t sgid), (rgid, egid, sgid))
 RT_CREDS_WRAPPER(setgroups, (size_t size, const gid_t *list), (size, list))
 RT_CREDS_WRAPPER(initgroups, (const char *user, gid_t group), (user, group))
+
+/* capset changes the calling thread only: no broadcast, nothing for the worker to take before;
+ * the keeper follows after. */
+RT_EXPORT int
+capset(cap_user_header_t header, const cap_user_data_t data)
+{
+	static void *real;
+	int (*fn)(cap_user_header_t, const cap_user_data_t);
+	*(void **)&fn = rt_real_lazy(&real, "capset");
+	bool entered = !rt_creds_in_call && atomic_load(&rt_shim.active);
+	if (entered) {
+		rt_creds_in_call = true;
+		rt_tasks_lock();
+	}
+	int ret = fn ? fn(header, data) : rt_creds_missing();
+	rt_creds_leave(entered, "capset");
+	return ret;
+}
 
 /* The kernel lets only a process of one thread into another user namespace (EINVAL). */
 static void

@@ -7,6 +7,7 @@
 #include "rt_fd.h"
 
 #include "rt_file_rules.h"
+#include "rt_io.h"
 #include "rt_shim.h"
 
 #include <errno.h>
@@ -63,13 +64,23 @@ rt_fd_same(const struct rt_fd *f, int fd)
 	return same;
 }
 
+/* The library's descriptors are in a table of its own (the worker's or the keeper's), where
+ * nothing of the program's reaches them: no check is needed, and they are used through rt_io. */
+static atomic_bool rt_fd_own;
+
+void
+rt_fd_own_table(bool own)
+{
+	atomic_store(&rt_fd_own, own);
+}
+
 int
 rt_fd_get(struct rt_fd *f)
 {
 	int fd = atomic_load(&f->fd);
 	if (fd < 0)
 		return -1;
-	if (rt_fd_same(f, fd))
+	if (atomic_load(&rt_fd_own) || rt_fd_same(f, fd))
 		return fd;
 	/* Only the thread that swaps the number out says so. */
 	if (atomic_compare_exchange_strong(&f->fd, &fd, -1))
@@ -95,7 +106,9 @@ void
 rt_fd_close(struct rt_fd *f)
 {
 	int fd = atomic_exchange(&f->fd, -1);
-	if (fd >= 0 && rt_fd_same(f, fd))
+	if (fd >= 0 && atomic_load(&rt_fd_own))
+		rt_io_close(fd);
+	else if (fd >= 0 && rt_fd_same(f, fd))
 		close(fd);
 }
 

@@ -1,5 +1,6 @@
-/* rt_fd: the library's own descriptors: lifted above the floor, close-on-exec, and checked
- * before every use, so that one the program closed or replaced is never read, written or closed. */
+/* rt_fd: the library's own descriptors: lifted above the floor, close-on-exec, and, while they
+ * are in the program's table, checked before every use, so that one the program closed or
+ * replaced is never read, written or closed. */
 #ifndef RT_FD_H
 #define RT_FD_H
 
@@ -35,6 +36,10 @@ int rt_fd_get(struct rt_fd *f);
  * threads, which leave the saying to the worker. */
 int rt_fd_peek(const struct rt_fd *f);
 bool rt_fd_valid(const struct rt_fd *f);
+/* From now on (true) the descriptors are in a table of the library's own, where the program
+ * cannot reach them: rt_fd_get checks nothing, and rt_fd_close closes there (rt_io). False in a
+ * fork child, whose table is the program's. */
+void rt_fd_own_table(bool own);
 /* Closes it if it is still ours; forgets it either way. */
 void rt_fd_close(struct rt_fd *f);
 /* Closes the calling thread's copy if it is still ours, and goes on remembering the number: the

@@ -8,11 +8,13 @@
 
 #include "rt_fd.h"
 #include "rt_file_rules.h"
+#include "rt_io.h"
 #include "rt_path.h"
 #include "rt_pressure.h"
 #include "rt_procfs.h"
 #include "rt_report.h"
 #include "rt_shim.h"
+#include "rt_tasks.h"
 
 #ifdef RT_SANITIZER_REPORTS
 #include <sanitizer/common_interface_defs.h>
@@ -58,9 +60,10 @@ static struct {
 	 * by the worker, which writes every file, and read by it. */
 	uint64_t lost;
 	atomic_int owner; /* the pid that opened these files: only it removes them */
-	/* The descriptors live in the worker's own table only (rt_files_went_private): the
-	 * program's threads can neither reach nor replace them, and never touch them. Atomic:
-	 * read by rt_files_fifo_poke in any thread, the worker's signal handler among them. */
+	/* The descriptors live in the library's own table only, the worker's or the keeper's
+	 * (rt_files_went_private): the program's threads can neither reach nor replace them, and
+	 * never touch them. Atomic: read by rt_files_fifo_poke in any thread, the worker's signal
+	 * handler among them. */
 	atomic_bool private_table;
 	/* The FIFO's and the status file's paths are removed once, by whichever comes first: the
 	 * worker, when the program took the FIFO's descriptor, or the exit. */
@@ -503,10 +506,18 @@ rt_files_numbers(int *out, size_t size)
 }
 
 void
+rt_files_close(void)
+{
+	rt_files_remove();
+	for (size_t i = 0; i < RT_FILES_ALL; i++)
+		rt_fd_close(rt_files_all[i]);
+}
+
+void
 rt_files_went_private(void)
 {
-	/* The worker has its own copies now: the starter's go, before the program runs on. No
-	 * poke uses them from here on, before they are closed. */
+	/* The worker or the keeper has its own copies now: the starter's go, before the program
+	 * runs on. No poke uses them from here on, before they are closed. */
 	atomic_store(&rt_f.private_table, true);
 	for (size_t i = 0; i < RT_FILES_ALL; i++)
 		rt_fd_close_copy(rt_files_all[i]);
@@ -515,7 +526,7 @@ rt_files_went_private(void)
 void
 rt_files_forget_parent(void)
 {
-	/* In a private table the parent's descriptors never reached this child's. */
+	/* In a table of the library's own the parent's descriptors never reached this child's. */
 	if (atomic_load(&rt_f.private_table)) {
 		for (size_t i = 0; i < RT_FILES_ALL; i++)
 			atomic_store(&rt_files_all[i]->fd, -1);
@@ -583,7 +594,7 @@ rt_files_fifo_read(char *buf, size_t size)
 		return -1;
 	ssize_t got;
 	do
-		got = read(fd, buf, size);
+		got = rt_io_read(fd, buf, size);
 	while (got < 0 && errno == EINTR);
 	return got < 0 ? (errno == EAGAIN ? 0 : -1) : got;
 }
@@ -631,7 +642,7 @@ static int
 rt_files_pwrite_all(int fd, const char *buf, size_t len, off_t offset)
 {
 	while (len > 0) {
-		ssize_t n = pwrite(fd, buf, len, offset);
+		ssize_t n = rt_io_pwrite(fd, buf, len, offset);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -646,7 +657,7 @@ rt_files_pwrite_all(int fd, const char *buf, size_t len, off_t offset)
 static void
 rt_files_truncate(int fd, off_t length)
 {
-	while (ftruncate(fd, length) != 0 && errno == EINTR)
+	while (rt_io_ftruncate(fd, length) != 0 && errno == EINTR)
 		;
 }
 
@@ -658,7 +669,7 @@ static int
 rt_files_append_whole(int fd, const char *line, size_t len)
 {
 	struct stat st;
-	if (fstat(fd, &st) != 0)
+	if (rt_io_fstat(fd, &st) != 0)
 		return errno;
 	off_t start = st.st_size;
 	if (!rt_files_fits((uint64_t)start, len))
@@ -666,7 +677,7 @@ rt_files_append_whole(int fd, const char *line, size_t len)
 	size_t done = 0;
 	int err = 0;
 	while (done < len) {
-		ssize_t n = write(fd, line + done, len - done);
+		ssize_t n = rt_io_write(fd, line + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -676,7 +687,7 @@ rt_files_append_whole(int fd, const char *line, size_t len)
 		}
 		done += (size_t)n;
 	}
-	if (err && done > 0 && fstat(fd, &st) == 0 && st.st_size == start + (off_t)done)
+	if (err && done > 0 && rt_io_fstat(fd, &st) == 0 && st.st_size == start + (off_t)done)
 		rt_files_truncate(fd, start);
 	return err;
 }
@@ -752,10 +763,7 @@ rt_files_name(struct rt_output *out, int fd)
 {
 	if (atomic_exchange(&out->written, true) || !out->unnamed)
 		return true;
-	char self[64];
-	/* thread-self: the worker's own descriptor table holds fd, not the process's. */
-	snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", fd);
-	if (linkat(AT_FDCWD, self, AT_FDCWD, out->path, AT_SYMLINK_FOLLOW) == 0)
+	if (rt_io_name(fd, out->path) == 0)
 		return true;
 	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));
 	rt_fd_close(&out->fd);
@@ -829,7 +837,7 @@ rt_files_pread(struct rt_fd *f, char *buf, size_t size)
 		return false;
 	ssize_t n;
 	do
-		n = pread(fd, buf, size - 1, 0);
+		n = rt_io_pread(fd, buf, size - 1, 0);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return false;
@@ -897,7 +905,7 @@ rt_files_alone(void)
 	char buf[1024];
 	struct rt_procfs_stat st;
 	return rt_files_pread(&rt_f.stat, buf, sizeof(buf)) && rt_procfs_stat(buf, &st) &&
-	       rt_procfs_stat_alone(&st);
+	       rt_procfs_stat_alone(&st, rt_tasks_held());
 }
 
 bool

@@ -21,9 +21,12 @@ bool rt_files_slurp(const char *path, char *buf, size_t size);
 void rt_files_forget_parent(void);
 /* The numbers of the descriptors kept, for the worker to keep them in its own table. */
 size_t rt_files_numbers(int *out, size_t size);
-/* In the starting thread, once the worker has its own table with copies of them: closes the
- * starter's (the program's) copies. */
+/* In the starting thread, once the worker or the keeper has its own table with copies of them:
+ * closes the starter's (the program's) copies. */
 void rt_files_went_private(void);
+/* In the starting thread, where the library does not start after all: removes what it made and
+ * closes every descriptor it opened. */
+void rt_files_close(void);
 /* Whether the calling thread (the worker) is the last of the process's that runs. */
 bool rt_files_alone(void);
 

@@ -6,6 +6,8 @@
 #include "rt_fd.h"
 #include "rt_files.h"
 #include "rt_heap.h"
+#include "rt_io.h"
+#include "rt_keeper.h"
 #include "rt_python.h"
 #include "rt_real.h"
 #include "rt_report.h"
@@ -93,6 +95,12 @@ rt_main_atfork_child(void)
 	/* Inside fork, before the child runs a line of its own: the parent's worker, files and
 	 * requests are not the child's. Nothing is opened or started here. */
 	rt_shim.forked = true;
+	/* The keeper is not here (only this thread is): the child's table holds none of the
+	 * library's descriptors, and its start makes a keeper of its own where it needs one. */
+	rt_keeper_forget_parent();
+	rt_io_by_keeper(false);
+	rt_fd_own_table(false);
+	rt_shim.descriptors = RT_FILE_TABLE_NONE;
 	rt_tasks_forget_parent();
 	rt_creds_forget_parent();
 	rt_tally_forget_parent();
@@ -116,9 +124,7 @@ rt_main_start_child_now(void)
 	bool waiting = true;
 	if (!atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
 		return;
-	if (rt_tasks_room_to_start())
-		rt_main_start();
-	else
+	if (!rt_tasks_room_to_start() || !rt_main_start())
 		atomic_store(&rt_shim.active, false);
 }
 

@@ -11,6 +11,7 @@
 
 #include "rt_allocator.h"
 #include "rt_config.h"
+#include "rt_file_rules.h"
 #include "rt_version.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
@@ -21,6 +22,9 @@ struct rt_shim {
 	 * here. Atomic: a program thread that stands the library down clears it. */
 	atomic_bool active;
 	bool forked; /* this process is a fork child of one where the library was active */
+	/* Whose descriptor table holds the library's files: set once at start-up, before the
+	 * worker uses any (rt_worker_start). */
+	enum rt_file_table descriptors;
 	enum rt_allocator_kind allocator;
 	enum rt_action action;
 	char program[64];

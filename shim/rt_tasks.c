@@ -1,12 +1,14 @@
 /* The library's tasks: the lock over their lives, the library standing down, and the program's
  * limits on tasks. A pids cgroup (pids.max) and RLIMIT_NPROC count every thread: the worker
- * takes one of the program's. At start-up the library starts only
- * where the room left holds its tasks and one more (policy/rt_limits); later, when the program's
+ * (and the keeper) take the program's. At start-up the library starts only where the room left
+ * holds its tasks and one more (policy/rt_limits); later, when the program's
  * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
  * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */
 #include "rt_tasks.h"
 
+#include "rt_file_rules.h"
 #include "rt_files.h"
+#include "rt_keeper.h"
 #include "rt_limits.h"
 #include "rt_procfs.h"
 #include "rt_real.h"
@@ -21,17 +23,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RT_TASKS_WHY_MAX 640
 
 static pthread_mutex_t rt_tasks_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
+/* Set by rt_tasks_room_to_start where a task limit leaves room for the worker but not for the
+ * keeper, and the user accepts the program's table (ROUNDTRIM_SHARED_TABLE). */
+static bool rt_tasks_no_keeper;
+
 unsigned
 rt_tasks_needed(void)
 {
-	return 1;
+	if (rt_shim.descriptors != RT_FILE_TABLE_NONE)
+		return rt_file_table_tasks(rt_shim.descriptors);
+	/* Not started: a seccomp filter refuses unshare whatever its flags, and unshare(0) changes
+	 * nothing where it is allowed. Refused, the worker will need its keeper. */
+	return syscall(SYS_unshare, 0) == 0 ? 1 : rt_file_table_tasks(RT_FILE_TABLE_KEEPER);
+}
+
+unsigned
+rt_tasks_held(void)
+{
+	return (rt_worker_running() ? 1U : 0U) + (rt_keeper_tid() ? 1U : 0U);
+}
+
+bool
+rt_tasks_room_for_keeper(void)
+{
+	return !rt_tasks_no_keeper;
 }
 
 void
@@ -49,6 +73,7 @@ rt_tasks_unlock(void)
 void
 rt_tasks_forget_parent(void)
 {
+	rt_tasks_no_keeper = false;
 	pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 	memcpy(&rt_tasks_mutex, &fresh, sizeof(fresh));
 }
@@ -152,30 +177,48 @@ rt_tasks_nproc_room(unsigned tasks, uint64_t *limit)
 	return rt_limits_room(u.nproc, rt_tasks_count_user(uid));
 }
 
+/* Whether the limits leave room for tasks of the library's and one more for the program; the
+ * room each leaves, and where, for the line that says why not. */
+static enum rt_limits_verdict
+rt_tasks_decide(unsigned tasks, uint64_t *cgroup_room, char *where, size_t size,
+                uint64_t *nproc_room, uint64_t *limit)
+{
+	*cgroup_room = rt_tasks_cgroup_room(where, size);
+	/* Counting the user's tasks walks /proc: only when the cgroup leaves room. */
+	*nproc_room = rt_limits_fits(*cgroup_room, tasks) ? rt_tasks_nproc_room(tasks, limit)
+	                                                  : RT_LIMITS_NONE;
+	return rt_limits_decide(*cgroup_room, *nproc_room, tasks);
+}
+
 bool
 rt_tasks_room_to_start(void)
 {
 	unsigned tasks = rt_tasks_needed();
-	char where[RT_CONFIG_PATH_MAX] = "";
-	uint64_t limit = 0;
-	uint64_t cgroup_room = rt_tasks_cgroup_room(where, sizeof(where));
-	/* Counting the user's tasks walks /proc: only when the cgroup leaves room. */
-	uint64_t nproc_room = rt_limits_fits(cgroup_room, tasks)
-	                          ? rt_tasks_nproc_room(tasks, &limit)
-	                          : RT_LIMITS_NONE;
-	switch (rt_limits_decide(cgroup_room, nproc_room, tasks)) {
+	char where[RT_CONFIG_PATH_MAX] = "", unused[RT_CONFIG_PATH_MAX];
+	uint64_t limit = 0, cgroup_room, nproc_room, room1, limit1;
+	enum rt_limits_verdict verdict =
+	    rt_tasks_decide(tasks, &cgroup_room, where, sizeof(where), &nproc_room, &limit);
+	/* No room for the keeper but for the worker: the program's table, where it is accepted. */
+	bool one_fits =
+	    tasks > 1 && verdict != RT_LIMITS_START &&
+	    rt_tasks_decide(1, &room1, unused, sizeof(unused), &room1, &limit1) == RT_LIMITS_START;
+	rt_tasks_no_keeper = one_fits && rt_shim.cfg.shared_table;
+	const char *hint = one_fits ? "; ROUNDTRIM_SHARED_TABLE=1 runs it with the worker alone, "
+	                              "in the program's descriptor table"
+	                            : "";
+	switch (rt_tasks_no_keeper ? RT_LIMITS_START : verdict) {
 	case RT_LIMITS_START:
 		return true;
 	case RT_LIMITS_CGROUP_FULL:
 		rt_warn("inactive: the pids cgroup %s has room for %" PRIu64
-		        " more task(s), and the library's %u would leave the program none",
-		        where, cgroup_room, tasks);
+		        " more task(s), and the library's %u would leave the program none%s",
+		        where, cgroup_room, tasks, hint);
 		break;
 	case RT_LIMITS_NPROC_FULL:
 		rt_warn(
 		    "inactive: RLIMIT_NPROC (%" PRIu64 ") has room for %" PRIu64
-		    " more task(s) of uid %u, and the library's %u would leave the program none",
-		    limit, nproc_room, getuid(), tasks);
+		    " more task(s) of uid %u, and the library's %u would leave the program none%s",
+		    limit, nproc_room, getuid(), tasks, hint);
 		break;
 	}
 	return false;
@@ -185,7 +228,9 @@ bool
 rt_tasks_stand_down(const char *why)
 {
 	rt_tasks_lock();
+	/* The worker first: it may be asking the keeper for a call. */
 	bool gone = rt_worker_stop();
+	gone = rt_keeper_stop() && gone;
 	bool was_active = atomic_exchange(&rt_shim.active, false);
 	if (was_active) {
 		/* Nobody would serve a request sent through them any more. */
@@ -196,16 +241,28 @@ rt_tasks_stand_down(const char *why)
 	return gone;
 }
 
+void
+rt_tasks_await_release(pid_t tid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	for (int i = 0; i < 1000 && stat(path, &st) == 0; i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+}
+
 bool
 rt_tasks_give_back(const char *call)
 {
-	if (!rt_worker_running() || rt_worker_is_self())
+	if (!rt_tasks_held() || rt_worker_is_self())
 		return false;
 	char why[RT_TASKS_WHY_MAX];
 	snprintf(why, sizeof(why),
 	         "the program's %s found no room for a task (EAGAIN) while the library held %u: "
 	         "they are given back and the call made again",
-	         call, rt_tasks_needed());
+	         call, rt_tasks_held());
 	return rt_tasks_stand_down(why);
 }
 

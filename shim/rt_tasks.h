@@ -1,21 +1,27 @@
-/* rt_tasks: the library's own tasks (its worker thread): whether a task limit leaves room to
- * start them, one lock over their lives, and standing down: giving them back when the program
- * needs the room or when they cannot follow the program's credentials. */
+/* rt_tasks: the library's own tasks (its worker thread, and its keeper): whether a task limit
+ * leaves room to start them, one lock over their lives, and standing down: giving them back
+ * when the program needs the room or when they cannot follow the program's credentials. */
 #ifndef RT_TASKS_H
 #define RT_TASKS_H
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
-/* How many tasks the library starts in a process: one, the worker. A task of the library's
- * that glibc's thread list does not hold must also leave in rt_tasks_stand_down and follow, or
- * leave before, the program's credential calls (rt_creds). */
+/* How many tasks the library starts in a process: the worker, and where unshare(2) is refused
+ * its keeper (rt_keeper). A task of the library's that glibc's thread list does not hold (the
+ * keeper) must also leave in rt_tasks_stand_down and follow, or leave before, the program's
+ * credential calls (rt_creds). */
 unsigned rt_tasks_needed(void);
+/* How many run now. */
+unsigned rt_tasks_held(void);
 
 /* At start-up, before anything is opened: whether the pids cgroup and RLIMIT_NPROC leave room
  * for the library's tasks and one more for the program (policy/rt_limits). Says why in one
- * line when they do not. */
+ * line when they do not. Where they leave room for the worker but not for its keeper, and the
+ * user accepts the program's descriptor table, true, and rt_tasks_room_for_keeper says no. */
 bool rt_tasks_room_to_start(void);
+bool rt_tasks_room_for_keeper(void);
 
 /* Held while the library's tasks start or leave, and across the program's credential calls,
  * which must not meet a task half started. Recursive: a call made inside one (initgroups'
@@ -37,6 +43,11 @@ bool rt_tasks_give_back(const char *call);
  * back on EAGAIN). */
 int rt_tasks_create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                            void *arg);
+
+/* Once a task of the library's has ended (its tid cleared by the kernel): waits, bounded, until
+ * the kernel has released it too (its /proc entry gone), and with it its pids cgroup charge and
+ * its RLIMIT_NPROC count (release_task), a few microseconds later. */
+void rt_tasks_await_release(pid_t tid);
 
 /* In a fork child, inside fork: the lock may have been held by a thread that is not here. */
 void rt_tasks_forget_parent(void);

@@ -1,15 +1,19 @@
 /* The worker thread: waits on the FIFO (or, without one, on a futex word), takes the signal
  * while it waits, gathers rounds into batches, runs the allocator action outside any
  * lock of ours, and reports; the book-keeping is policy/rt_ledger's. It is the only thread the
- * library starts; it blocks every signal but the trigger inside its wait, opens nothing (rt_files
+ * library starts through glibc (where unshare is refused, a keeper holds its descriptors:
+ * rt_keeper); it blocks every signal but the trigger inside its wait, opens nothing (rt_files
  * opened everything before it started), and is joined only when the library stands down
  * (rt_tasks), never at exit (a thread that exit-time code waited for could hang the host). It
  * serves the program's threads' requests between its steps and inside its waits (rt_creds). */
 #include "rt_creds.h"
 #include "rt_detect.h"
+#include "rt_fd.h"
 #include "rt_file_rules.h"
 #include "rt_files.h"
 #include "rt_heap.h"
+#include "rt_io.h"
+#include "rt_keeper.h"
 #include "rt_ledger.h"
 #include "rt_procfs.h"
 #include "rt_proto.h"
@@ -108,6 +112,7 @@ rt_worker_facts(void)
 	    .stats = rt_files_stats_path(),
 	    .signal = rt_signal_number(),
 	    .lost_records = rt_files_lost_records(),
+	    .descriptors = rt_file_table_word(rt_shim.descriptors),
 	};
 }
 
@@ -297,6 +302,7 @@ rt_worker_handle(const struct rt_batch *b, const struct rt_python_outcome *pytho
 	char note[RT_LEDGER_NOTE_MAX];
 	struct rt_round_record rec;
 	rt_ledger_start(&rt_w, b, getpid(), rt_allocator_name(rt_shim.allocator), note, &rec);
+	rec.descriptors = rt_file_table_word(rt_shim.descriptors);
 	rec.rss_before_kib = rec.rss_after_kib = rt_files_rss_kib();
 	if (plan.act && rt_batch_acts_by_detection_only(b) &&
 	    !rt_triggers_auto_worth(&rt_w_triggers, rec.rss_before_kib)) {
@@ -368,10 +374,15 @@ rt_worker_wait(unsigned seen)
 	struct timespec tick = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
 	if (atomic_load(&rt_w_wake_word) != seen) {
 		/* woken while collecting */
-	} else if (fd >= 0) {
+	} else if (fd >= 0 && !rt_io_is_by_keeper()) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		ppoll(&pfd, 1, &tick, &mask);
 	} else {
+		/* The FIFO is the keeper's: it waits on it, and moves the word when it is readable
+		 * or the tick has passed. A wake-up of this thread meanwhile (the signal, the API)
+		 * is taken at once; the keeper's next call comes after its wait. */
+		if (fd >= 0)
+			rt_keeper_wait_readable(fd, &tick, &rt_w_wake_word);
 		/* A signal that arrives between the unblock and the wait runs its handler, which
 		 * moves the word: the wait then returns at once. */
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
@@ -381,14 +392,21 @@ rt_worker_wait(unsigned seen)
 	rt_signal_end_wait();
 }
 
-/* Who decides the worker's descriptor table, a futex word: 0 until one side moves. The worker
- * claims it (CLAIMED) before unshare and ends at PRIVATE or SHARED; a starter that waited in vain
- * takes it first (SHARED), and the worker then never unshares, so that no copy of the library's
- * descriptors is left behind in the program's table. */
+/* Whose table holds the library's descriptors, a futex word: 0 until one side moves. The worker
+ * claims it (CLAIMED) before unshare and ends at PRIVATE (a table of its own, the program's
+ * descriptors closed in it), REFUSED (unshare refused: it still shares the program's), or
+ * BROKEN (its table holds the program's descriptors, which close_range failed to close). A
+ * starter that waited in vain takes it first (REFUSED), and the worker then never unshares, so
+ * that no copy of the library's descriptors is left behind in the program's table. The starter
+ * decides (DECIDED, rt_shim.descriptors) and the worker waits for that before it uses any. */
 #define RT_WORKER_TABLE_CLAIMED 1
 #define RT_WORKER_TABLE_PRIVATE 2
-#define RT_WORKER_TABLE_SHARED 3
+#define RT_WORKER_TABLE_REFUSED 3
+#define RT_WORKER_TABLE_BROKEN 4
+#define RT_WORKER_TABLE_DECIDED 5
 static atomic_uint rt_w_table;
+/* What unshare or close_range said, for the starter's line. */
+static int rt_w_table_errno;
 
 static int
 rt_worker_cmp_int(const void *a, const void *b)
@@ -411,40 +429,46 @@ rt_worker_close_all_but(int *keep, size_t n)
 	return syscall(SYS_close_range, low, ~0U, 0) == 0;
 }
 
+static void
+rt_worker_set_table(unsigned table)
+{
+	atomic_store(&rt_w_table, table);
+	syscall(SYS_futex, &rt_w_table, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 /* The worker takes a descriptor table of its own (unshare CLONE_FILES) holding only the
  * library's files: nothing the program does to its descriptors (close, dup2, close_range) can
- * reach them, and the library never reaches the program's. Where the kernel refuses, the shared
- * table and its checks (rt_fd) stay. */
+ * reach them, and the library never reaches the program's. Where the kernel refuses, the
+ * starter makes the keeper (rt_keeper). Then it waits for the starter's decision. */
 static void
 rt_worker_take_table(void)
 {
 	unsigned expected = 0;
-	if (!atomic_compare_exchange_strong(&rt_w_table, &expected, RT_WORKER_TABLE_CLAIMED))
-		return;
-	int keep[33];
-	size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]) - 1);
-	unsigned table = RT_WORKER_TABLE_SHARED;
-	/* The system call itself: unshare is also the program's, wrapped (rt_creds). */
-	if (syscall(SYS_unshare, CLONE_FILES) == 0) {
-		/* Its lines go to the program's stderr of the moment, through a pidfd; a kernel
-		 * without pidfds (before 5.6) leaves it the stderr of start-up. */
-		int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-		if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, -1, 0) < 0 && errno == EBADF) {
-			keep[n++] = pidfd;
-			rt_out_stderr_via(pidfd);
-		} else {
-			keep[n++] = STDERR_FILENO;
+	if (atomic_compare_exchange_strong(&rt_w_table, &expected, RT_WORKER_TABLE_CLAIMED)) {
+		int keep[33];
+		size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]) - 1);
+		unsigned table = RT_WORKER_TABLE_REFUSED;
+		/* The system call itself: unshare is also the program's, wrapped (rt_creds). */
+		if (syscall(SYS_unshare, CLONE_FILES) == 0) {
+			/* Its lines go to the program's stderr of the moment, through a pidfd; a
+			 * kernel without pidfds (before 5.6) leaves it the stderr of start-up. */
+			int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+			if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, -1, 0) < 0 &&
+			    errno == EBADF) {
+				keep[n++] = pidfd;
+				rt_out_stderr_via(pidfd);
+			} else {
+				keep[n++] = STDERR_FILENO;
+			}
+			table = rt_worker_close_all_but(keep, n) ? RT_WORKER_TABLE_PRIVATE
+			                                         : RT_WORKER_TABLE_BROKEN;
 		}
-		if (rt_worker_close_all_but(keep, n))
-			table = RT_WORKER_TABLE_PRIVATE;
-		else
-			rt_warn(
-			    "a descriptor table of its own failed (close_range: %s); the program's "
-			    "descriptors stay open in the worker",
-			    strerror(errno));
+		rt_w_table_errno = errno;
+		rt_worker_set_table(table);
 	}
-	atomic_store(&rt_w_table, table);
-	syscall(SYS_futex, &rt_w_table, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	unsigned table;
+	while ((table = atomic_load(&rt_w_table)) != RT_WORKER_TABLE_DECIDED)
+		syscall(SYS_futex, &rt_w_table, FUTEX_WAIT_PRIVATE, table, NULL, NULL, 0);
 }
 
 /* In the starting thread: waits for the worker's table. Bounded while the worker has not run at
@@ -458,7 +482,7 @@ rt_worker_await_table(void)
 	deadline.tv_sec += RT_WORKER_TABLE_WAIT_S;
 	for (;;) {
 		unsigned table = atomic_load(&rt_w_table);
-		if (table == RT_WORKER_TABLE_PRIVATE || table == RT_WORKER_TABLE_SHARED)
+		if (table > RT_WORKER_TABLE_CLAIMED)
 			return table;
 		struct timespec left = {0, 0}, *limit = NULL;
 		if (table == 0) {
@@ -470,15 +494,59 @@ rt_worker_await_table(void)
 				left.tv_nsec += 1000000000L;
 			}
 			unsigned expected = 0;
-			if (left.tv_sec < 0 && atomic_compare_exchange_strong(
-			                           &rt_w_table, &expected, RT_WORKER_TABLE_SHARED))
-				return RT_WORKER_TABLE_SHARED;
+			if (left.tv_sec < 0 &&
+			    atomic_compare_exchange_strong(&rt_w_table, &expected,
+			                                   RT_WORKER_TABLE_REFUSED)) {
+				rt_w_table_errno = ETIMEDOUT;
+				return RT_WORKER_TABLE_REFUSED;
+			}
 			if (left.tv_sec < 0)
 				continue;
 			limit = &left;
 		}
 		syscall(SYS_futex, &rt_w_table, FUTEX_WAIT_PRIVATE, table, limit, NULL, 0);
 	}
+}
+
+/* In the starting thread, once the worker has its answer: whose table holds the library's
+ * descriptors (policy/rt_file_rules), the keeper made where unshare was refused. The library's
+ * descriptors then go from the program's table (they were opened there, by this thread), unless
+ * the program's is the one. None: one line says why, naming the setting that accepts the
+ * program's table. */
+static enum rt_file_table
+rt_worker_decide_table(unsigned table)
+{
+	char why[256] = "";
+	bool keeper = false;
+	if (table == RT_WORKER_TABLE_REFUSED && !rt_tasks_room_for_keeper()) {
+		snprintf(why, sizeof(why), "a task limit leaves it no room");
+	} else if (table == RT_WORKER_TABLE_REFUSED) {
+		int keep[33];
+		size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]));
+		keeper = rt_keeper_start(keep, n, why, sizeof(why));
+	}
+	enum rt_file_table t = rt_file_table_choose(table == RT_WORKER_TABLE_PRIVATE, keeper,
+	                                            rt_shim.cfg.shared_table);
+	if (t == RT_FILE_TABLE_KEEPER)
+		rt_io_by_keeper(true);
+	if (t == RT_FILE_TABLE_PRIVATE || t == RT_FILE_TABLE_KEEPER) {
+		rt_files_went_private();
+		rt_fd_own_table(true);
+	}
+	if (t == RT_FILE_TABLE_NONE && table == RT_WORKER_TABLE_BROKEN)
+		rt_warn(
+		    "inactive: the worker's descriptor table of its own would hold the program's "
+		    "descriptors (close_range: %s)",
+		    strerror(rt_w_table_errno));
+	else if (t == RT_FILE_TABLE_NONE)
+		rt_warn(
+		    "inactive: the worker cannot have a descriptor table of its own (unshare: "
+		    "%s) and no keeper can hold the library's (%s); ROUNDTRIM_SHARED_TABLE=1 runs "
+		    "it in the program's table, with the races of roundtrim(7), DESCRIPTORS",
+		    strerror(rt_w_table_errno), why);
+	rt_shim.descriptors = t;
+	rt_worker_set_table(RT_WORKER_TABLE_DECIDED);
+	return t;
 }
 
 /* The program's threads have all gone: the process ends, as it would have without the
@@ -507,7 +575,7 @@ rt_worker_thread_exits(void)
 	 * opening anything, since the program may be about to dup2 onto the lowest free number. */
 	struct stat st;
 	return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
-	       rt_procfs_last_thread((uint64_t)st.st_nlink - 2, self_is_main,
+	       rt_procfs_last_thread((uint64_t)st.st_nlink - 2, rt_tasks_held(), self_is_main,
 	                             atomic_load(&rt_w_main_gone));
 }
 
@@ -519,6 +587,8 @@ rt_worker_main(void *arg)
 	rt_creds_worker_starts();
 	/* First: the starter waits for it. */
 	rt_worker_take_table();
+	if (rt_shim.descriptors == RT_FILE_TABLE_NONE)
+		return NULL;
 	/* Named by itself: naming another thread opens /proc/self/task/TID/comm. */
 	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
@@ -603,12 +673,15 @@ rt_worker_start(void)
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
 		rt_warn("inactive: cannot start the worker thread: %s", strerror(err));
+		rt_files_close();
 		return false;
 	}
-	/* Until the worker has its own table, the library's descriptors are in the program's
-	 * (they were opened there, by this thread): then they go from it. */
-	if (rt_worker_await_table() == RT_WORKER_TABLE_PRIVATE)
-		rt_files_went_private();
+	if (rt_worker_decide_table(rt_worker_await_table()) == RT_FILE_TABLE_NONE) {
+		/* It ends as soon as it runs, and nobody waits for it. */
+		pthread_detach(rt_w_thread);
+		rt_files_close();
+		return false;
+	}
 	atomic_store(&rt_w_running, true);
 	return true;
 }
@@ -655,15 +728,8 @@ rt_worker_stop(void)
 		return false;
 	atomic_store(&rt_w_tid, 0);
 	/* The join returns when the kernel clears the thread's id, before it releases the task:
-	 * its pids cgroup charge and RLIMIT_NPROC count go with its /proc entry (release_task),
-	 * a few microseconds later. The program's call made again must find them free. */
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	for (int i = 0; i < 1000 && stat(path, &st) == 0; i++) {
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
-	}
+	 * the program's call made again must find its room free. */
+	rt_tasks_await_release(tid);
 	return true;
 }
 

@@ -11,8 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A field later versions added: a line from an earlier one lacks it (0), but one that has it
- * must have it right. */
+/* A field later versions added: a line from an earlier one lacks it (0, or ""), but one that
+ * has it must have it right. */
+static bool
+rt_read_str_since(json_object *obj, const char *key, char *out, size_t size)
+{
+	out[0] = '\0';
+	return !json_object_object_get_ex(obj, key, NULL) || rt_json_str(obj, key, out, size);
+}
+
 static bool
 rt_read_u64_since(json_object *obj, const char *key, uint64_t *out)
 {
@@ -26,6 +33,7 @@ rt_read_point(struct rt_round_read *out)
 	out->rec.trigger = out->trigger;
 	out->rec.action = out->action;
 	out->rec.allocator = out->allocator;
+	out->rec.descriptors = out->descriptors;
 	out->rec.note = out->note;
 }
 
@@ -39,19 +47,21 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	if (!obj)
 		return RT_READ_BAD;
 	int64_t pid = 0;
-	bool ok = rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "round", &out->rec.round) &&
-	          rt_json_str(obj, "trigger", out->trigger, sizeof(out->trigger)) &&
-	          rt_json_str(obj, "action", out->action, sizeof(out->action)) &&
-	          rt_json_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
-	          rt_json_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
-	          rt_read_u64_since(obj, "anon_kib", &out->rec.anon_kib) &&
-	          rt_read_u64_since(obj, "file_kib", &out->rec.file_kib) &&
-	          rt_read_u64_since(obj, "lazyfree_kib", &out->rec.lazyfree_kib) &&
-	          rt_json_u64(obj, "live_kib", &out->rec.live_kib) &&
-	          rt_json_u64(obj, "duration_us", &out->rec.duration_us) &&
-	          rt_json_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
-	          rt_json_str(obj, "note", out->note, sizeof(out->note)) &&
-	          rt_json_unix_us(obj, "unix_time", &out->rec.unix_time_us);
+	bool ok =
+	    rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "round", &out->rec.round) &&
+	    rt_json_str(obj, "trigger", out->trigger, sizeof(out->trigger)) &&
+	    rt_json_str(obj, "action", out->action, sizeof(out->action)) &&
+	    rt_json_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
+	    rt_json_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
+	    rt_read_u64_since(obj, "anon_kib", &out->rec.anon_kib) &&
+	    rt_read_u64_since(obj, "file_kib", &out->rec.file_kib) &&
+	    rt_read_u64_since(obj, "lazyfree_kib", &out->rec.lazyfree_kib) &&
+	    rt_json_u64(obj, "live_kib", &out->rec.live_kib) &&
+	    rt_json_u64(obj, "duration_us", &out->rec.duration_us) &&
+	    rt_json_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
+	    rt_read_str_since(obj, "descriptors", out->descriptors, sizeof(out->descriptors)) &&
+	    rt_json_str(obj, "note", out->note, sizeof(out->note)) &&
+	    rt_json_unix_us(obj, "unix_time", &out->rec.unix_time_us);
 	out->rec.pid = (int)pid;
 	if (ok && rt_json_str(obj, "python", out->python, sizeof(out->python))) {
 		out->rec.python = out->python;
@@ -140,6 +150,7 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	struct rt_status_record *st = &out->st;
 	st->program = out->program;
 	st->allocator = out->allocator;
+	st->descriptors = out->descriptors;
 	st->last_action = out->last_action;
 	st->last_note = out->last_note;
 	st->mode = out->mode;
@@ -159,6 +170,7 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	    rt_json_u64(obj, "seq_end", &seq_end) &&
 	    rt_json_str(obj, "program", out->program, sizeof(out->program)) &&
 	    rt_json_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
+	    rt_read_str_since(obj, "descriptors", out->descriptors, sizeof(out->descriptors)) &&
 	    rt_json_u64(obj, "rounds", &st->rounds) && rt_json_u64(obj, "gc_rounds", &gc_rounds) &&
 	    rt_json_u64(obj, "actions", &st->actions) &&
 	    rt_json_u64(obj, "last_action_round", &st->last_action_round) &&

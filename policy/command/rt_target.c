@@ -43,12 +43,18 @@ rt_target_answered(enum rt_proto_kind kind, const struct rt_status_record *befor
 	return now->rounds > before->rounds;
 }
 
-bool
-rt_target_is_worker_comm(const char *comm)
+static bool
+rt_target_comm_is(const char *comm, const char *name)
 {
-	size_t len = strlen(RT_FILE_WORKER_THREAD);
-	return strncmp(comm, RT_FILE_WORKER_THREAD, len) == 0 &&
-	       (comm[len] == '\0' || comm[len] == '\n');
+	size_t len = strlen(name);
+	return strncmp(comm, name, len) == 0 && (comm[len] == '\0' || comm[len] == '\n');
+}
+
+bool
+rt_target_is_library_comm(const char *comm)
+{
+	return rt_target_comm_is(comm, RT_FILE_WORKER_THREAD) ||
+	       rt_target_comm_is(comm, RT_FILE_KEEPER_THREAD);
 }
 
 /* ---- Processes. */

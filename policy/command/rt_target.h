@@ -15,8 +15,9 @@
  * absolute path that still names the file (no " (deleted)"). Writes the path of the status
  * file that answers for it (rt_path_status_for_fifo). The caller checks that it is a FIFO. */
 bool rt_target_fifo_status(const char *link, char *status, size_t size);
-/* Whether a thread's comm (a line of /proc/PID/task/TID/comm) names the library's worker. */
-bool rt_target_is_worker_comm(const char *comm);
+/* Whether a thread's comm (a line of /proc/PID/task/TID/comm) names a task of the library's
+ * that may hold its descriptors in a table of its own: the worker, or the keeper. */
+bool rt_target_is_library_comm(const char *comm);
 /* Whether the status file found beside a FIFO that pid holds open is pid's own: a FIFO another
  * process made, or a status file left by a process that is gone, is not. */
 bool rt_target_status_is_of(const struct rt_status_record *st, int pid);

@@ -193,9 +193,10 @@ rt_cmd_proc_find_fifo_in(const char *dir_path, int pid, struct rt_cmd_target *t)
 	return found;
 }
 
-/* The library's worker keeps its descriptors in a table of its own, which only its thread's
- * listing shows (/proc/PID/task/TID/fd); where the kernel refused it one, they are in the
- * process's (/proc/PID/fd). The worker is the thread named RT_WORKER_THREAD_NAME. */
+/* The library keeps its descriptors in a table of its own, which only the listing of the thread
+ * that holds it shows (/proc/PID/task/TID/fd): the worker (RT_FILE_WORKER_THREAD), or where the
+ * kernel refused it one the keeper (RT_FILE_KEEPER_THREAD); where neither could have one, they
+ * are in the process's (/proc/PID/fd). */
 static bool
 rt_cmd_proc_find_fifo(int pid, struct rt_cmd_target *t)
 {
@@ -212,7 +213,7 @@ rt_cmd_proc_find_fifo(int pid, struct rt_cmd_target *t)
 		FILE *f = fopen(path, "re");
 		if (!f)
 			continue;
-		bool named = fgets(comm, sizeof(comm), f) && rt_target_is_worker_comm(comm);
+		bool named = fgets(comm, sizeof(comm), f) && rt_target_is_library_comm(comm);
 		fclose(f);
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/fd", pid, e->d_name);
 		found = named && rt_cmd_proc_find_fifo_in(path, pid, t);

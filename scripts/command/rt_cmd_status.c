@@ -23,6 +23,7 @@ enum {
 	RT_COL_PID,
 	RT_COL_PROGRAM,
 	RT_COL_ALLOCATOR,
+	RT_COL_FDS,
 	RT_COL_ROUNDS,
 	RT_COL_N,
 	RT_COL_LAST,
@@ -36,8 +37,8 @@ enum {
 };
 
 static const char *const rt_cmd_status_header[RT_COL_COUNT] = {
-    "PID",  "PROGRAM", "ALLOC",    "ROUNDS",       "N",    "LAST ACTION@ROUND",
-    "WHEN", "RSS MiB", "LIVE MiB", "RELEASED MiB", "LOST", "TRIGGERS",
+    "PID",  "PROGRAM", "ALLOC",    "FDS",          "ROUNDS", "N",        "LAST ACTION@ROUND",
+    "WHEN", "RSS MiB", "LIVE MiB", "RELEASED MiB", "LOST",   "TRIGGERS",
 };
 
 static void
@@ -48,10 +49,13 @@ rt_cmd_status_help(void)
 	      "GLOBS]\n"
 	      "Show the processes of yours that carry libroundtrim.so (all of them, in every "
 	      "session, or the\n"
-	      "PIDs given, or those selected): pid, program, allocator, rounds counted, N, last "
-	      "action and\n"
-	      "when, RSS, live heap, memory released so far, records its files could not take\n"
-	      "(a full volume), and the triggers (FIFO, signal).\n"
+	      "PIDs given, or those selected): pid, program, allocator, whose descriptor table "
+	      "holds the\n"
+	      "library's files (private, keeper, shared), rounds counted, N, last action and when, "
+	      "RSS, live\n"
+	      "heap, memory released so far, records its files could not take (a full volume), and "
+	      "the\n"
+	      "triggers (FIFO, signal).\n"
 	      "\n"
 	      "  --json           a JSON array of the processes' status objects (roundtrim(7), "
 	      "STATUS FILE)\n"
@@ -86,6 +90,9 @@ rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read)
 	snprintf(cells[RT_COL_PROGRAM], sizeof(cells[0]), "%.*s", RT_CMD_STATUS_PROGRAM_WIDTH,
 	         st->program);
 	snprintf(cells[RT_COL_ALLOCATOR], sizeof(cells[0]), "%s", st->allocator);
+	/* Whose descriptor table holds the library's files (roundtrim(7), DESCRIPTORS). */
+	snprintf(cells[RT_COL_FDS], sizeof(cells[0]), "%s",
+	         st->descriptors && st->descriptors[0] ? st->descriptors : "-");
 	snprintf(cells[RT_COL_ROUNDS], sizeof(cells[0]), "%" PRIu64, st->rounds);
 	snprintf(cells[RT_COL_N], sizeof(cells[0]), "%" PRIu32, st->gc_rounds);
 	if (st->actions == 0)

@@ -138,6 +138,19 @@ th_env_entry(const char *entry, char *buf, size_t size)
 	return buf;
 }
 
+const char *
+th_noshare(void)
+{
+	return RT_BUILD_DIR "/test/tools/noshare";
+}
+
+bool
+th_keeper_mode(void)
+{
+	const char *mode = getenv("TH_DESCRIPTORS");
+	return mode && !strcmp(mode, "keeper");
+}
+
 void
 th_spawn(struct th_proc *p, const char *const argv[], const char *const env[])
 {
@@ -161,6 +174,16 @@ th_spawn(struct th_proc *p, const char *const argv[], const char *const env[])
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	/* TH_DESCRIPTORS=keeper: every child under the launcher (th_keeper_mode). */
+	const char *wrapped[64];
+	if (th_keeper_mode()) {
+		size_t i = 0;
+		wrapped[0] = th_noshare();
+		for (; argv[i] && i + 2 < sizeof(wrapped) / sizeof(wrapped[0]); i++)
+			wrapped[i + 1] = argv[i];
+		wrapped[i + 1] = NULL;
+		argv = wrapped;
+	}
 	int rc = posix_spawn(&p->pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)envp);
 	posix_spawn_file_actions_destroy(&fa);
 	cr_assert_eq(rc, 0, "spawn %s: %s", argv[0], strerror(rc));
@@ -619,13 +642,17 @@ th_start_workload(struct th_probe *run, const char *workload, const char *preloa
 		env[i + 2] = extra[i];
 	/* Not th_workload's buffer, which an argument may be using. */
 	static char path[PATH_MAX], wrapper[PATH_MAX];
-	const char *argv[9] = {path};
+	const char *argv[10] = {path};
 	int at = 1;
-	/* "noshare:NAME": NAME where the worker cannot have a descriptor table of its own. */
-	if (!strncmp(workload, "noshare:", 8)) {
-		workload += 8;
-		snprintf(wrapper, sizeof(wrapper), "%s/test/tools/noshare", RT_BUILD_DIR);
+	/* "noshare:NAME": NAME where the worker cannot have a descriptor table of its own;
+	 * "nokeeper:NAME": where no task of the process can. */
+	if (!strncmp(workload, "noshare:", 8) || !strncmp(workload, "nokeeper:", 9)) {
+		bool keeper = workload[2] == 's';
+		workload = strchr(workload, ':') + 1;
+		snprintf(wrapper, sizeof(wrapper), "%s", th_noshare());
 		argv[0] = wrapper;
+		if (!keeper)
+			argv[at++] = "--no-keeper";
 		argv[at++] = path;
 	}
 	snprintf(path, sizeof(path), "%s/test/workloads/%s", RT_BUILD_DIR, workload);
@@ -659,7 +686,7 @@ th_thread_named(pid_t pid, const char *name)
 		char path[PATH_MAX], comm[64] = "";
 		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
 		if (e->d_name[0] != '.' && th_read_file(path, comm, sizeof(comm)) > 0 &&
-		    !strncmp(comm, name, strlen(name)))
+		    !strncmp(comm, name, strlen(name)) && comm[strlen(name)] == '\n')
 			found = atoi(e->d_name);
 	}
 	if (d)
@@ -700,4 +727,11 @@ th_env_in_tmp(const char *name, const char *file)
 	char *out = buf[next++ % 4];
 	snprintf(out, PATH_MAX, "%s=%s/%s", name, th_tmpdir(), file);
 	return out;
+}
+
+pid_t
+th_fd_holder(pid_t pid)
+{
+	pid_t keeper = th_thread_named(pid, "roundtrim-fds");
+	return keeper > 0 ? keeper : th_thread_named(pid, "roundtrim");
 }

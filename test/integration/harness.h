@@ -39,6 +39,13 @@ const char *th_jemalloc(void);
 const char *th_tmpdir(void);
 void th_cleanup(void);
 
+/* test/tools/noshare: runs its arguments where unshare(2) is refused, as in a container. */
+const char *th_noshare(void);
+/* Whether the test runner has TH_DESCRIPTORS=keeper in its environment: then th_spawn runs every
+ * child under th_noshare(), and the library under test holds its descriptors in its keeper
+ * (make check runs the descriptor, stress, fork and privilege tests once so). */
+bool th_keeper_mode(void);
+
 /* Spawns argv with the test runner's environment, minus every LD_PRELOAD, ROUNDTRIM_* and
  * NVFLARE_* variable, plus the NAME=VALUE strings of env (NULL-terminated, may be NULL). */
 void th_spawn(struct th_proc *p, const char *const argv[], const char *const env[]);
@@ -110,11 +117,16 @@ void th_start_probe(struct th_probe *run, const char *const args[], const char *
 /* The same with any number of NAME=VALUE (NULL-terminated) instead of the one. */
 void th_start_probe_env(struct th_probe *run, const char *const args[], const char *const extra[],
                         char *line, size_t size);
-/* The thread of pid whose comm starts with name, or -1. */
+/* The thread of pid whose comm is name, or -1. */
 pid_t th_thread_named(pid_t pid, const char *name);
+/* The thread of pid whose descriptor table holds the library's files: its keeper
+ * ("roundtrim-fds") where it runs one, else its worker ("roundtrim"); -1 when neither runs. */
+pid_t th_fd_holder(pid_t pid);
 /* The same for any workload of the project: preload is LD_PRELOAD's value (NULL: the library),
  * fifo_dir the FIFO's directory (NULL: th_tmpdir()). "noshare:NAME" runs NAME where unshare(2)
- * fails, so that the library's worker shares the program's descriptor table. */
+ * fails, so that the library's worker shares the program's descriptor table and its keeper holds
+ * the library's descriptors; "nokeeper:NAME" where no task of the process can have a table of
+ * its own either (with ROUNDTRIM_SHARED_TABLE=1 the library shares the program's). */
 void th_start_workload(struct th_probe *run, const char *workload, const char *preload,
                        const char *fifo_dir, const char *const args[], const char *const extra[],
                        char *line, size_t size);

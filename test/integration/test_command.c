@@ -470,6 +470,7 @@ fake_status(int pid, const char *fifo)
 	                                 .seq = 7,
 	                                 .program = "sh",
 	                                 .allocator = "glibc",
+	                                 .descriptors = "keeper",
 	                                 .rounds = 3,
 	                                 .gc_rounds = 2,
 	                                 .last_action = "none",
@@ -508,14 +509,16 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	cr_assert_eq(ROUNDTRIM("status", th_pid_text(p.pid)), 0, "%s", err);
 	const char *row = strstr(out, "\n");
 	cr_assert_not_null(row);
-	char pid[16], program[16], alloc[16], last[32], when[16], rss[16], live[16], released[16],
-	    fifo_seen[PATH_MAX], signal[32];
+	char pid[16], program[16], alloc[16], fds[16], last[32], when[16], rss[16], live[16],
+	    released[16], fifo_seen[PATH_MAX], signal[32];
 	int rounds, n, lost;
-	cr_assert_eq(sscanf(row + 1, "%15s %15s %15s %d %d %31s %15s %15s %15s %15s %d %4095s %31s",
-	                    pid, program, alloc, &rounds, &n, last, when, rss, live, released,
+	cr_assert_eq(sscanf(row + 1,
+	                    "%15s %15s %15s %15s %d %d %31s %15s %15s %15s %15s %d %4095s %31s",
+	                    pid, program, alloc, fds, &rounds, &n, last, when, rss, live, released,
 	                    &lost, fifo_seen, signal),
-	             13, "%s", out);
+	             14, "%s", out);
 	cr_assert_str_eq(pid, th_pid_text(p.pid));
+	cr_assert_str_eq(fds, "keeper", "%s", out);
 	cr_assert_str_eq(last, "-");
 	cr_assert_str_eq(when, "never");
 	cr_assert_str_eq(rss, "1.1", "%s", out);

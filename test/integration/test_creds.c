@@ -87,18 +87,34 @@ expect_worker_within(const char *threads, const char *worker)
 	}
 }
 
+/* The keeper holds exactly the credentials of the thread that made the last call: the same
+ * Uid, Gid, Groups and capability sets in /proc/PID/task/TID/status. */
+static void
+expect_keeper_alike(const char *out, const char *sequence, const char *mode)
+{
+	char keeper[1024], caller[1024];
+	lines_starting(out, "keeper ", keeper, sizeof(keeper));
+	lines_starting(out, "caller ", caller, sizeof(caller));
+	cr_assert_neq(keeper[0], '\0', "%s %s: no keeper: %s", sequence, mode, out);
+	cr_assert_str_eq(keeper + strlen("keeper "), caller + strlen("caller "),
+	                 "%s %s: the keeper's credentials differ from its caller's:\n%s%s",
+	                 sequence, mode, keeper, caller);
+}
+
 /* Runs test/workloads/creds SEQUENCE with and without the library, in each way: from the main
- * thread, from another after the main thread ended, and with the worker in an action. `stands`:
+ * thread, from another after the main thread ended, and with the worker in an action; under
+ * noshare (unshare refused, the keeper holding the library's descriptors) or not. `stands`:
  * the library cannot follow and must stand down. */
 static void
-expect_as_without(const char *sequence, bool stands)
+expect_as_without_in(const char *sequence, bool stands, bool noshare)
 {
 	need_root();
 	static const char *const modes[][2] = {
 	    {NULL, NULL}, {"--thread", NULL}, {"--busy", NULL}, {"--thread", "--busy"}};
 	for (size_t m = 0; m < 4; m++) {
-		const char *argv[] = {th_workload("creds"), sequence, modes[m][0], modes[m][1],
-		                      NULL};
+		const char *argv_all[] = {th_noshare(), th_workload("creds"), sequence,
+		                          modes[m][0],  modes[m][1],          NULL};
+		const char *const *argv = noshare ? argv_all : argv_all + 1;
 		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
 		                     NULL};
 		char out0[8192], err0[4096], out1[8192], err1[4096];
@@ -131,13 +147,38 @@ expect_as_without(const char *sequence, bool stands)
 			             mode, err1);
 			th_expect_in(err1, "roundtrim: stood down: before ");
 			cr_assert_str_eq(worker, "", "the worker ended");
+			cr_assert_null(strstr(out1, "\nkeeper "), "the keeper ended");
 		} else {
 			cr_assert_str_eq(api, "api=acted\n", "%s %s: %s", sequence, mode, err1);
 			cr_assert_str_eq(err1, "", "%s %s", sequence, mode);
 			cr_assert_neq(worker[0], '\0', "%s %s: no worker", sequence, mode);
 			expect_worker_within(threads1, worker);
+			if (noshare || th_keeper_mode())
+				expect_keeper_alike(out1, sequence, mode);
 		}
 	}
+}
+
+static void
+expect_as_without(const char *sequence, bool stands)
+{
+	expect_as_without_in(sequence, stands, false);
+}
+
+/* Where unshare is refused, as in a container: the keeper, which glibc's broadcast does not
+ * reach, follows each sequence too. */
+Test(privileges, keeper_follows_every_sequence)
+{
+	static const char *const sequences[] = {
+	    "setpriv", "keepcaps", "capdrop", "su-exec",  "resids",   "uid-first", "setuid",
+	    "setgid",  "seteuid",  "setegid", "setreuid", "setregid", "setgroups", "initgroups"};
+	for (size_t i = 0; i < sizeof(sequences) / sizeof(sequences[0]); i++)
+		expect_as_without_in(sequences[i], false, true);
+}
+
+Test(privileges, keeper_stands_down_when_the_worker_cannot_follow)
+{
+	expect_as_without_in("outlived", true, true);
 }
 
 /* setpriv's own sequence, as the issue found it: PR_SET_KEEPCAPS, setresuid, capset in the
@@ -272,6 +313,8 @@ Test(privileges, entering_a_user_namespace)
 	need_root();
 	if (access("/usr/bin/unshare", X_OK) != 0 || access("/usr/bin/nsenter", X_OK) != 0)
 		cr_skip_test("no unshare or nsenter (util-linux)");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses unshare to everyone");
 	const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none", NULL};
 	char out0[1024], err0[1024], out1[1024], err1[1024];
 	const char *in_new[] = {"/usr/bin/unshare", "--user", "--map-root-user", "/usr/bin/id",

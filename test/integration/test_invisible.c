@@ -28,13 +28,14 @@ env_preload(void)
 	return buf;
 }
 
-Test(invisible, no_low_descriptor_is_taken_while_rounds_storm)
+static void
+no_low_descriptor_taken(const char *workload)
 {
 	struct th_probe run;
 	char line[512];
 	const char *env[] = {th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), NULL};
-	th_start_probe_env(&run, (const char *[]){"lowfd", "300000", NULL}, env, line,
-	                   sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"lowfd", "300000", NULL},
+	                  env, line, sizeof(line));
 	th_write(&run.proc, "go\n");
 	/* Rounds until the probe is done: each one reads RSS and rewrites the status file. */
 	int rounds = 0;
@@ -55,6 +56,16 @@ Test(invisible, no_low_descriptor_is_taken_while_rounds_storm)
 	th_wait_rounds(&run, 20L * rounds, line, sizeof(line));
 	th_close_stdin(&run.proc);
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+}
+
+Test(invisible, no_low_descriptor_is_taken_while_rounds_storm)
+{
+	no_low_descriptor_taken("probe");
+}
+
+Test(invisible, keeper_no_low_descriptor_is_taken_while_rounds_storm)
+{
+	no_low_descriptor_taken("noshare:probe");
 }
 
 /* Whether fdinfo (a /proc/PID[/task/TID]/fdinfo directory) says fd is close-on-exec (O_CLOEXEC is
@@ -121,34 +132,81 @@ start_with_every_file(struct th_probe *run, const char *workload)
 /* statm, smaps_rollup, stat, the FIFO, the status file, stats, log. */
 #define LIBRARY_FILES 7
 
-/* The worker keeps every file in a descriptor table of its own: the program's holds none of
- * them, whatever it lists, closes or replaces. */
-Test(invisible, no_descriptor_of_the_library_in_the_programs_table)
+/* The library keeps every file in a descriptor table of its own: the worker's, or where unshare
+ * is refused its keeper's (a task that shares all but the table). The program's holds none of
+ * them, whatever it lists, closes or replaces. The worker's table holds a pidfd too, through
+ * which it borrows the program's stderr; in the keeper's mode the worker shares the program's. */
+static void
+no_library_descriptor_in_the_programs_table(const char *workload, const char *holder_name)
 {
 	struct th_probe run;
 	int pidfds = 0;
-	start_with_every_file(&run, "probe");
+	start_with_every_file(&run, workload);
 	cr_assert_eq(library_fds_in(run.proc.pid, "", &pidfds), 0);
 	cr_assert_eq(pidfds, 0);
-	pid_t worker = th_thread_named(run.proc.pid, "roundtrim");
-	cr_assert_gt(worker, 0);
+	pid_t holder = th_thread_named(run.proc.pid, holder_name);
+	cr_assert_gt(holder, 0, "no thread named %s", holder_name);
 	char task[64];
-	snprintf(task, sizeof(task), "/task/%d", (int)worker);
+	snprintf(task, sizeof(task), "/task/%d", (int)holder);
 	cr_assert_eq(library_fds_in(run.proc.pid, task, &pidfds), LIBRARY_FILES);
-	cr_assert_eq(pidfds, 1);
+	cr_assert_eq(pidfds, strcmp(holder_name, "roundtrim") == 0);
 	th_kill(&run.proc);
 }
 
-/* Where the kernel refuses the worker a table of its own, the library's descriptors are in the
- * program's: all high and close-on-exec. */
+Test(invisible, no_descriptor_of_the_library_in_the_programs_table)
+{
+	no_library_descriptor_in_the_programs_table("probe", th_keeper_mode() ? "roundtrim-fds"
+	                                                                      : "roundtrim");
+}
+
+Test(invisible, keeper_no_descriptor_of_the_library_in_the_programs_table)
+{
+	no_library_descriptor_in_the_programs_table("noshare:probe", "roundtrim-fds");
+}
+
+/* Where no task can have a table of its own and ROUNDTRIM_SHARED_TABLE=1 accepts the program's,
+ * the library's descriptors are in the program's: all high and close-on-exec. */
+#define SHARED_TABLE "ROUNDTRIM_SHARED_TABLE=1"
+
 Test(invisible, shared_table_descriptors_are_high_and_close_on_exec)
 {
 	struct th_probe run;
+	char line[512];
 	int pidfds = 0;
-	start_with_every_file(&run, "noshare:probe");
+	const char *env[] = {th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     th_env_in_tmp("ROUNDTRIM_LOG", "log"), "ROUNDTRIM_PROFILE=1",
+	                     SHARED_TABLE, NULL};
+	th_start_workload(&run, "nokeeper:probe", NULL, NULL, (const char *[]){"idle", NULL}, env,
+	                  line, sizeof(line));
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	th_wait_rounds(&run, 1, line, sizeof(line));
 	cr_assert_eq(library_fds_in(run.proc.pid, "", &pidfds), LIBRARY_FILES);
 	cr_assert_eq(pidfds, 0);
 	th_kill(&run.proc);
+}
+
+/* Where neither a table of its own nor a keeper can be had, the library does not run with the
+ * races of the program's table: it stays inactive, says why in one line that names the setting
+ * that accepts them, and makes no file. */
+Test(invisible, no_table_of_its_own_and_no_keeper_leaves_the_library_inactive)
+{
+	struct th_proc p;
+	char err[4096];
+	const char *argv[] = {th_noshare(), "--no-keeper", th_workload("probe"), "idle", NULL};
+	char preload[PATH_MAX + 16];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), NULL};
+	th_spawn(&p, argv, env);
+	cr_assert(th_wait_stderr(&p, "\n", err, sizeof(err), TH_TIMEOUT_MS), "no line");
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	cr_assert_eq(p.status, 0);
+	th_read_stderr(&p, err, sizeof(err));
+	cr_assert_eq(th_count_in(err, "\n"), 1, "%s", err);
+	th_expect_in(err, "roundtrim: inactive: ");
+	th_expect_in(err, "ROUNDTRIM_SHARED_TABLE=1");
+	cr_assert_eq(th_entries_in(th_tmpdir()), 0, "the library made a file");
 }
 
 /* A shell that puts its own file on descriptor 3 reads that file's lines, all of them (1 to
@@ -173,13 +231,15 @@ Test(invisible, shell_reads_its_own_descriptor_3)
 	}
 }
 
-/* The probe closes every descriptor above stderr: the library's, in the worker's own table, are
- * not among them; rounds go on, and the program's next file is its own. */
-Test(invisible, program_closing_every_descriptor_leaves_the_library_working)
+/* The probe closes every descriptor above stderr: the library's, in a table of its own, are not
+ * among them; rounds go on, and the program's next file is its own. */
+static void
+closing_every_descriptor(const char *workload)
 {
 	struct th_probe run;
 	char line[512], err[8192];
-	th_start_probe_env(&run, (const char *[]){"closeall", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"closeall", NULL}, NULL,
+	                  line, sizeof(line));
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "closed");
@@ -198,14 +258,26 @@ Test(invisible, program_closing_every_descriptor_leaves_the_library_working)
 	cr_assert_null(strstr(err, " off"), "a feature stood down: %s", err);
 }
 
+Test(invisible, program_closing_every_descriptor_leaves_the_library_working)
+{
+	closing_every_descriptor("probe");
+}
+
+Test(invisible, keeper_program_closing_every_descriptor_leaves_the_library_working)
+{
+	closing_every_descriptor("noshare:probe");
+}
+
 /* The program puts a pipe of its own on the number of the library's FIFO: in its own table,
- * which is not the worker's; the worker goes on reading its FIFO, and the program reads its
+ * which is not the library's; the library goes on reading its FIFO, and the program reads its
  * pipe whole. */
-Test(invisible, program_descriptor_on_the_fifos_number_is_never_read)
+static void
+descriptor_on_the_fifos_number(const char *workload)
 {
 	struct th_probe run;
 	char line[512], err[8192];
-	th_start_probe_env(&run, (const char *[]){"dupover", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, NULL, line,
+	                  sizeof(line));
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
@@ -220,14 +292,24 @@ Test(invisible, program_descriptor_on_the_fifos_number_is_never_read)
 	cr_assert_null(strstr(err, " off"), "a feature stood down: %s", err);
 }
 
-/* In the program's table (unshare refused), the same closing: the FIFO stands down, says so
- * once, takes its files away, and never touches the descriptor the program opens next. */
+Test(invisible, program_descriptor_on_the_fifos_number_is_never_read)
+{
+	descriptor_on_the_fifos_number("probe");
+}
+
+Test(invisible, keeper_program_descriptor_on_the_fifos_number_is_never_read)
+{
+	descriptor_on_the_fifos_number("noshare:probe");
+}
+
+/* In the program's table (ROUNDTRIM_SHARED_TABLE=1), the same closing: the FIFO stands down,
+ * says so once, takes its files away, and never touches the descriptor the program opens next. */
 Test(invisible, shared_table_closed_fifo_descriptor_stands_down)
 {
 	struct th_probe run;
 	char line[512], err[8192];
-	th_start_workload(&run, "noshare:probe", NULL, NULL, (const char *[]){"closeall", NULL},
-	                  NULL, line, sizeof(line));
+	th_start_workload(&run, "nokeeper:probe", NULL, NULL, (const char *[]){"closeall", NULL},
+	                  (const char *[]){SHARED_TABLE, NULL}, line, sizeof(line));
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "closed");
@@ -254,8 +336,8 @@ Test(invisible, shared_table_replaced_fifo_descriptor_is_never_read)
 {
 	struct th_probe run;
 	char line[512], err[8192];
-	th_start_workload(&run, "noshare:probe", NULL, NULL, (const char *[]){"dupover", NULL},
-	                  NULL, line, sizeof(line));
+	th_start_workload(&run, "nokeeper:probe", NULL, NULL, (const char *[]){"dupover", NULL},
+	                  (const char *[]){SHARED_TABLE, NULL}, line, sizeof(line));
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
@@ -414,11 +496,13 @@ Test(invisible, warnings_stay_one_printable_line)
  * the process (exit status 0) in that thread, whose atexit handler still writes to the program's
  * stdout; the library's worker must neither keep the process alive nor end it from its own
  * descriptor table, where the program's stdout does not exist. */
-Test(invisible, process_ends_when_the_programs_last_thread_exits)
+static void
+last_thread_exits(const char *workload)
 {
 	struct th_probe run;
 	char line[512];
-	th_start_probe_env(&run, (const char *[]){"lastexit", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"lastexit", NULL}, NULL,
+	                  line, sizeof(line));
 	/* Only now: a process that ended at once would take its status file with it before the
 	 * start above could see it. */
 	th_write(&run.proc, "go\n");
@@ -432,4 +516,125 @@ Test(invisible, process_ends_when_the_programs_last_thread_exits)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "status %#x",
 	          run.proc.status);
 	cr_assert(th_wait_path(run.fifo, true, TH_TIMEOUT_MS), "FIFO left behind");
+}
+
+Test(invisible, process_ends_when_the_programs_last_thread_exits)
+{
+	last_thread_exits("probe");
+}
+
+/* The keeper is the library's task, not the program's: the program's last thread still ends the
+ * process. */
+Test(invisible, keeper_process_ends_when_the_programs_last_thread_exits)
+{
+	last_thread_exits("noshare:probe");
+}
+
+/* How many files probe emfile opens before EMFILE, started under RLIMIT_NOFILE 64 (the library's
+ * floor is then 32): with the library preloaded or not, under noshare or not. */
+static long
+files_until_emfile(bool library, bool noshare)
+{
+	struct th_proc p;
+	char line[256], preload[PATH_MAX + 16], err[4096];
+	const char *argv[] = {th_noshare(),         "/usr/bin/prlimit", "--nofile=64:64",
+	                      th_workload("probe"), "emfile",           NULL};
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library ? th_lib() : "");
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     "ROUNDTRIM_MATCH=probe", NULL};
+	th_spawn(&p, noshare ? argv : argv + 1, env);
+	bool said = th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+	th_read_stderr(&p, err, sizeof(err));
+	cr_assert(said && !strncmp(line, "emfile ", 7), "%s: %s", said ? line : "nothing", err);
+	return strtol(line + 7, NULL, 10);
+}
+
+/* The program's table holds nothing of the library's: it gets every number up to its limit. */
+Test(invisible, program_opens_as_many_files_as_without_the_library)
+{
+	cr_assert_eq(files_until_emfile(true, false), files_until_emfile(false, false));
+}
+
+Test(invisible, keeper_program_opens_as_many_files_as_without_the_library)
+{
+	cr_assert_eq(files_until_emfile(true, true), files_until_emfile(false, true));
+}
+
+/* The status file, each stats record and `roundtrim status` say whose descriptor table the
+ * library's files are in: "private" (the worker's own), "keeper" (its keeper's), "shared" (the
+ * program's, where the user accepted it). */
+static void
+says_descriptors(const char *workload, const char *const extra[], const char *mode)
+{
+	struct th_probe run;
+	char line[2048], needle[64], stats[PATH_MAX], out[4096], err[4096];
+	const char *env[4] = {th_env_in_tmp("ROUNDTRIM_STATS", "stats.jsonl"),
+	                      "ROUNDTRIM_GC_ROUNDS=1"};
+	for (size_t i = 0; extra && extra[i] && i < 1; i++)
+		env[2 + i] = extra[i];
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"idle", NULL}, env, line,
+	                  sizeof(line));
+	snprintf(needle, sizeof(needle), "\"descriptors\":\"%s\"", mode);
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	th_wait_rounds(&run, 1, line, sizeof(line));
+	th_expect_in(line, needle);
+	snprintf(stats, sizeof(stats), "%s/stats.jsonl", th_tmpdir());
+	cr_assert(th_wait_line(stats, "\"round\":1,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_expect_in(line, needle);
+	const char *argv[] = {RT_BUILD_DIR "/roundtrim", "status", th_pid_text(run.proc.pid), NULL};
+	cr_assert_eq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	th_expect_in(out, "FDS");
+	snprintf(needle, sizeof(needle), " %s ", mode);
+	th_expect_in(out, needle);
+	th_kill(&run.proc);
+}
+
+Test(invisible, status_and_stats_say_private_descriptors)
+{
+	says_descriptors("probe", NULL, th_keeper_mode() ? "keeper" : "private");
+}
+
+Test(invisible, status_and_stats_say_keeper_descriptors)
+{
+	says_descriptors("noshare:probe", NULL, "keeper");
+}
+
+Test(invisible, status_and_stats_say_shared_descriptors)
+{
+	says_descriptors("nokeeper:probe", (const char *[]){SHARED_TABLE, NULL}, "shared");
+}
+
+/* A fork child that keeps running makes a keeper of its own (the parent's is not in it: only
+ * the forking thread is copied), with its own files, and counts its own rounds. */
+Test(invisible, keeper_fork_child_makes_its_own_keeper)
+{
+	struct th_probe run;
+	char line[2048], path[PATH_MAX], status[PATH_MAX];
+	th_start_workload(&run, "noshare:probe", NULL, NULL,
+	                  (const char *[]){"forkchild", "busy", NULL},
+	                  (const char *[]){"ROUNDTRIM_GC_ROUNDS=0", NULL}, line, sizeof(line));
+	long child = strtol(line + strlen("child "), NULL, 10);
+	cr_assert_gt(child, 0, "%s", line);
+	snprintf(path, sizeof(path), "%s/%ld.fifo", th_tmpdir(), child);
+	snprintf(status, sizeof(status), "%s/%ld.status", th_tmpdir(), child);
+	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "child has no FIFO of its own");
+	cr_assert(th_fifo_write(path, "round\nround\n", 12));
+	cr_assert(th_wait_line(status, "\"rounds\":2,", line, sizeof(line), TH_TIMEOUT_MS));
+	th_expect_in(line, "\"descriptors\":\"keeper\"");
+	int pidfds = 0;
+	cr_assert_eq(library_fds_in((int)child, "", &pidfds), 0);
+	pid_t keeper = th_thread_named((pid_t)child, "roundtrim-fds");
+	cr_assert_gt(keeper, 0, "the child has no keeper");
+	cr_assert_neq(keeper, th_thread_named(run.proc.pid, "roundtrim-fds"));
+	char task[64];
+	snprintf(task, sizeof(task), "/task/%d", (int)keeper);
+	/* statm, smaps_rollup, stat, the FIFO and the status file. */
+	cr_assert_eq(library_fds_in((int)child, task, &pidfds), 5);
+	cr_assert(th_wait_line(run.status, "\"rounds\":0,", line, sizeof(line), TH_TIMEOUT_MS),
+	          "the parent counted the child's rounds: %s", line);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert(th_wait_path(path, true, TH_TIMEOUT_MS), "child's FIFO left behind");
 }

@@ -13,6 +13,19 @@
 
 TestSuite(limits, .timeout = 180, .fini = th_cleanup);
 
+/* Under TH_DESCRIPTORS=keeper the library has a task more, its keeper: each limit below is one
+ * higher there, so that each case is the same. */
+static int
+keeper_task(void)
+{
+	return th_keeper_mode() ? 1 : 0;
+}
+
+/* The tests of the keeper's own: run_in_pids runs its shell under noshare, with extra in its
+ * environment (a NAME=VALUE, or NULL). */
+static bool run_noshare;
+static const char *run_extra;
+
 /* Runs PROGRAM ARGS (a workload) inside a pids cgroup with pids.max at max: the shell joins the
  * cgroup, then becomes the program, which alone matches ROUNDTRIM_MATCH. preload: LD_PRELOAD
  * (NULL: none). Returns the exit status (-1: it hung or died). */
@@ -29,9 +42,9 @@ run_in_pids(int max, const char *preload, const char *program, const char *args,
 	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload ? preload : "");
 	snprintf(env_match, sizeof(env_match), "ROUNDTRIM_MATCH=%s", program);
 	const char *env[] = {env_preload, env_match, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-	                     NULL};
-	const char *argv[] = {"/bin/sh", "-c", script, NULL};
-	int status = th_run(argv, env, out, out_size, err, err_size);
+	                     run_extra, NULL};
+	const char *argv[] = {th_noshare(), "/bin/sh", "-c", script, NULL};
+	int status = th_run(run_noshare ? argv : argv + 1, env, out, out_size, err, err_size);
 	th_remove_cgroup(cg);
 	return status;
 }
@@ -42,10 +55,11 @@ Test(limits, frag_runs_to_completion_at_pids_max_3)
 {
 	char out[4096], err[4096];
 	const char *args = "--threads 2 --mib 32 --rounds 3";
-	cr_assert_eq(run_in_pids(3, NULL, "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	int max = 3 + keeper_task();
+	cr_assert_eq(run_in_pids(max, NULL, "frag", args, out, sizeof(out), err, sizeof(err)), 0,
 	             "frag alone: %s", err);
-	cr_assert_eq(run_in_pids(3, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
-	             "frag under the library hung or failed: %s", err);
+	cr_assert_eq(run_in_pids(max, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)),
+	             0, "frag under the library hung or failed: %s", err);
 	th_expect_in(out, "round 3 ");
 	cr_assert_eq(th_count_in(err, "roundtrim: "), 1,
 	             "one line says why the library stood down: %s", err);
@@ -58,12 +72,15 @@ Test(limits, inactive_where_the_cgroup_leaves_the_program_no_thread)
 {
 	char out[4096], err[4096];
 	const char *args = "--threads 1 --mib 16 --rounds 2";
-	cr_assert_eq(run_in_pids(2, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
-	             "frag under the library hung or failed: %s", err);
+	char room[64];
+	cr_assert_eq(run_in_pids(2 + keeper_task(), th_lib(), "frag", args, out, sizeof(out), err,
+	                         sizeof(err)),
+	             0, "frag under the library hung or failed: %s", err);
 	th_expect_in(out, "round 2 ");
 	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
 	th_expect_in(err, "roundtrim: inactive: the pids cgroup ");
-	th_expect_in(err, "has room for 1 more task(s)");
+	snprintf(room, sizeof(room), "has room for %d more task(s)", 1 + keeper_task());
+	th_expect_in(err, room);
 }
 
 /* With room to spare the rule stays out of the way: the library runs and says nothing. */
@@ -71,8 +88,9 @@ Test(limits, active_where_the_cgroup_has_room)
 {
 	char out[4096], err[4096];
 	const char *args = "--threads 2 --mib 16 --rounds 2";
-	cr_assert_eq(run_in_pids(5, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
-	             "%s", err);
+	cr_assert_eq(run_in_pids(5 + keeper_task(), th_lib(), "frag", args, out, sizeof(out), err,
+	                         sizeof(err)),
+	             0, "%s", err);
 	th_expect_in(out, "round 2 ");
 	cr_assert_eq(th_count_in(err, "roundtrim: "), 0, "%s", err);
 }
@@ -88,10 +106,11 @@ Test(limits, fork_and_posix_spawn_made_again_once_the_worker_left)
 	static const char *const calls[] = {"fork", "posix_spawn"};
 	for (size_t i = 0; i < 2; i++) {
 		char out[4096], err[4096], expect[128];
-		cr_assert_eq(
-		    run_in_pids(3, NULL, "tasks", cases[i][0], out, sizeof(out), err, sizeof(err)),
-		    0, "%s alone: %s%s", cases[i][0], out, err);
-		cr_assert_eq(run_in_pids(3, th_lib(), "tasks", cases[i][0], out, sizeof(out), err,
+		int max = 3 + keeper_task();
+		cr_assert_eq(run_in_pids(max, NULL, "tasks", cases[i][0], out, sizeof(out), err,
+		                         sizeof(err)),
+		             0, "%s alone: %s%s", cases[i][0], out, err);
+		cr_assert_eq(run_in_pids(max, th_lib(), "tasks", cases[i][0], out, sizeof(out), err,
 		                         sizeof(err)),
 		             0, "%s under the library: %s%s", cases[i][0], out, err);
 		th_expect_in(out, cases[i][1]);
@@ -99,6 +118,39 @@ Test(limits, fork_and_posix_spawn_made_again_once_the_worker_left)
 		snprintf(expect, sizeof(expect), "the program's %s found no room", calls[i]);
 		th_expect_in(err, expect);
 	}
+}
+
+/* Where unshare is refused the library has two tasks, the worker and its keeper: at pids.max 3,
+ * frag's main thread leaves room for two, and the library's would leave the program none. It
+ * does not start, and its line names the setting that runs it with the worker alone. */
+Test(limits, keeper_inactive_where_the_cgroup_has_no_room_for_it)
+{
+	char out[4096], err[4096];
+	const char *args = "--threads 2 --mib 16 --rounds 2";
+	run_noshare = true;
+	cr_assert_eq(run_in_pids(3, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	             "frag under the library hung or failed: %s", err);
+	th_expect_in(out, "round 2 ");
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
+	th_expect_in(err, "roundtrim: inactive: the pids cgroup ");
+	th_expect_in(err, "the library's 2 would leave the program none; ROUNDTRIM_SHARED_TABLE=1");
+}
+
+/* With ROUNDTRIM_SHARED_TABLE=1 it runs there with the worker alone, in the program's table,
+ * and gives the worker back when frag's second thread finds no room. */
+Test(limits, keeper_room_for_the_worker_alone_runs_it_in_the_shared_table)
+{
+	char out[4096], err[4096];
+	const char *args = "--threads 2 --mib 32 --rounds 3";
+	run_noshare = true;
+	run_extra = "ROUNDTRIM_SHARED_TABLE=1";
+	cr_assert_eq(run_in_pids(3, th_lib(), "frag", args, out, sizeof(out), err, sizeof(err)), 0,
+	             "frag under the library hung or failed: %s", err);
+	th_expect_in(out, "round 3 ");
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
+	th_expect_in(err,
+	             "roundtrim: stood down: the program's pthread_create found no room for a task "
+	             "(EAGAIN) while the library held 1");
 }
 
 /* RLIMIT_NPROC binds an ordinary user: prlimit sets it, setpriv becomes a uid of the test's
@@ -137,19 +189,22 @@ Test(limits, rlimit_nproc_of_an_ordinary_user)
 {
 	char out[4096], err[4096];
 	/* Room for the program's three tasks only: the worker gives its slot back. */
-	cr_assert_eq(run_with_nproc(3, 64901, "--threads 2 --mib 16 --rounds 2", out, sizeof(out),
-	                            err, sizeof(err)),
+	char expect[128];
+	cr_assert_eq(run_with_nproc(3 + keeper_task(), 64901, "--threads 2 --mib 16 --rounds 2",
+	                            out, sizeof(out), err, sizeof(err)),
 	             0, "frag under the library hung or failed: %s", err);
 	th_expect_in(out, "round 2 ");
 	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
 	th_expect_in(err, "the program's pthread_create found no room");
 	/* Room for one more task: the library does not start. */
-	cr_assert_eq(run_with_nproc(2, 64902, "--threads 1 --mib 16 --rounds 2", out, sizeof(out),
-	                            err, sizeof(err)),
+	cr_assert_eq(run_with_nproc(2 + keeper_task(), 64902, "--threads 1 --mib 16 --rounds 2",
+	                            out, sizeof(out), err, sizeof(err)),
 	             0, "frag under the library hung or failed: %s", err);
 	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
-	th_expect_in(err, "roundtrim: inactive: RLIMIT_NPROC (2) has room for 1 more task(s) of "
-	                  "uid 64902");
+	snprintf(expect, sizeof(expect),
+	         "roundtrim: inactive: RLIMIT_NPROC (%d) has room for %d more task(s) of uid 64902",
+	         2 + keeper_task(), 1 + keeper_task());
+	th_expect_in(err, expect);
 }
 
 /* Memory of the process: resident and anonymous KiB (smaps_rollup). */

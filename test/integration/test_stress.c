@@ -559,13 +559,14 @@ Test(stress, exit_during_action)
 	cr_log_info("%ld of %ld runs left before the trim's status was written", unfinished, runs);
 }
 
-/* Where the worker shares the program's descriptor table (unshare refused), the library checks
- * a descriptor (fstat: device and inode), then uses it; the host can close or replace it in
- * between, and the use then reads or writes the host's file. The hostile runs below hit it now
- * and then (the API wake in about one run of six, the worker's read in about one of a hundred);
- * the shared-table race tests hold the thread between check and use and fail every time. With
- * a table of its own the worker has no such window. make check leaves the shared-table ones to
- * make stress, where they fail. */
+/* Where the library shares the program's descriptor table (no table of its own and no keeper,
+ * and ROUNDTRIM_SHARED_TABLE=1), it checks a descriptor (fstat: device and inode), then uses it;
+ * the host can close or replace it in between, and the use then reads or writes the host's
+ * file. The hostile runs below hit it now and then (the API wake in about one run of six, the
+ * worker's read in about one of a hundred); the shared-table race tests hold the thread between
+ * check and use and fail every time. In a table of its own (the worker's or the keeper's) the
+ * library has no such window. make check leaves the shared-table ones to make stress, where they
+ * fail. */
 static void
 known_race(void)
 {
@@ -580,12 +581,13 @@ known_race(void)
 
 /* The host closes (or replaces) every number the library holds while rounds storm, and then
  * checks that no file of its own was read, written or closed. In the program's table (the
- * workload "noshare:stress") each feature stands down with one line; in the worker's own table
- * ("stress") nothing of the library's is touched and the rounds go on. */
+ * workload "nokeeper:stress", with ROUNDTRIM_SHARED_TABLE=1) each feature stands down with one
+ * line; in the worker's own table ("stress") or the keeper's ("noshare:stress") nothing of the
+ * library's is touched and the rounds go on. */
 static void
 hostile(const char *workload, const char *how, long full)
 {
-	bool shared = !strncmp(workload, "noshare:", 8);
+	bool shared = !strncmp(workload, "nokeeper:", 9);
 	if (shared)
 		known_race();
 	long runs = stress_size(full, 1);
@@ -593,7 +595,10 @@ hostile(const char *workload, const char *how, long full)
 	snprintf(floor, sizeof(floor), "%d", th_fd_floor());
 	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
 	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"),
-	                     th_env_in_tmp("ROUNDTRIM_LOG", "log-%p"), "ROUNDTRIM_PROFILE=1", NULL};
+	                     th_env_in_tmp("ROUNDTRIM_LOG", "log-%p"),
+	                     "ROUNDTRIM_PROFILE=1",
+	                     shared ? "ROUNDTRIM_SHARED_TABLE=1" : NULL,
+	                     NULL};
 	static const char *const features[] = {"FIFO trigger", "RSS readings", "stats file",
 	                                       "log file"};
 	for (long r = 0; r < runs; r++) {
@@ -648,14 +653,24 @@ Test(stress, host_dup2s_over_every_descriptor)
 	hostile("stress", "dupover", 100);
 }
 
-Test(stress, shared_table_host_closes_every_descriptor)
+Test(stress, keeper_host_closes_every_descriptor)
 {
 	hostile("noshare:stress", "closeall", 100);
 }
 
-Test(stress, shared_table_host_dup2s_over_every_descriptor)
+Test(stress, keeper_host_dup2s_over_every_descriptor)
 {
 	hostile("noshare:stress", "dupover", 100);
+}
+
+Test(stress, shared_table_host_closes_every_descriptor)
+{
+	hostile("nokeeper:stress", "closeall", 100);
+}
+
+Test(stress, shared_table_host_dup2s_over_every_descriptor)
+{
+	hostile("nokeeper:stress", "dupover", 100);
 }
 
 /* Thread tid of pid, stopped by ptrace: waits for its next stop within the deadline. */
@@ -711,7 +726,7 @@ hold_at_call(pid_t tid, long nr, int fd, void (*kick)(struct th_probe *), struct
 }
 
 /* The number of pid's descriptor whose link ends in suffix: in the program's table, or else in
- * the worker's own. */
+ * the table of the library's own (its keeper's or its worker's). */
 static int
 fd_ending_in(const char *dir, const char *suffix)
 {
@@ -736,9 +751,9 @@ fd_ending(pid_t pid, const char *suffix)
 	char dir[64];
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
 	int found = fd_ending_in(dir, suffix);
-	pid_t worker = th_thread_named(pid, "roundtrim");
-	snprintf(dir, sizeof(dir), "/proc/%d/task/%d/fd", pid, worker);
-	if (found < 0 && worker > 0)
+	pid_t holder = th_fd_holder(pid);
+	snprintf(dir, sizeof(dir), "/proc/%d/task/%d/fd", pid, holder);
+	if (found < 0 && holder > 0)
 		found = fd_ending_in(dir, suffix);
 	cr_assert_geq(found, 0, "no descriptor of %d ends in %s", pid, suffix);
 	return found;
@@ -756,19 +771,19 @@ kick_api(struct th_probe *run)
 	th_write(&run->proc, "round\n");
 }
 
-/* The worker, woken by a round, checks its FIFO descriptor and is held before its read; the
- * program dup2s a pipe holding "hello" over that number; the worker's read must not take the
- * program's "hello". */
+/* The thread that reads the FIFO (the worker, or its keeper), woken by a round, is held before
+ * its read (after its check, in the program's table); the program dup2s a pipe holding "hello"
+ * over that number; the library's read must not take the program's "hello". */
 static void
-worker_read_held(const char *workload)
+worker_read_held(const char *workload, const char *const extra[])
 {
 	struct th_probe run;
 	char line[512];
-	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, NULL, line,
-	                  sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, extra,
+	                  line, sizeof(line));
 	int fifo = fd_ending(run.proc.pid, ".fifo");
-	pid_t worker = th_thread_named(run.proc.pid, "roundtrim");
-	cr_assert_gt(worker, 0, "no worker thread");
+	pid_t worker = th_fd_holder(run.proc.pid);
+	cr_assert_gt(worker, 0, "no thread of the library's");
 	hold_at_call(worker, SYS_read, fifo, kick_fifo, &run);
 	th_write(&run.proc, "go\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
@@ -782,13 +797,18 @@ worker_read_held(const char *workload)
 
 Test(stress, worker_reads_no_descriptor_replaced_after_its_check)
 {
-	worker_read_held("probe");
+	worker_read_held("probe", NULL);
+}
+
+Test(stress, keeper_reads_no_descriptor_replaced_after_its_check)
+{
+	worker_read_held("noshare:probe", NULL);
 }
 
 Test(stress, shared_table_worker_reads_a_descriptor_replaced_after_its_check)
 {
 	known_race();
-	worker_read_held("noshare:probe");
+	worker_read_held("nokeeper:probe", (const char *[]){"ROUNDTRIM_SHARED_TABLE=1", NULL});
 }
 
 /* In the program's table, roundtrim_round() wakes the worker with a write of "\n" to the FIFO
@@ -800,8 +820,8 @@ Test(stress, shared_table_api_wake_writes_a_descriptor_replaced_after_its_check)
 	known_race();
 	struct th_probe run;
 	char line[512];
-	th_start_workload(&run, "noshare:probe", NULL, NULL, (const char *[]){"apiwake", NULL},
-	                  NULL, line, sizeof(line));
+	th_start_workload(&run, "nokeeper:probe", NULL, NULL, (const char *[]){"apiwake", NULL},
+	                  (const char *[]){"ROUNDTRIM_SHARED_TABLE=1", NULL}, line, sizeof(line));
 	pid_t caller = (pid_t)th_field(line, "tid");
 	cr_assert_gt(caller, 0, "%s", line);
 	int fifo = fd_ending(run.proc.pid, ".fifo");
@@ -817,13 +837,15 @@ Test(stress, shared_table_api_wake_writes_a_descriptor_replaced_after_its_check)
 	th_kill(&run.proc);
 }
 
-/* With the worker's own table, the API's round writes nothing anywhere: the program's file on
- * the FIFO's number stays as it was, and the worker finds the round on its next tick. */
-Test(stress, api_round_writes_nothing_of_the_programs)
+/* In a table of the library's own, the API's round writes nothing anywhere: the program's file
+ * on the FIFO's number stays as it was, and the worker finds the round on its next tick. */
+static void
+api_round_writes_nothing(const char *workload)
 {
 	struct th_probe run;
 	char line[512];
-	th_start_probe_env(&run, (const char *[]){"apiwake", NULL}, NULL, line, sizeof(line));
+	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"apiwake", NULL}, NULL, line,
+	                  sizeof(line));
 	th_write(&run.proc, "replace\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
@@ -834,4 +856,14 @@ Test(stress, api_round_writes_nothing_of_the_programs)
 	cr_assert_str_eq(line, "file=mine offset=0",
 	                 "the library wrote into the program's file: %s", line);
 	th_kill(&run.proc);
+}
+
+Test(stress, api_round_writes_nothing_of_the_programs)
+{
+	api_round_writes_nothing("probe");
+}
+
+Test(stress, keeper_api_round_writes_nothing_of_the_programs)
+{
+	api_round_writes_nothing("noshare:probe");
 }

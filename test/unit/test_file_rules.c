@@ -180,3 +180,26 @@ Test(file_write_fits, within_the_file_size_limit_only)
 	cr_assert(rt_file_write_fits(0, 0, 0));
 	cr_assert_not(rt_file_write_fits(0, 1, 0));
 }
+
+/* The worker's own table first; the keeper's where unshare is refused; the program's only where
+ * the user accepts its races. */
+Test(file_table, first_that_can_be_had)
+{
+	cr_assert_eq(rt_file_table_choose(true, true, true), RT_FILE_TABLE_PRIVATE);
+	cr_assert_eq(rt_file_table_choose(true, false, false), RT_FILE_TABLE_PRIVATE);
+	cr_assert_eq(rt_file_table_choose(false, true, true), RT_FILE_TABLE_KEEPER);
+	cr_assert_eq(rt_file_table_choose(false, true, false), RT_FILE_TABLE_KEEPER);
+	cr_assert_eq(rt_file_table_choose(false, false, true), RT_FILE_TABLE_SHARED);
+	cr_assert_eq(rt_file_table_choose(false, false, false), RT_FILE_TABLE_NONE);
+}
+
+Test(file_table, tasks_and_words)
+{
+	cr_assert_eq(rt_file_table_tasks(RT_FILE_TABLE_PRIVATE), 1);
+	cr_assert_eq(rt_file_table_tasks(RT_FILE_TABLE_KEEPER), 2);
+	cr_assert_eq(rt_file_table_tasks(RT_FILE_TABLE_SHARED), 1);
+	cr_assert_str_eq(rt_file_table_word(RT_FILE_TABLE_PRIVATE), "private");
+	cr_assert_str_eq(rt_file_table_word(RT_FILE_TABLE_KEEPER), "keeper");
+	cr_assert_str_eq(rt_file_table_word(RT_FILE_TABLE_SHARED), "shared");
+	cr_assert_str_eq(rt_file_table_word(RT_FILE_TABLE_NONE), "none");
+}

@@ -45,11 +45,17 @@ Test(procfs, stat_threads_whatever_the_name)
 }
 
 static bool
-alone(const char *text)
+alone_among(const char *text, unsigned library_tasks)
 {
 	struct rt_procfs_stat st;
 	cr_assert(rt_procfs_stat(text, &st), "%s", text);
-	return rt_procfs_stat_alone(&st);
+	return rt_procfs_stat_alone(&st, library_tasks);
+}
+
+static bool
+alone(const char *text)
+{
+	return alone_among(text, 1);
 }
 
 Test(procfs, alone_beside_an_exited_main_thread)
@@ -63,14 +69,29 @@ Test(procfs, alone_beside_an_exited_main_thread)
 	cr_assert_not(alone("5 (p) Z 1 5 1 0\n"), "no thread count");
 }
 
+/* With a keeper, the library's tasks are two. */
+Test(procfs, alone_with_the_keeper)
+{
+	cr_assert(alone_among("5 (p) S 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 1 1 1\n", 2));
+	cr_assert(alone_among("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1\n", 2));
+	cr_assert_not(alone_among("5 (p) S 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1\n", 2),
+	              "the main thread, the worker and the keeper");
+	cr_assert_not(alone_among("5 (p) Z 1 5 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 4 0 1 1 1\n", 2));
+}
+
 Test(procfs, last_program_thread_to_exit)
 {
-	cr_assert(rt_procfs_last_thread(2, true, true), "the main thread and the worker");
-	cr_assert(rt_procfs_last_thread(2, false, false), "a thread, the worker");
-	cr_assert(rt_procfs_last_thread(3, false, true), "beside the zombie main thread");
-	cr_assert_not(rt_procfs_last_thread(3, false, false), "the main thread still runs");
-	cr_assert_not(rt_procfs_last_thread(3, true, true), "another thread still runs");
-	cr_assert_not(rt_procfs_last_thread(4, false, true));
+	cr_assert(rt_procfs_last_thread(2, 1, true, true), "the main thread and the worker");
+	cr_assert(rt_procfs_last_thread(2, 1, false, false), "a thread, the worker");
+	cr_assert(rt_procfs_last_thread(3, 1, false, true), "beside the zombie main thread");
+	cr_assert_not(rt_procfs_last_thread(3, 1, false, false), "the main thread still runs");
+	cr_assert_not(rt_procfs_last_thread(3, 1, true, true), "another thread still runs");
+	cr_assert_not(rt_procfs_last_thread(4, 1, false, true));
+	/* The keeper is the library's: */
+	cr_assert(rt_procfs_last_thread(3, 2, true, true), "the main thread, worker, keeper");
+	cr_assert(rt_procfs_last_thread(4, 2, false, true), "beside the zombie main thread");
+	cr_assert_not(rt_procfs_last_thread(4, 2, false, false), "the main thread still runs");
+	cr_assert_not(rt_procfs_last_thread(4, 2, true, true), "another thread still runs");
 }
 
 /* As read on a machine of this project: v1 controllers, v2 mounted beside them. */

@@ -12,6 +12,7 @@ record(void)
 	                                .trigger = "fifo",
 	                                .action = "malloc_trim",
 	                                .allocator = "glibc",
+	                                .descriptors = "keeper",
 	                                .rss_before_kib = 3072,
 	                                .rss_after_kib = 2048,
 	                                .live_kib = 1536,
@@ -29,6 +30,7 @@ status(void)
 	                                 .last_trigger = "fifo",
 	                                 .program = "python3",
 	                                 .allocator = "jemalloc",
+	                                 .descriptors = "private",
 	                                 .rounds = 10,
 	                                 .gc_rounds = 3,
 	                                 .actions = 3,
@@ -143,7 +145,8 @@ Test(report, json_has_every_key)
 	                      "\"malloc_trim\",\"rss_before_kib\":3072,\"rss_after_kib\":2048,"
 	                      "\"anon_kib\":0,\"file_kib\":0,\"lazyfree_kib\":0,"
 	                      "\"live_kib\":1536,\"released_kib\":1024,\"duration_us\":1250,"
-	                      "\"allocator\":\"glibc\",\"note\":\"python-off\","
+	                      "\"allocator\":\"glibc\",\"descriptors\":\"keeper\","
+	                      "\"note\":\"python-off\","
 	                      "\"unix_time\":1700000000.123456}\n");
 }
 
@@ -181,7 +184,7 @@ Test(report, status_json)
 	cr_assert_eq(n, strlen(buf));
 	cr_assert_str_eq(buf,
 	                 "{\"pid\":77,\"seq\":12,\"mode\":\"auto\",\"program\":\"python3\","
-	                 "\"allocator\":\"jemalloc\","
+	                 "\"allocator\":\"jemalloc\",\"descriptors\":\"private\","
 	                 "\"rounds\":10,\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
 	                 "\"last_action\":\"jemalloc_purge\",\"last_trigger\":\"fifo\","
 	                 "\"last_action_unix_time\":1700000001.000002,"

@@ -13,6 +13,7 @@ record(bool python)
 	                                .trigger = "fifo",
 	                                .action = "malloc_trim",
 	                                .allocator = "glibc",
+	                                .descriptors = "keeper",
 	                                .rss_before_kib = 3072000,
 	                                .rss_after_kib = 204800,
 	                                .anon_kib = 150000,
@@ -55,6 +56,7 @@ Test(report_read, stats_line_round_trip)
 		same_strings(got.rec.trigger, rec.trigger);
 		same_strings(got.rec.action, rec.action);
 		same_strings(got.rec.allocator, rec.allocator);
+		same_strings(got.rec.descriptors, rec.descriptors);
 		same_strings(got.rec.note, rec.note);
 		same_strings(got.rec.python, rec.python);
 		same_strings(got.rec.cuda, rec.cuda);
@@ -117,6 +119,7 @@ Test(report_read, stats_line_before_the_rss_split)
 	    "\"unix_time\":1795397620.000000}";
 	cr_assert_eq(rt_report_read_json(old, &got), RT_READ_OK);
 	cr_assert_eq(got.rec.anon_kib, 0);
+	cr_assert_str_eq(got.rec.descriptors, "", "0.1.0 did not say whose table");
 	cr_assert_eq(got.rec.rss_after_kib, 1024);
 	char bad[sizeof(old) + 32];
 	snprintf(bad, sizeof(bad), "{\"anon_kib\":\"many\",%s", old + 1);
@@ -132,6 +135,7 @@ status(void)
 	                                 .last_trigger = "pressure",
 	                                 .program = "py\"thon3",
 	                                 .allocator = "jemalloc",
+	                                 .descriptors = "shared",
 	                                 .rounds = 10,
 	                                 .gc_rounds = 3,
 	                                 .actions = 3,
@@ -184,6 +188,7 @@ Test(report_read, status_round_trip)
 	cr_assert_eq(got.st.lost_records, st.lost_records);
 	cr_assert_str_eq(got.st.program, st.program);
 	cr_assert_str_eq(got.st.allocator, st.allocator);
+	cr_assert_str_eq(got.st.descriptors, st.descriptors);
 	cr_assert_str_eq(got.st.last_action, st.last_action);
 	cr_assert_str_eq(got.st.mode, st.mode);
 	cr_assert_str_eq(got.st.last_trigger, st.last_trigger);

@@ -54,11 +54,13 @@ Test(target, answered_when_the_count_moved)
 
 Test(target, worker_comm_is_the_library_thread_name_exactly)
 {
-	cr_assert(rt_target_is_worker_comm("roundtrim\n"));
-	cr_assert(rt_target_is_worker_comm("roundtrim"));
-	cr_assert_not(rt_target_is_worker_comm("roundtrim2\n"));
-	cr_assert_not(rt_target_is_worker_comm("python3\n"));
-	cr_assert_not(rt_target_is_worker_comm("round\n"));
+	cr_assert(rt_target_is_library_comm("roundtrim\n"));
+	cr_assert(rt_target_is_library_comm("roundtrim"));
+	cr_assert_not(rt_target_is_library_comm("roundtrim2\n"));
+	cr_assert_not(rt_target_is_library_comm("python3\n"));
+	cr_assert_not(rt_target_is_library_comm("round\n"));
+	cr_assert(rt_target_is_library_comm("roundtrim-fds\n"), "the keeper");
+	cr_assert_not(rt_target_is_library_comm("roundtrim-fdsx\n"));
 }
 
 /* ---- /proc/PID/stat */

@@ -18,10 +18,11 @@
  * (pthread_exit); --busy asks the library for a trim (roundtrim_trim) while a thread churns the
  * heap, which has 64 MiB of holes, right before, so that the calls come while the worker acts.
  * Prints one line per call, "NAME=0" or "NAME=-1 ERRNO", then one line per running thread of
- * the program (the library's worker aside, by tid), "thread Uid=... Gid=... Groups=... CapInh=...
- * CapPrm=... CapEff=...", then "worker ..." with the worker's when it runs, then "api=acted"
- * once a trim asked afterwards was acted on, "api=off" when the library refuses requests, or
- * "api=none" without the library. */
+ * the program (the library's worker and keeper aside, by tid), "thread Uid=... Gid=...
+ * Groups=... CapInh=... CapPrm=... CapEff=... CapBnd=... CapAmb=...", then "caller ..." with the
+ * thread that ran the sequence, "worker ..." with the worker's when it runs, "keeper ..." with
+ * the keeper's when it runs, then "api=acted" once a trim asked afterwards was acted on,
+ * "api=off" when the library refuses requests, or "api=none" without the library. */
 #include "options.h"
 
 #include <dirent.h>
@@ -222,7 +223,8 @@ print_status_of(const char *tid, const char *label)
 	/* A main thread that has ended took the changes made before its end only: by chance. */
 	if (strstr(text, "\nState:\tZ"))
 		return;
-	static const char *const keys[] = {"Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff"};
+	static const char *const keys[] = {"Uid",    "Gid",    "Groups", "CapInh",
+	                                   "CapPrm", "CapEff", "CapBnd", "CapAmb"};
 	printf("%s", label);
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		size_t klen = strlen(keys[k]);
@@ -249,7 +251,7 @@ tid_order(const void *a, const void *b)
 	return atoi(*(char *const *)a) - atoi(*(char *const *)b);
 }
 
-/* Every thread of the program, in the order they were made; the worker's apart. */
+/* Every thread of the program, in the order they were made; the library's apart. */
 static void
 print_threads(void)
 {
@@ -263,20 +265,26 @@ print_threads(void)
 	if (d)
 		closedir(d);
 	qsort(tids, n, sizeof(tids[0]), tid_order);
-	char *worker = NULL;
+	char *worker = NULL, *keeper = NULL, self[16];
 	for (size_t i = 0; i < n; i++) {
 		snprintf(comm_path, sizeof(comm_path), "/proc/self/task/%s/comm", tids[i]);
 		FILE *f = fopen(comm_path, "r");
-		bool is_worker = f && fgets(comm, sizeof(comm), f) && !strcmp(comm, "roundtrim\n");
+		bool named = f && fgets(comm, sizeof(comm), f);
 		if (f)
 			fclose(f);
-		if (is_worker)
+		if (named && !strcmp(comm, "roundtrim\n"))
 			worker = tids[i];
+		else if (named && !strcmp(comm, "roundtrim-fds\n"))
+			keeper = tids[i];
 		else
 			print_status_of(tids[i], "thread");
 	}
+	snprintf(self, sizeof(self), "%d", (int)gettid());
+	print_status_of(self, "caller");
 	if (worker)
 		print_status_of(worker, "worker");
+	if (keeper)
+		print_status_of(keeper, "keeper");
 	for (size_t i = 0; i < n; i++)
 		free(tids[i]);
 }

@@ -585,7 +585,8 @@ fifo_fd_in(const char *dir)
 }
 
 /* The number of the library's FIFO descriptor: in the program's table, or else in the table of
- * the worker's own (the thread named roundtrim), where the program cannot reach it. */
+ * the worker's own (the thread named roundtrim) or of the keeper (roundtrim-fds), where the
+ * program cannot reach it. */
 static int
 library_fifo_fd(void)
 {
@@ -598,7 +599,8 @@ library_fifo_fd(void)
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
-		bool worker = fgets(comm, sizeof(comm), f) && !strcmp(comm, "roundtrim\n");
+		bool worker = fgets(comm, sizeof(comm), f) &&
+		              (!strcmp(comm, "roundtrim\n") || !strcmp(comm, "roundtrim-fds\n"));
 		fclose(f);
 		snprintf(path, sizeof(path), "/proc/self/task/%s/fd", e->d_name);
 		if (worker)

@@ -729,8 +729,9 @@ fds_at_or_above(const char *dir, int floor, int *fds, int max)
 	return n;
 }
 
-/* The numbers the library holds: in the program's table, or else in the worker's own (the
- * thread named roundtrim), where the host's closing and replacing cannot reach them. */
+/* The numbers the library holds: in the program's table, or else in the table of the worker's
+ * own (the thread named roundtrim) or of the keeper (roundtrim-fds), where the host's closing and
+ * replacing cannot reach them. */
 static int
 library_fds(int floor, int *fds, int max)
 {
@@ -743,7 +744,8 @@ library_fds(int floor, int *fds, int max)
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
-		bool worker = fgets(comm, sizeof(comm), f) && !strcmp(comm, "roundtrim\n");
+		bool worker = fgets(comm, sizeof(comm), f) &&
+		              (!strcmp(comm, "roundtrim\n") || !strcmp(comm, "roundtrim-fds\n"));
 		fclose(f);
 		snprintf(path, sizeof(path), "/proc/self/task/%s/fd", e->d_name);
 		if (worker)
