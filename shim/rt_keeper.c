@@ -101,7 +101,7 @@ static struct {
 	struct timespec timeout;
 	atomic_uint *wake;
 	/* What a program thread asks it to take; and what it holds, which only it changes: the
-	 * starter's at clone, then what it took. Both written with the tasks' lock held. */
+	 * starter's at clone, then what it took (written with the tasks' lock held). */
 	struct rt_keeper_creds creds, have;
 	/* The keeper's tid: set by the kernel before clone returns (CLONE_PARENT_SETTID), cleared
 	 * by it when the keeper ends, with a futex wake (CLONE_CHILD_CLEARTID). */
@@ -363,14 +363,21 @@ rt_keeper_await(_Atomic uint32_t *word, uint32_t value, const struct timespec *d
 	return true;
 }
 
-/* With the lock held: waits for a wait in progress to end. */
+/* With the lock held: waits for a wait in progress, or a call whose caller stopped waiting, to
+ * end. */
 static bool
 rt_keeper_idle(const struct timespec *deadline)
 {
 	uint32_t state;
-	while ((state = atomic_load(&rt_k.state)) != RT_KEEPER_IDLE)
+	while ((state = atomic_load(&rt_k.state)) != RT_KEEPER_IDLE) {
+		/* An answer nobody takes: with the lock held, nobody else waits for it. */
+		if (state == RT_KEEPER_DONE) {
+			atomic_store(&rt_k.state, RT_KEEPER_IDLE);
+			continue;
+		}
 		if (!rt_keeper_await(&rt_k.state, state, deadline))
 			return false;
+	}
 	return true;
 }
 
@@ -387,14 +394,10 @@ rt_keeper_round_trip(const struct timespec *deadline)
 {
 	atomic_store(&rt_k.state, RT_KEEPER_POSTED);
 	syscall(SYS_futex, &rt_k.state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	if (!rt_keeper_await(&rt_k.state, RT_KEEPER_POSTED, deadline)) {
-		/* Taken back unless the keeper answered meanwhile; a keeper still making the call
-		 * answers into a block nobody waits on, and the next caller waits for that. */
-		uint32_t posted = RT_KEEPER_POSTED;
-		atomic_compare_exchange_strong(&rt_k.state, &posted, RT_KEEPER_IDLE);
-		if (posted == RT_KEEPER_POSTED)
-			return atomic_load(&rt_k.tid) ? -ETIMEDOUT : -ESRCH;
-	}
+	/* Never taken back (the keeper may be making it): the next caller waits for its answer,
+	 * and drops it (rt_keeper_idle). */
+	if (!rt_keeper_await(&rt_k.state, RT_KEEPER_POSTED, deadline))
+		return atomic_load(&rt_k.tid) ? -ETIMEDOUT : -ESRCH;
 	long ret = rt_k.ret;
 	atomic_store(&rt_k.state, RT_KEEPER_IDLE);
 	return ret;
@@ -492,14 +495,16 @@ rt_keeper_same_creds(const struct rt_keeper_creds *a, const struct rt_keeper_cre
 bool
 rt_keeper_take_creds(char *why, size_t size)
 {
+	/* The tasks' lock keeps it, and rt_k.have, to one thread. */
+	static struct rt_keeper_creds asked;
 	struct timespec deadline;
 	if (!rt_keeper_here())
 		return true;
-	if (!rt_keeper_read_creds(&rt_k.creds, why, size))
+	if (!rt_keeper_read_creds(&asked, why, size))
 		return false;
 	/* Most calls leave it holding the caller's already (the caller's change failed, or was
 	 * the same): no round trip. */
-	if (rt_keeper_same_creds(&rt_k.creds, &rt_k.have))
+	if (rt_keeper_same_creds(&asked, &rt_k.have))
 		return true;
 	/* The worker may hold the lock through a call of its own (a write to a slow volume). */
 	rt_keeper_deadline(&deadline, RT_KEEPER_CREDS_WAIT_S);
@@ -510,10 +515,11 @@ rt_keeper_take_creds(char *why, size_t size)
 	long ret = -ETIMEDOUT;
 	if (rt_keeper_idle(&deadline)) {
 		rt_k.op = RT_KEEPER_OP_CREDS;
+		rt_k.creds = asked;
 		ret = rt_keeper_round_trip(&deadline);
 	}
 	if (ret == 0)
-		rt_k.have = rt_k.creds;
+		rt_k.have = asked;
 	else if (ret == -EPERM)
 		snprintf(why, size, "the keeper could not take them");
 	else
