@@ -1,7 +1,7 @@
 /* storm: threads that allocate and free through every malloc entry point while the test sends
  * rounds (test/integration/test_storm.c; make check-tsan and check-asan run it sanitized).
  *   storm THREADS API_ROUNDS
- * Prints "ready PID" once every thread runs; "api done" once each thread has asked for
+ * Prints "ready PID" once every thread is made; "api done" once each thread has asked for
  * API_ROUNDS rounds with roundtrim_round() (found with dlsym: none without the library); at EOF
  * on stdin stops the threads and prints "ops=N corrupt=C". Every block carries its owner's tag
  * at both ends, checked before it is freed or resized: exit status 1 if one lost it. */
@@ -161,9 +161,10 @@ main(int argc, char **argv)
 		pool[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 		pthread_create(&pool[i].thread, NULL, stress_main, &pool[i]);
 	}
-	pthread_barrier_wait(&started);
+	/* Before the threads go: their "api done" can come at once, and must come second. */
 	printf("ready %d\n", getpid());
 	fflush(stdout);
+	pthread_barrier_wait(&started);
 
 	char buf[256];
 	while (read(0, buf, sizeof(buf)) > 0)
