@@ -1,8 +1,10 @@
 /* noshare [--no-keeper] PROGRAM ARGS...: runs PROGRAM under a seccomp filter (libseccomp) that
  * refuses what Docker's, podman's and Kubernetes' RuntimeDefault profiles refuse a process
  * without CAP_SYS_ADMIN, for it and every process it starts: unshare(2) fails with EPERM,
- * clone3 with ENOSYS (glibc falls back to clone), clone with a namespace flag with EPERM. So the
- * library's worker cannot take a descriptor table of its own (roundtrim(7), DESCRIPTORS). With
+ * clone3 with ENOSYS (glibc falls back to clone), clone with a namespace flag with EPERM; and,
+ * as those profiles do without CAP_SYS_PTRACE, pidfd_getfd, kcmp and process_madvise with EPERM
+ * (setns and mount, CAP_SYS_ADMIN's, too). So the library's worker cannot take a descriptor
+ * table of its own, nor borrow the program's stderr (roundtrim(7), DESCRIPTORS). With
  * --no-keeper, a clone of a thread that does not share the descriptor table fails with EPERM
  * too, so that no task of the process can have a table of its own. */
 #include <errno.h>
@@ -16,6 +18,12 @@
 static const unsigned long noshare_namespaces[] = {
     CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
     CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
+};
+
+/* Refused outright by those profiles to a process without the capability that includes them. */
+static const int noshare_refused[] = {
+    SCMP_SYS(pidfd_getfd), SCMP_SYS(kcmp),  SCMP_SYS(process_madvise),
+    SCMP_SYS(setns),       SCMP_SYS(mount), SCMP_SYS(umount2),
 };
 
 int
@@ -34,6 +42,8 @@ main(int argc, char **argv)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0);
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	for (size_t i = 0; !rc && i < sizeof(noshare_refused) / sizeof(noshare_refused[0]); i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), noshare_refused[i], 0);
 	for (size_t i = 0; !rc && i < sizeof(noshare_namespaces) / sizeof(noshare_namespaces[0]);
 	     i++)
 		rc = seccomp_rule_add(
