@@ -16,6 +16,10 @@ SONAME := libroundtrim.so.$(SOVERSION)
 
 WARN := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -Ipolicy -Ishim
+# The library's layers, one folder each (shim/hot, io, sampler, worker; rt_main.c at the top of
+# shim/): their headers are on the library's include path.
+SHIM_DIRS := $(sort $(dir $(wildcard shim/*/*.c)))
+SHIM_INC := $(patsubst %/,-I%,$(SHIM_DIRS))
 # What only the command uses of the policy (policy/command/): its headers are on the command's and
 # the tests' include path, not on the library's.
 POLICY_COMMAND_INC := -Ipolicy/command
@@ -24,10 +28,10 @@ POLICY_COMMAND_INC := -Ipolicy/command
 # malloc+memset inside our own calloc wrapper into a call to calloc.
 SHIM_CFLAGS := $(BASE_CFLAGS) -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
-# The keeper (shim/rt_keeper.c) runs on a task that glibc does not know, with another thread's
+# The keeper (shim/io/rt_keeper.c) runs on a task that glibc does not know, with another thread's
 # thread pointer: no stack protector and no sanitizer (both read it), whatever the build; lint
 # checks that its code calls nothing and reads no %fs.
-$(BUILD)/shim/rt_keeper.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -fno-stack-protector
+$(BUILD)/shim/io/rt_keeper.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -fno-stack-protector
 SHIM_LDFLAGS := -shared -pthread -Wl,-soname,$(SONAME) -Wl,--version-script=shim/exports.map \
 	-Wl,-z,nodelete -Wl,--no-undefined -Wl,-z,defs
 # The command (scripts/command/): the installed library's path comes from $(BUILD)/gen/rt_install.h;
@@ -46,7 +50,8 @@ POLICY_COMMAND_SRC := $(wildcard policy/command/*.c)
 POLICY_SRC := $(POLICY_LIB_SRC) $(POLICY_COMMAND_SRC)
 POLICY_H := $(wildcard policy/*.h policy/command/*.h)
 CMD_SRC := $(wildcard scripts/command/*.c)
-SHIM_SRC := $(wildcard shim/*.c)
+SHIM_SRC := $(wildcard shim/*.c shim/*/*.c)
+SHIM_H := $(wildcard shim/*.h shim/*/*.h)
 UNIT_SRC := $(wildcard test/unit/*.c)
 INTEGRATION_SRC := $(wildcard test/integration/*.c)
 WORKLOAD_SRC := $(wildcard test/workloads/*.c)
@@ -85,9 +90,9 @@ $(BUILD)/policy/%.o: policy/%.c $(POLICY_H) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
-$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h policy/*.h) Makefile
+$(BUILD)/shim/%.o: shim/%.c $(SHIM_H) $(wildcard policy/*.h) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+	$(CC) $(SHIM_CFLAGS) $(SHIM_INC) -c -o $@ $<
 
 $(BUILD)/scripts/command/%.o: scripts/command/%.c $(wildcard scripts/command/*.h) $(POLICY_H) \
 		Makefile
@@ -212,7 +217,7 @@ endif
 # Shell scripts pass shellcheck; the man page renders without a warning; the keeper's code
 # (section .text.rt_keeper) calls nothing outside it (no relocation to a function: its calls
 # among themselves need none) and touches no TLS (%fs).
-lint: $(BUILD)/shim/rt_keeper.o
+lint: $(BUILD)/shim/io/rt_keeper.o
 	@objdump -h $< | grep -q ' .text.rt_keeper ' && \
 		! objdump -dr -j .text.rt_keeper $< | \
 		grep -E '%fs|R_X86_64_(PLT|GOT)|R_X86_64_PC32[[:space:]]+\.text([^.]|$$)' || \
@@ -346,7 +351,7 @@ check-deb: deb $(BUILD)/test/workloads/frag
 	timeout 600 scripts/deb/check-deb.sh $(DEB) $(BUILD)/test/workloads/frag
 
 format:
-	clang-format -i policy/*.[ch] policy/command/*.[ch] shim/*.[ch] scripts/command/*.[ch] \
+	clang-format -i policy/*.[ch] policy/command/*.[ch] shim/*.[ch] shim/*/*.[ch] scripts/command/*.[ch] \
 		test/*/*.[ch]
 
 clean:
@@ -412,7 +417,7 @@ fuzz: $(FUZZ_BIN)
 #   harness drops from what a test reads of stderr. UBSan has no allocator: glibc serves, and
 #   the library trims and purges (the stress test runs a second time with jemalloc behind the
 #   wrappers) as usual.
-# - shim/rt_malloc.c, rt_tally.c and rt_real.c run before any runtime is initialised (ld.so and the
+# - shim/hot/rt_malloc.c, rt_tally.c and rt_real.c run before any runtime is initialised (ld.so and the
 #   runtimes' own start-up call malloc), when ASan's shadow memory and TSan's thread state do
 #   not exist yet: they are built without ASan's and TSan's instrumentation, and call into the
 #   rest of the library only once the runtimes are up; so is rt_sampler.c, whose hooks every
@@ -429,7 +434,7 @@ fuzz: $(FUZZ_BIN)
 #   table of the thread that reports first: reports from the other table would be lost or land
 #   in one of the program's files. The library, built with RT_SANITIZER_REPORTS (log_path's
 #   prefix), opens the report file at start-up in both tables and hands it to the runtime
-#   (shim/rt_files.c); the ones left empty are removed before the reports are looked at.
+#   (shim/io/rt_files.c); the ones left empty are removed before the reports are looked at.
 #
 # Tests left out (SAN_SKIP_*), and why:
 # - bench/*: timings; instructions/*: counts of the normal build, which instrumentation changes.
@@ -458,7 +463,7 @@ fuzz: $(FUZZ_BIN)
 #   alone, so the runtime loads as its dependency: under TSan it crashes before main
 #   (libstdc++, below); under ASan the client's first round (PyTorch's import, unsanitized
 #   python3 over ASan's allocator) missed the test's 60 s wait in 1 run of 2 here.
-# - TSan: sites/*: shim/rt_sampler.c runs inside malloc and is built without TSan's
+# - TSan: sites/*: shim/sampler/rt_sampler.c runs inside malloc and is built without TSan's
 #   instrumentation, so TSan sees its entries copied and compared but not the atomics that order
 #   them; and libunwind's pipe lands, in the program's table, on a number that the worker's own
 #   table also uses, which TSan, knowing one table per process, takes for a race.
@@ -506,8 +511,8 @@ SAN_CFLAGS := -fsanitize=$(SANITIZE) -Wno-unknown-attributes
 SAN_LDFLAGS := -fsanitize=$(SANITIZE) -shared-libsan -Wl,-rpath,$(CLANG_RTDIR)
 SAN_HELPERS :=
 ifneq ($(filter address thread,$(SANITIZE)),)
-$(BUILD)/shim/rt_malloc.o $(BUILD)/shim/rt_real.o $(BUILD)/shim/rt_tally.o \
-		$(BUILD)/shim/rt_sampler.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
+$(BUILD)/shim/hot/rt_malloc.o $(BUILD)/shim/hot/rt_real.o $(BUILD)/shim/hot/rt_tally.o \
+		$(BUILD)/shim/sampler/rt_sampler.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
 endif
 ifeq ($(SANITIZE),address)
 SAN_PRELOAD := $(CLANG_RTDIR)/libclang_rt.asan-x86_64.so

@@ -72,7 +72,7 @@ chunks_round(int k)
 	close(fd);
 	close(stats_fd);
 	const struct rt_round_record *rec = &round.found.rec;
-	/* The worker's note when it left the live heap unread (shim/rt_worker.c). */
+	/* The worker's note when it left the live heap unread (shim/worker/rt_worker.c). */
 	bool skipped = strstr(round.found.note, "live-skipped") != NULL;
 	printf("round=%d action=%s live_kib=%" PRIu64 " live_skipped=%d action_ms=%.3f "
 	       "handled_ms=%.3f\n",
