@@ -420,8 +420,8 @@ fuzz: $(FUZZ_BIN)
 # - shim/hot/rt_malloc.c, rt_tally.c and rt_real.c run before any runtime is initialised (ld.so and the
 #   runtimes' own start-up call malloc), when ASan's shadow memory and TSan's thread state do
 #   not exist yet: they are built without ASan's and TSan's instrumentation, and call into the
-#   rest of the library only once the runtimes are up; so is rt_sampler.c, whose hooks every
-#   cold path of theirs calls.
+#   rest of the library only once the runtimes are up; so are sampler/rt_sampler.c, whose hooks
+#   every cold path of theirs calls, and policy/rt_elf.c, with which rt_real.c resolves.
 # - Debian 12's shared TSan runtime needs libstdc++, whose constructor calls the runtime's
 #   __cxa_atexit before the runtime is initialised (a crash before main, even for a program
 #   built with -fsanitize=thread -shared-libsan): every program built here (the command, the
@@ -512,7 +512,8 @@ SAN_LDFLAGS := -fsanitize=$(SANITIZE) -shared-libsan -Wl,-rpath,$(CLANG_RTDIR)
 SAN_HELPERS :=
 ifneq ($(filter address thread,$(SANITIZE)),)
 $(BUILD)/shim/hot/rt_malloc.o $(BUILD)/shim/hot/rt_real.o $(BUILD)/shim/hot/rt_tally.o \
-		$(BUILD)/shim/sampler/rt_sampler.o: SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
+		$(BUILD)/shim/sampler/rt_sampler.o $(BUILD)/policy/rt_elf.o: \
+		SHIM_CFLAGS := $(SHIM_CFLAGS) -Wno-unknown-attributes
 endif
 ifeq ($(SANITIZE),address)
 SAN_PRELOAD := $(CLANG_RTDIR)/libclang_rt.asan-x86_64.so

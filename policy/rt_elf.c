@@ -4,7 +4,7 @@
 #include "rt_elf.h"
 
 #include <stdbool.h>
-#include <string.h>
+#include <stddef.h>
 
 #define RT_ELF_VERSION_HIDDEN 0x8000
 #define RT_ELF_VERSION_INDEX 0x7fff
@@ -52,6 +52,18 @@ rt_elf_object_init(struct rt_elf_object *obj, const ElfW(Dyn) * dyn, uintptr_t b
 		}
 	}
 	return obj->symtab && obj->strtab && obj->gnu_hash;
+}
+
+/* strcmp's equality, here: the library resolves before any sanitizer runtime is up, whose
+ * interceptor of strcmp would run then. */
+static bool
+rt_elf_same(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
 }
 
 /* check_match's first tests: whether ld.so would consider the symbol at all. */
@@ -111,7 +123,7 @@ rt_elf_lookup(const struct rt_elf_object *obj, const char *name, uint32_t hash, 
 		uint32_t link = chain[i - symoffset];
 		const ElfW(Sym) *sym = &obj->symtab[i];
 		if (((link ^ hash) >> 1) == 0 && rt_elf_candidate(sym) &&
-		    strcmp(obj->strtab + sym->st_name, name) == 0) {
+		    rt_elf_same(obj->strtab + sym->st_name, name)) {
 			unsigned v = obj->versym ? obj->versym[i] : 0;
 			if ((v & RT_ELF_VERSION_INDEX) < RT_ELF_FIRST_NAMED_VERSION)
 				return rt_elf_chosen(obj, sym, addr);
