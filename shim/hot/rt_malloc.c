@@ -39,13 +39,15 @@ RT_COLD static bool
 rt_cold(void)
 {
 	if (!rt_real_is_ready()) {
+		/* Budgets are armed once resolved: this is still a new thread's, zero, less this
+		 * allocation's size. Zero again meanwhile, so that allocations made while resolving
+		 * (dlsym's) come here too, not to the hot path. */
+		uint64_t left = RT_LOAD(rt_t.left);
+		RT_STORE(rt_t.left, 0);
 		rt_real_resolve();
-		if (!rt_real_is_ready()) {
-			/* Budgets are armed only once resolved: this one is still a new thread's.
-			 */
-			RT_STORE(rt_t.left, 0);
+		if (!rt_real_is_ready())
 			return false;
-		}
+		RT_STORE(rt_t.left, left);
 	}
 	RT_STORE(rt_t.allocations, RT_LOAD(rt_t.allocations) + 1);
 	if (!rt_t.registered)

@@ -2,7 +2,8 @@
  * resolves, as an IFUNC whose resolver allocates. The library's symbol tables cannot answer
  * for an IFUNC, so it asks dlsym, which runs the resolver inside the library's resolution: the
  * resolver's malloc, realloc and calloc are served from the library's bootstrap buffer, as
- * dlsym's own allocations were on an older glibc. One block is kept, and freed after main, by
+ * dlsym's own allocations were on an older glibc; its constructor makes the first allocation,
+ * inside which the library resolves. One block is kept, and freed after main, by
  * this object's destructor: the library must still tell it from the allocator's blocks then.
  * Prints on stderr where the blocks came from, and that the late free returned. */
 #include <dlfcn.h>
@@ -25,7 +26,17 @@ object_of(const void *p)
 	return strstr(info.dli_fname, "libroundtrim") ? "libroundtrim" : info.dli_fname;
 }
 
-static sigset_fn
+/* Before the library's constructor (this object comes after it, so it starts first): the
+ * library resolves inside this malloc's cold path, where the budget was already taken. */
+__attribute__((constructor)) static void
+ifunc_alloc_start(void)
+{
+	void *volatile block = malloc(32);
+	free(block);
+}
+
+/* used: only the ifunc attribute names it. */
+__attribute__((used)) static sigset_fn
 ifunc_alloc_resolve(void)
 {
 	/* volatile: the compiler may not drop the calls. */
