@@ -6,8 +6,11 @@
 #include "rt_fd.h"
 #include "rt_files.h"
 #include "rt_heap.h"
+#include "rt_hooks.h"
 #include "rt_io.h"
 #include "rt_keeper.h"
+#include "rt_malloc.h"
+#include "rt_out.h"
 #include "rt_python.h"
 #include "rt_real.h"
 #include "rt_report.h"
@@ -16,6 +19,9 @@
 #include "rt_signal.h"
 #include "rt_tally.h"
 #include "rt_tasks.h"
+#include "rt_version.h"
+#include "rt_worker.h"
+#include "rt_worker_life.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -35,16 +41,11 @@
 /* How often, in bytes asked for, a waiting child's threads look at the clock. */
 #define RT_MAIN_CHILD_PERIOD (UINT64_C(1) << 20)
 
-struct rt_shim rt_shim;
-
-atomic_bool rt_main_child_waiting;
+/* True in a fork child until its library starts, the only time the allocation event has work
+ * (rt_hooks.allocation_event is set with it). */
+static atomic_bool rt_main_child_waiting;
+static uint64_t rt_main_allocation_event(void);
 static int64_t rt_main_child_settled_ns;
-
-/* The status the worker last published, for roundtrim_status_json. The lock is held only to copy
- * the text in or out: never around anything that allocates or waits. */
-static pthread_mutex_t rt_main_status_lock = PTHREAD_MUTEX_INITIALIZER;
-static char rt_main_status[RT_REPORT_LINE_MAX * 4];
-static size_t rt_main_status_len;
 
 static int64_t
 rt_main_now_ns(void)
@@ -108,17 +109,16 @@ rt_main_atfork_child(void)
 	rt_files_forget_parent();
 	rt_signal_forget_parent();
 	rt_python_forget_parent();
-	/* The parent's status is not the child's, and a thread of the parent may have held the
-	 * lock at the fork: it stays held, by nobody, unless made anew. */
-	pthread_mutex_init(&rt_main_status_lock, NULL);
-	rt_main_status_len = 0;
 	rt_main_child_settled_ns = rt_main_now_ns() + RT_MAIN_CHILD_SETTLE_NS;
 	atomic_store(&rt_main_child_waiting, true);
+	atomic_store(&rt_hooks.allocation_event, rt_main_allocation_event);
 	/* The forking thread is the child's only thread; threads it starts begin cold anyway. */
 	rt_malloc_set_budget(RT_MAIN_CHILD_PERIOD);
 }
 
-void
+/* A fork child's library starts once the child is known to keep running without exec
+ * (roundtrim(7), FORK AND EXEC); called by the API, which is such a sign itself. */
+static void
 rt_main_start_child_now(void)
 {
 	bool waiting = true;
@@ -128,7 +128,9 @@ rt_main_start_child_now(void)
 		atomic_store(&rt_shim.active, false);
 }
 
-uint64_t
+/* On a thread's first allocation and whenever its budget runs out while the child waits (through
+ * rt_hooks); returns the next budget. Never on the hot path. */
+static uint64_t
 rt_main_allocation_event(void)
 {
 	if (!atomic_load(&rt_main_child_waiting))
@@ -143,6 +145,10 @@ __attribute__((constructor)) static void
 rt_main_init(void)
 {
 	rt_real_resolve();
+	/* The cold-path work of the layers above the hot path (rt_hooks). */
+	rt_hooks.sample = rt_sampler_event;
+	rt_hooks.took = rt_sampler_took;
+	rt_hooks.thread_exits = rt_worker_thread_exits;
 	/* Never act inside a privileged process: its environment is not its user's to trust. */
 	if (getauxval(AT_SECURE))
 		return;
@@ -220,7 +226,7 @@ rt_main_ready_for_request(void)
 	if (!rt_shim.active)
 		return false;
 	rt_main_start_child_now();
-	return rt_worker_running();
+	return rt_worker_life_running();
 }
 
 /* A round or trim of the API. The round is counted here, in the caller's thread; when it acts
@@ -265,31 +271,12 @@ roundtrim_python_trim(void)
 	return rt_main_api(true, true);
 }
 
-void
-rt_main_keep_status(const char *json, size_t len)
-{
-	if (len > sizeof(rt_main_status))
-		len = sizeof(rt_main_status);
-	pthread_mutex_lock(&rt_main_status_lock);
-	memcpy(rt_main_status, json, len);
-	rt_main_status_len = len;
-	pthread_mutex_unlock(&rt_main_status_lock);
-}
-
 RT_EXPORT int
 roundtrim_status_json(char *buf, size_t size)
 {
 	if (!rt_main_ready_for_request())
 		return -1;
-	pthread_mutex_lock(&rt_main_status_lock);
-	size_t len = rt_main_status_len;
-	if (size) {
-		size_t n = len < size ? len : size - 1;
-		memcpy(buf, rt_main_status, n);
-		buf[n] = '\0';
-	}
-	pthread_mutex_unlock(&rt_main_status_lock);
-	return (int)len;
+	return rt_worker_status_json(buf, size);
 }
 
 RT_EXPORT const char *

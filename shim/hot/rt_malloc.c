@@ -5,10 +5,10 @@
  * runs the library's per-thread work: resolving the real functions, joining the registry of
  * tallies, the sampler's event, and, in a fork child still waiting to start its library,
  * rt_main's allocation event. */
+#include "rt_malloc.h"
 #include "roundtrim.h"
+#include "rt_hooks.h"
 #include "rt_real.h"
-#include "rt_sampler.h"
-#include "rt_shim.h"
 #include "rt_tally.h"
 
 #include <errno.h>
@@ -60,13 +60,23 @@ rt_cold(void)
 	if (!rt_t.in_event) {
 		rt_t.in_event = true;
 		uint64_t period = RT_PERIOD_NONE;
-		if (atomic_load_explicit(&rt_main_child_waiting, memory_order_relaxed))
-			period = rt_main_allocation_event();
-		period = rt_sampler_event(consumed, period);
+		uint64_t (*event)(void) =
+		    atomic_load_explicit(&rt_hooks.allocation_event, memory_order_relaxed);
+		if (event)
+			period = event();
+		if (rt_hooks.sample)
+			period = rt_hooks.sample(consumed, period);
 		rt_t.in_event = false;
 		rt_rearm(period);
 	}
 	return true;
+}
+
+/* The sampler's look at what the real allocator answered, when it registered one. */
+static inline void *
+rt_malloc_took(void *p, size_t size)
+{
+	return rt_hooks.took ? rt_hooks.took(p, size) : p;
 }
 
 RT_COLD static void *
@@ -74,7 +84,7 @@ rt_malloc_cold(size_t size)
 {
 	if (!rt_cold())
 		return rt_real_bootstrap_alloc(size, 0);
-	return rt_sampler_took(rt_real.malloc(size), size);
+	return rt_malloc_took(rt_real.malloc(size), size);
 }
 
 /* The hot paths: the budget, a count, and a tail call through a pointer that resolution
@@ -110,7 +120,7 @@ rt_calloc_cold(size_t count, size_t size)
 	}
 	if (!rt_cold())
 		return rt_real_bootstrap_alloc(total, 0); /* static, hence zeroed */
-	return rt_sampler_took(rt_real.calloc(count, size), total);
+	return rt_malloc_took(rt_real.calloc(count, size), total);
 }
 
 RT_EXPORT void *
@@ -130,7 +140,7 @@ rt_realloc_cold(void *ptr, size_t size)
 	/* Until resolution the slot holds the slow realloc, which copies bootstrap blocks. */
 	if (!rt_cold())
 		return rt_real.realloc(ptr, size);
-	return rt_sampler_took(rt_real.realloc(ptr, size), size);
+	return rt_malloc_took(rt_real.realloc(ptr, size), size);
 }
 
 RT_EXPORT void *
@@ -195,7 +205,7 @@ rt_aligned_cold(enum rt_aligned_kind kind, size_t alignment, size_t size, int *e
 		*err = p ? 0 : ENOMEM;
 		return p;
 	}
-	return rt_sampler_took(rt_aligned_call(kind, alignment, size, err), size);
+	return rt_malloc_took(rt_aligned_call(kind, alignment, size, err), size);
 }
 
 static inline __attribute__((always_inline)) void *
@@ -274,5 +284,5 @@ roundtrim_thread_counts(struct roundtrim_thread_counts *out)
 }
 
 /* Our own malloc's address, bound inside this object: references to `malloc` itself resolve to
- * whichever malloc wins the lookup, which rt_heap_detect must tell apart from ours. */
+ * whichever malloc wins the lookup, which the allocator's detection must tell apart from ours. */
 void *rt_malloc_self(size_t size) __attribute__((alias("malloc"), copy(malloc)));

@@ -7,7 +7,6 @@
  * resolution, and for good once a bootstrap block has been handed out, they hold the slow
  * versions below, which tell bootstrap blocks apart; otherwise the allocator's own functions. */
 #include "rt_real.h"
-
 #include "rt_elf.h"
 
 #include <dlfcn.h>

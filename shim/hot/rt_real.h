@@ -1,6 +1,10 @@
 /* rt_real: the real functions behind every symbol the shim interposes, found as
  * dlsym(RTLD_NEXT) finds them, and the bootstrap buffer that serves allocations made while
  * resolving. */
+/* A call graph drawn by names (farm-studio, cscope) shows rt_real.c calling rt_malloc.c's malloc,
+ * calloc, free...: those are the fields of struct rt_real_fns and the names that rt_real.c looks
+ * up (RT_RESOLVE(malloc, "malloc")), never a call of the wrappers: rt_real.c calls nothing in
+ * rt_malloc.c, which calls rt_real. */
 #ifndef RT_REAL_H
 #define RT_REAL_H
 
@@ -12,6 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+
+/* What the shim interposes and exports (shim/exports.map lists it); everything else is hidden. */
+#define RT_EXPORT __attribute__((visibility("default")))
 
 struct rt_real_fns {
 	void *(*malloc)(size_t);
@@ -69,9 +76,6 @@ bool rt_real_resolving(void);
 /* The next definition of name, for entry points called too rarely to resolve at start-up (the
  * credential calls): found at the first call, kept in *slot. NULL when there is none. */
 void *rt_real_lazy(void **slot, const char *name);
-
-/* This object's own malloc wrapper (a hidden alias, not subject to interposition). */
-void *rt_malloc_self(size_t size);
 
 #define RT_BOOTSTRAP_SIZE (64 * 1024)
 extern unsigned char rt_real_bootstrap[RT_BOOTSTRAP_SIZE];

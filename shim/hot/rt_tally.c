@@ -3,8 +3,7 @@
  * worker takes to sum. The hot path never touches the registry: each thread writes only its
  * own tally, in its own thread-local storage. */
 #include "rt_tally.h"
-
-#include "rt_shim.h"
+#include "rt_hooks.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -72,7 +71,7 @@ rt_tally_retire(void *arg)
 	/* Destructors that run after this one and allocate count nowhere: the thread is gone. */
 	RT_TALLY_STORE(t->left, UINT64_C(1) << 62);
 	RT_TALLY_STORE(t->armed, UINT64_C(1) << 62);
-	if (rt_worker_thread_exits())
+	if (rt_hooks.thread_exits && rt_hooks.thread_exits())
 		pthread_setspecific(rt_tally_key, &rt_tally_exit_mark);
 }
 

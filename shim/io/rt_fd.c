@@ -5,9 +5,10 @@
  * is opened only at start-up, in the thread that starts it, lifted at once above the floor, and
  * checked by device and inode before each use. */
 #include "rt_fd.h"
-
+#include "rt_close.h"
 #include "rt_file_rules.h"
 #include "rt_io.h"
+#include "rt_out.h"
 #include "rt_shim.h"
 
 #include <errno.h>
@@ -117,24 +118,5 @@ rt_fd_close_copy(const struct rt_fd *f)
 {
 	int fd = rt_fd_peek(f);
 	if (fd >= 0)
-		rt_fd_close_in_this_table(fd);
-}
-
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RT_FD_TSAN 1
-#endif
-#endif
-
-void
-rt_fd_close_in_this_table(int fd)
-{
-#ifdef RT_FD_TSAN
-	/* make check-tsan: ThreadSanitizer keeps one descriptor table per process, and takes a
-	 * number closed in one table and used in the other for one descriptor raced on (a report
-	 * in nearly every process). Its close interceptor is left out. */
-	syscall(SYS_close, fd);
-#else
-	close(fd);
-#endif
+		rt_close_in_this_table(fd);
 }

@@ -45,8 +45,5 @@ void rt_fd_close(struct rt_fd *f);
 /* Closes the calling thread's copy if it is still ours, and goes on remembering the number: the
  * worker's own descriptor table holds the copy that is used from now on. */
 void rt_fd_close_copy(const struct rt_fd *f);
-/* close(2) of a number that the other descriptor table (the worker's or the program's) may
- * hold too, for another file. */
-void rt_fd_close_in_this_table(int fd);
 
 #endif

@@ -5,16 +5,15 @@
  * their first line, so that a process that never reports leaves no empty file (roundtrim(7),
  * FILES). */
 #include "rt_files.h"
-
 #include "rt_fd.h"
 #include "rt_file_rules.h"
 #include "rt_io.h"
+#include "rt_out.h"
 #include "rt_path.h"
 #include "rt_pressure.h"
 #include "rt_procfs.h"
 #include "rt_report.h"
 #include "rt_shim.h"
-#include "rt_tasks.h"
 
 #ifdef RT_SANITIZER_REPORTS
 #include <sanitizer/common_interface_defs.h>
@@ -900,12 +899,12 @@ rt_files_rss_kib(void)
 }
 
 bool
-rt_files_alone(void)
+rt_files_alone(unsigned held)
 {
 	char buf[1024];
 	struct rt_procfs_stat st;
 	return rt_files_pread(&rt_f.stat, buf, sizeof(buf)) && rt_procfs_stat(buf, &st) &&
-	       rt_procfs_stat_alone(&st, rt_tasks_held());
+	       rt_procfs_stat_alone(&st, held);
 }
 
 bool

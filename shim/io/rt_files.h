@@ -27,8 +27,9 @@ void rt_files_went_private(void);
 /* In the starting thread, where the library does not start after all: removes what it made and
  * closes every descriptor it opened. */
 void rt_files_close(void);
-/* Whether the calling thread (the worker) is the last of the process's that runs. */
-bool rt_files_alone(void);
+/* Whether the calling thread (the worker) is the last of the process's that runs, the library's
+ * `held` tasks (rt_tasks_held) left out. */
+bool rt_files_alone(unsigned held);
 
 /* The FIFO's descriptor for the worker's wait, -1 when there is none (or it was lost). */
 int rt_files_fifo_fd(void);

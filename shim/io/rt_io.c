@@ -2,7 +2,7 @@
  * table (the worker's) or the program's is the calling thread's own; the keeper's is reached
  * only through the keeper (rt_keeper), whose answers come as the raw system call's (-errno). */
 #include "rt_io.h"
-
+#include "rt_close.h"
 #include "rt_fd.h"
 #include "rt_keeper.h"
 
@@ -95,7 +95,7 @@ rt_io_close(int fd)
 {
 	if (rt_io_is_by_keeper())
 		return (int)RT_IO_KEEPER(SYS_close, fd, 0, 0, 0, 0);
-	rt_fd_close_in_this_table(fd);
+	rt_close_in_this_table(fd);
 	return 0;
 }
 

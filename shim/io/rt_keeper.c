@@ -20,10 +20,9 @@
  * section calls nothing and reads no %fs. For the same reason glibc's set*id broadcast does not
  * reach it: after each credential call of the program's, it takes the caller's credentials. */
 #include "rt_keeper.h"
-
 #include "rt_file_rules.h"
+#include "rt_proc.h"
 #include "rt_shim.h"
-#include "rt_tasks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -634,7 +633,7 @@ rt_keeper_stop(void)
 	if (atomic_load(&rt_k.tid) != 0)
 		return false;
 	if (tid)
-		rt_tasks_await_release(tid);
+		rt_proc_await_release(tid);
 	munmap(rt_k.stack, RT_KEEPER_STACK + (size_t)sysconf(_SC_PAGESIZE));
 	rt_k.stack = NULL;
 	atomic_store(&rt_k.state, RT_KEEPER_IDLE);

@@ -1,4 +1,5 @@
 /* Output primitives: nothing here allocates, and every write survives EINTR and short writes. */
+#include "rt_close.h"
 #include "rt_fd.h"
 #include "rt_report.h"
 #include "rt_shim.h"
@@ -47,7 +48,7 @@ rt_out_stderr(const char *buf, size_t len)
 	if (fd < 0)
 		return;
 	rt_out_write_all(fd, buf, len);
-	rt_fd_close_in_this_table(fd);
+	rt_close_in_this_table(fd);
 }
 
 void

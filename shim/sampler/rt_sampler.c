@@ -22,9 +22,11 @@
  * be held across a fork (a child would hang on it): unwinds hold a read lock that the fork's
  * prepare handler takes for writing. */
 #include "rt_sampler.h"
-
+#include "rt_close.h"
 #include "rt_fd.h"
 #include "rt_files.h"
+#include "rt_malloc.h"
+#include "rt_out.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_sites.h"
@@ -501,7 +503,7 @@ rt_sampler_fill_below_floor(int src, int *fill, int max)
 		if (fd < 0)
 			break;
 		if (fd >= floor) {
-			rt_fd_close_in_this_table(fd);
+			rt_close_in_this_table(fd);
 			break;
 		}
 		fill[n++] = fd;
@@ -523,14 +525,14 @@ rt_sampler_first_unwind(bool loaded_before)
 	int a = src >= 0 ? fcntl(src, F_DUPFD_CLOEXEC, 0) : -1;
 	int b = a >= 0 ? fcntl(src, F_DUPFD_CLOEXEC, 0) : -1;
 	if (a >= 0)
-		rt_fd_close_in_this_table(a);
+		rt_close_in_this_table(a);
 	if (b >= 0)
-		rt_fd_close_in_this_table(b);
+		rt_close_in_this_table(b);
 	rt_sp.backtrace(frames, 4);
 	for (int i = 0; i < n; i++)
-		rt_fd_close_in_this_table(fill[i]);
+		rt_close_in_this_table(fill[i]);
 	if (src >= 0)
-		rt_fd_close_in_this_table(src);
+		rt_close_in_this_table(src);
 	struct stat sa, sb;
 	if (a >= rt_fd_floor() && b >= 0 && fstat(a, &sa) == 0 && S_ISFIFO(sa.st_mode) &&
 	    fstat(b, &sb) == 0 && S_ISFIFO(sb.st_mode)) {

@@ -17,8 +17,8 @@
  *
  * The layout is CPython 3.11's (Debian 12's): in other versions the frames are not read, and the
  * report shows the native frames only. */
+#include "rt_out.h"
 #include "rt_sampler.h"
-
 #include "rt_shim.h"
 
 #include <dlfcn.h>

@@ -11,11 +11,11 @@
  * enter a new user namespace only while it has one thread (unshare(2), setns(2)): the library
  * stands down first. */
 #include "rt_creds.h"
-
 #include "rt_keeper.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_tasks.h"
+#include "rt_worker_life.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -148,7 +148,7 @@ rt_creds_ask(const struct rt_creds_state *want)
 {
 	rt_cr.want = *want;
 	atomic_store(&rt_cr.word, RT_CREDS_POSTED);
-	rt_worker_wake();
+	rt_worker_life_wake();
 	struct timespec now, deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += RT_CREDS_WAIT_S;
@@ -176,8 +176,8 @@ rt_creds_ask(const struct rt_creds_state *want)
 static void
 rt_creds_before(const char *call)
 {
-	pid_t worker = rt_worker_tid();
-	if (!worker || rt_worker_is_self() || atomic_load(&rt_cr.worker_pid) != getpid())
+	pid_t worker = rt_worker_life_tid();
+	if (!worker || rt_worker_life_is_self() || atomic_load(&rt_cr.worker_pid) != getpid())
 		return;
 	struct rt_creds_state want, now;
 	want.securebits = prctl(PR_GET_SECUREBITS);
@@ -299,7 +299,7 @@ capset(cap_user_header_t header, const cap_user_data_t data)
 static void
 rt_creds_single_thread_for(const char *call)
 {
-	if (!rt_worker_running() || rt_worker_is_self())
+	if (!rt_worker_life_running() || rt_worker_life_is_self())
 		return;
 	int saved_errno = errno;
 	char why[128];
@@ -328,7 +328,7 @@ setns(int fd, int nstype)
 	*(void **)&fn = rt_real_lazy(&real, "setns");
 	/* nstype 0 takes whatever namespace fd is: nsfs says which. */
 	if ((nstype & CLONE_NEWUSER) ||
-	    (nstype == 0 && rt_worker_running() && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWUSER))
+	    (nstype == 0 && rt_worker_life_running() && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWUSER))
 		rt_creds_single_thread_for("setns");
 	return fn ? fn(fd, nstype) : rt_creds_missing();
 }

@@ -2,7 +2,7 @@
  * policy/rt_arena.c): where glibc's main arena is, reads that cannot fault, glibc's own lock
  * protocol on an arena's mutex, the pauses between holds, and madvise. */
 #include "rt_glibc.h"
-
+#include "rt_out.h"
 #include "rt_shim.h"
 
 #include <dlfcn.h>

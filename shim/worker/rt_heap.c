@@ -1,6 +1,6 @@
 #include "rt_heap.h"
-
 #include "rt_heap_ops.h"
+#include "rt_malloc.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 
@@ -20,16 +20,6 @@ static const struct rt_heap_ops *const rt_heap_rows[RT_ALLOCATOR_KINDS] = {
 
 static const struct rt_heap_ops *rt_heap_winner;
 static bool rt_heap_live_kept;
-
-void *
-rt_heap_symbol_in(const char *name, const void *base)
-{
-	void *sym = dlsym(RTLD_DEFAULT, name);
-	Dl_info info;
-	if (!sym || !dladdr(sym, &info) || info.dli_fbase != base)
-		return NULL;
-	return sym;
-}
 
 /* Whether sym is a real definition, not an executable's canonical PLT entry: an executable
  * that takes malloc's address (CPython does) exports an undefined "malloc" with a value, and

@@ -50,7 +50,7 @@ rt_glibc_act(enum rt_action action, uint64_t keep, enum rt_action *done)
 /* The walk's own cost: the worker's CPU time, which a preemption in the middle does not
  * inflate (one unlucky reading would otherwise stop them all). */
 static int64_t
-rt_glibc_now_ns(void)
+rt_heap_glibc_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -69,9 +69,9 @@ rt_glibc_live(void)
 	                                  rt_glibc_free_chunks(RT_ALLOCATOR_LIVE_CHUNKS_MAX),
 	                                  rt_glibc_live_cost_ns))
 		return UINT64_MAX;
-	int64_t start = rt_glibc_now_ns();
+	int64_t start = rt_heap_glibc_now_ns();
 	struct mallinfo2 mi = rt_mallinfo2();
-	rt_glibc_live_cost_ns = rt_glibc_now_ns() - start;
+	rt_glibc_live_cost_ns = rt_heap_glibc_now_ns() - start;
 	return mi.uordblks + mi.hblkhd;
 }
 

@@ -10,8 +10,10 @@
  * held while CPython runs. The Python module's round() runs the same steps in its own thread,
  * which holds the GIL (rt_python_run_here). */
 #include "rt_python.h"
+#include "rt_out.h"
 #include "rt_python_rules.h"
 #include "rt_shim.h"
+#include "rt_worker_life.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -262,7 +264,7 @@ rt_python_pending(void *arg)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
 	/* The worker releases what the steps freed as soon as it sees the answer. */
-	rt_worker_wake();
+	rt_worker_life_wake();
 	return 0;
 }
 

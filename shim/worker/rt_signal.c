@@ -4,9 +4,10 @@
  * signal (sigaction, signal, sigset, bsd_signal, sysv_signal) owns it from then on: the
  * library steps back first, so that the program's handler never runs on the worker. */
 #include "rt_signal.h"
-
+#include "rt_out.h"
 #include "rt_real.h"
 #include "rt_shim.h"
+#include "rt_worker_life.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -40,7 +41,7 @@ rt_signal_handler(int sig, siginfo_t *info, void *uctx)
 	(void)uctx;
 	int saved_errno = errno;
 	atomic_fetch_add(&rt_sig_rounds, 1);
-	rt_worker_wake();
+	rt_worker_life_wake();
 	errno = saved_errno;
 }
 
@@ -136,7 +137,7 @@ rt_signal_give_up(void)
 	struct timespec slice = {0, 10 * 1000 * 1000L};
 	for (long waited = 0; atomic_load(&rt_sig_in_wait) && waited < RT_SIGNAL_GIVE_UP_WAIT_NS;
 	     waited += slice.tv_nsec) {
-		rt_worker_wake();
+		rt_worker_life_wake();
 		syscall(SYS_futex, &rt_sig_in_wait, FUTEX_WAIT_PRIVATE, 1, &slice, NULL, 0);
 	}
 	atomic_store(&rt_sig_owned, false);

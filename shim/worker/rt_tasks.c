@@ -5,14 +5,15 @@
  * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
  * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */
 #include "rt_tasks.h"
-
 #include "rt_file_rules.h"
 #include "rt_files.h"
 #include "rt_keeper.h"
 #include "rt_limits.h"
+#include "rt_out.h"
 #include "rt_procfs.h"
 #include "rt_real.h"
 #include "rt_shim.h"
+#include "rt_worker_life.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +50,7 @@ rt_tasks_needed(void)
 unsigned
 rt_tasks_held(void)
 {
-	return (rt_worker_running() ? 1U : 0U) + (rt_keeper_tid() ? 1U : 0U);
+	return (rt_worker_life_running() ? 1U : 0U) + (rt_keeper_tid() ? 1U : 0U);
 }
 
 bool
@@ -229,7 +230,7 @@ rt_tasks_stand_down(const char *why)
 {
 	rt_tasks_lock();
 	/* The worker first: it may be asking the keeper for a call. */
-	bool gone = rt_worker_stop();
+	bool gone = rt_worker_life_stop();
 	gone = rt_keeper_stop() && gone;
 	bool was_active = atomic_exchange(&rt_shim.active, false);
 	if (was_active) {
@@ -241,22 +242,10 @@ rt_tasks_stand_down(const char *why)
 	return gone;
 }
 
-void
-rt_tasks_await_release(pid_t tid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	for (int i = 0; i < 1000 && stat(path, &st) == 0; i++) {
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
-	}
-}
-
 bool
 rt_tasks_give_back(const char *call)
 {
-	if (!rt_tasks_held() || rt_worker_is_self())
+	if (!rt_tasks_held() || rt_worker_life_is_self())
 		return false;
 	char why[RT_TASKS_WHY_MAX];
 	snprintf(why, sizeof(why),

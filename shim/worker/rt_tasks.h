@@ -44,11 +44,6 @@ bool rt_tasks_give_back(const char *call);
 int rt_tasks_create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                            void *arg);
 
-/* Once a task of the library's has ended (its tid cleared by the kernel): waits, bounded, until
- * the kernel has released it too (its /proc entry gone), and with it its pids cgroup charge and
- * its RLIMIT_NPROC count (release_task), a few microseconds later. */
-void rt_tasks_await_release(pid_t tid);
-
 /* In a fork child, inside fork: the lock may have been held by a thread that is not here. */
 void rt_tasks_forget_parent(void);
 

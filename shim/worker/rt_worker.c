@@ -6,6 +6,7 @@
  * opened everything before it started), and is joined only when the library stands down
  * (rt_tasks), never at exit (a thread that exit-time code waited for could hang the host). It
  * serves the program's threads' requests between its steps and inside its waits (rt_creds). */
+#include "rt_worker.h"
 #include "rt_creds.h"
 #include "rt_detect.h"
 #include "rt_fd.h"
@@ -15,6 +16,7 @@
 #include "rt_io.h"
 #include "rt_keeper.h"
 #include "rt_ledger.h"
+#include "rt_out.h"
 #include "rt_procfs.h"
 #include "rt_proto.h"
 #include "rt_python.h"
@@ -26,6 +28,8 @@
 #include "rt_tasks.h"
 #include "rt_trace.h"
 #include "rt_triggers.h"
+#include "rt_version.h"
+#include "rt_worker_life.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -57,15 +61,16 @@
  * freed, at most RT_WORKER_QUIET_BOUND_US: the arena locks it takes then cross no one. */
 #define RT_WORKER_QUIET_WINDOW_NS 2000000L
 #define RT_WORKER_QUIET_BOUND_US 100000
-/* How long a program thread that stands the library down waits for the worker to end: longer
- * than its longest step that does not look for requests (an allocator action: 65-155 ms per GiB
- * released). */
-#define RT_WORKER_LEAVE_WAIT_S 30
 /* The worker's stack: what it uses (measured: roundtrim(7), MEMORY) with a wide margin. glibc
  * also places the thread's static TLS in it (rt_worker_stack_size). */
 #define RT_WORKER_STACK (256 * 1024)
 
 static struct rt_ledger rt_w;
+/* The status the worker last published, for roundtrim_status_json. The lock is held only to copy
+ * the text in or out: never around anything that allocates or waits. */
+static pthread_mutex_t rt_w_status_lock = PTHREAD_MUTEX_INITIALIZER;
+static char rt_w_status[RT_REPORT_LINE_MAX * 4];
+static size_t rt_w_status_len;
 /* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
 static struct rt_triggers rt_w_triggers;
 static struct rt_detect rt_w_detect;
@@ -74,13 +79,6 @@ static uint64_t rt_w_events;    /* allocations + frees at the last reading */
 static uint64_t rt_w_events_us; /* when they last changed */
 static struct rt_trigger_reading rt_w_reading;
 static enum rt_trigger rt_w_due;
-static atomic_bool rt_w_running;
-static pthread_t rt_w_thread;
-static atomic_int rt_w_tid;
-/* Set by a program thread that stands the library down: the worker ends at its next look. */
-static atomic_bool rt_w_leave;
-/* Bumped by every wake-up; the worker waits on it when it has no FIFO. */
-static atomic_uint rt_w_wake_word;
 /* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the Python
  * steps where it is called when the round acts (the module, which holds the GIL), and posts:
  * the steps' outcome first, then whether the round acts, then the count, so that a worker that
@@ -128,7 +126,12 @@ rt_worker_publish(void)
 	struct rt_status_record st;
 	rt_ledger_status(&rt_w, &facts, &st);
 	size_t len = rt_report_status_json(text, sizeof(text), &st);
-	rt_main_keep_status(text, len);
+	if (len > sizeof(rt_w_status))
+		len = sizeof(rt_w_status);
+	pthread_mutex_lock(&rt_w_status_lock);
+	memcpy(rt_w_status, text, len);
+	rt_w_status_len = len;
+	pthread_mutex_unlock(&rt_w_status_lock);
 	if (rt_files_have_status())
 		rt_files_write_status(text, len);
 	if (rt_shim.cfg.prom[0]) {
@@ -362,7 +365,8 @@ rt_worker_wait_us(void)
 }
 
 /* Sleeps until a wake-up or the next tick: the FIFO readable, the trigger signal taken (its
- * handler runs here, inside ppoll or the futex wait), or rt_w_wake_word moved past `seen`. */
+ * handler runs here, inside ppoll or the futex wait), or rt_worker_life.wake_word moved past
+ * `seen`. */
 static void
 rt_worker_wait(unsigned seen)
 {
@@ -372,7 +376,7 @@ rt_worker_wait(unsigned seen)
 	int fd = rt_files_fifo_fd();
 	uint64_t wait_us = rt_worker_wait_us();
 	struct timespec tick = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
-	if (atomic_load(&rt_w_wake_word) != seen) {
+	if (atomic_load(&rt_worker_life.wake_word) != seen) {
 		/* woken while collecting */
 	} else if (fd >= 0 && !rt_io_is_by_keeper()) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -382,11 +386,12 @@ rt_worker_wait(unsigned seen)
 		 * or the tick has passed. A wake-up of this thread meanwhile (the signal, the API)
 		 * is taken at once; the keeper's next call comes after its wait. */
 		if (fd >= 0)
-			rt_keeper_wait_readable(fd, &tick, &rt_w_wake_word);
+			rt_keeper_wait_readable(fd, &tick, &rt_worker_life.wake_word);
 		/* A signal that arrives between the unblock and the wait runs its handler, which
 		 * moves the word: the wait then returns at once. */
 		pthread_sigmask(SIG_SETMASK, &mask, NULL);
-		syscall(SYS_futex, &rt_w_wake_word, FUTEX_WAIT_PRIVATE, seen, &tick, NULL, 0);
+		syscall(SYS_futex, &rt_worker_life.wake_word, FUTEX_WAIT_PRIVATE, seen, &tick, NULL,
+		        0);
 		pthread_sigmask(SIG_SETMASK, &all, NULL);
 	}
 	rt_signal_end_wait();
@@ -557,7 +562,7 @@ rt_worker_decide_table(unsigned table)
 static void
 rt_worker_alone(void)
 {
-	if (rt_files_alone())
+	if (rt_files_alone(rt_tasks_held()))
 		exit(0);
 }
 
@@ -569,7 +574,7 @@ rt_worker_thread_exits(void)
 	bool self_is_main = gettid() == getpid();
 	if (self_is_main)
 		atomic_store(&rt_w_main_gone, true);
-	if (!rt_worker_running())
+	if (!rt_worker_life_running())
 		return false;
 	/* /proc/PID/task's link count is 2 + its threads (proc_task_getattr): a count without
 	 * opening anything, since the program may be about to dup2 onto the lowest free number. */
@@ -583,7 +588,7 @@ static void *
 rt_worker_main(void *arg)
 {
 	(void)arg;
-	atomic_store(&rt_w_tid, gettid());
+	atomic_store(&rt_worker_life.tid, gettid());
 	rt_creds_worker_starts();
 	/* First: the starter waits for it. */
 	rt_worker_take_table();
@@ -596,7 +601,7 @@ rt_worker_main(void *arg)
 	rt_w.last_rss_kib = rt_files_rss_kib();
 	rt_worker_publish();
 	while (!rt_worker_serve()) {
-		unsigned seen = atomic_load(&rt_w_wake_word);
+		unsigned seen = atomic_load(&rt_worker_life.wake_word);
 		struct rt_batch batch = {0};
 		struct rt_python_outcome given;
 		bool given_valid;
@@ -666,9 +671,9 @@ rt_worker_start(void)
 	pthread_attr_init(&attr);
 	/* Joinable: a program thread that stands the library down waits for its end. */
 	pthread_attr_setstacksize(&attr, rt_worker_stack_size());
-	atomic_store(&rt_w_leave, false);
+	atomic_store(&rt_worker_life.leave, false);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = rt_tasks_create_thread(&rt_w_thread, &attr, rt_worker_main, NULL);
+	int err = rt_tasks_create_thread(&rt_worker_life.thread, &attr, rt_worker_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
@@ -678,67 +683,27 @@ rt_worker_start(void)
 	}
 	if (rt_worker_decide_table(rt_worker_await_table()) == RT_FILE_TABLE_NONE) {
 		/* It ends as soon as it runs, and nobody waits for it. */
-		pthread_detach(rt_w_thread);
+		pthread_detach(rt_worker_life.thread);
 		rt_files_close();
 		return false;
 	}
-	atomic_store(&rt_w_running, true);
+	atomic_store(&rt_worker_life.running, true);
 	return true;
-}
-
-bool
-rt_worker_running(void)
-{
-	return atomic_load(&rt_w_running);
-}
-
-bool
-rt_worker_is_self(void)
-{
-	return atomic_load(&rt_w_tid) == gettid();
-}
-
-pid_t
-rt_worker_tid(void)
-{
-	return atomic_load(&rt_w_running) ? atomic_load(&rt_w_tid) : 0;
 }
 
 bool
 rt_worker_serve(void)
 {
 	rt_creds_serve();
-	return atomic_load(&rt_w_leave);
-}
-
-bool
-rt_worker_stop(void)
-{
-	if (rt_worker_is_self())
-		return false;
-	if (!atomic_exchange(&rt_w_running, false))
-		return true;
-	atomic_store(&rt_w_leave, true);
-	rt_worker_wake();
-	struct timespec deadline;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += RT_WORKER_LEAVE_WAIT_S;
-	pid_t tid = atomic_load(&rt_w_tid);
-	if (pthread_clockjoin_np(rt_w_thread, NULL, CLOCK_MONOTONIC, &deadline) != 0)
-		return false;
-	atomic_store(&rt_w_tid, 0);
-	/* The join returns when the kernel clears the thread's id, before it releases the task:
-	 * the program's call made again must find its room free. */
-	rt_tasks_await_release(tid);
-	return true;
+	return atomic_load(&rt_worker_life.leave);
 }
 
 void
 rt_worker_forget_parent(void)
 {
-	atomic_store(&rt_w_running, false);
-	atomic_store(&rt_w_tid, 0);
-	atomic_store(&rt_w_leave, false);
+	atomic_store(&rt_worker_life.running, false);
+	atomic_store(&rt_worker_life.tid, 0);
+	atomic_store(&rt_worker_life.leave, false);
 	/* Like the kernel's pending signals, the parent's pending requests are not the child's. */
 	atomic_store(&rt_w_api_rounds, 0);
 	atomic_store(&rt_w_api_trims, 0);
@@ -746,14 +711,10 @@ rt_worker_forget_parent(void)
 	atomic_store(&rt_w_api_outcome, 0);
 	rt_ledger_init(&rt_w, 0);
 	atomic_store(&rt_w_table, 0);
-}
-
-void
-rt_worker_wake(void)
-{
-	atomic_fetch_add(&rt_w_wake_word, 1);
-	syscall(SYS_futex, &rt_w_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	rt_files_fifo_poke();
+	/* The parent's status is not the child's, and a thread of the parent may have held the
+	 * lock at the fork: it stays held, by nobody, unless made anew. */
+	pthread_mutex_init(&rt_w_status_lock, NULL);
+	rt_w_status_len = 0;
 }
 
 uint64_t
@@ -765,13 +726,27 @@ rt_worker_api_count(void)
 bool
 rt_worker_api_post(bool trim, bool acts, const struct rt_python_outcome *ran)
 {
-	if (!atomic_load(&rt_w_running))
+	if (!atomic_load(&rt_worker_life.running))
 		return false;
 	if (ran)
 		atomic_store(&rt_w_api_outcome, rt_python_outcome_pack(ran));
 	if (acts)
 		atomic_store(&rt_w_api_acts, true);
 	atomic_fetch_add(trim ? &rt_w_api_trims : &rt_w_api_rounds, 1);
-	rt_worker_wake();
+	rt_worker_life_wake();
 	return true;
+}
+
+int
+rt_worker_status_json(char *buf, size_t size)
+{
+	pthread_mutex_lock(&rt_w_status_lock);
+	size_t len = rt_w_status_len;
+	if (size) {
+		size_t n = len < size ? len : size - 1;
+		memcpy(buf, rt_w_status, n);
+		buf[n] = '\0';
+	}
+	pthread_mutex_unlock(&rt_w_status_lock);
+	return (int)len;
 }

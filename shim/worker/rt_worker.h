@@ -1,0 +1,34 @@
+/* rt_worker: the one thread that does all the work: its start, the rounds and requests the
+ * program's threads hand it, the status it last published. Its life words (running, tid, wake,
+ * stop) are rt_worker_life's. */
+#ifndef RT_WORKER_H
+#define RT_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_python_outcome;
+
+bool rt_worker_start(void);
+/* In the worker, between its steps and inside its waits: serves a pending request of a program
+ * thread (rt_creds); true when it must leave. */
+bool rt_worker_serve(void);
+/* A program thread is exiting (its tally's destructor, through rt_hooks): whether it is the
+ * program's last, whose exit must end the process in the program's own descriptor table, as
+ * glibc would end it. */
+bool rt_worker_thread_exits(void);
+/* In a fork child, inside fork: forget the parent's worker, its pending requests and status. */
+void rt_worker_forget_parent(void);
+/* An API round, counted in the caller's thread into the process's one sequence of rounds:
+ * returns its number when it acts, 0 when it only counts. */
+uint64_t rt_worker_api_count(void);
+/* Hands the worker an API round (or, with trim, an action whatever the count): acts says whether
+ * the round acts; ran: the Python steps the caller ran for it, NULL when the worker is to hand
+ * them to the main thread. Asynchronous; false when the worker is not running. */
+bool rt_worker_api_post(bool trim, bool acts, const struct rt_python_outcome *ran);
+/* The status JSON the worker last published, for roundtrim_status_json: copies at most size - 1
+ * bytes and a NUL into buf (nothing when size is 0); returns its whole length. */
+int rt_worker_status_json(char *buf, size_t size);
+
+#endif
