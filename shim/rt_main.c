@@ -46,6 +46,9 @@
 static atomic_bool rt_main_child_waiting;
 static uint64_t rt_main_allocation_event(void);
 static int64_t rt_main_child_settled_ns;
+/* What the worker is handed at each start (the process's, and a fork child's): the
+ * configuration and the facts found at start-up. */
+static struct rt_worker_setup rt_main_worker;
 
 static int64_t
 rt_main_now_ns(void)
@@ -83,7 +86,7 @@ rt_main_start(void)
 {
 	rt_tasks_lock();
 	rt_files_open();
-	bool started = rt_worker_start();
+	bool started = rt_worker_start(&rt_main_worker);
 	rt_tasks_unlock();
 	return started;
 }
@@ -101,7 +104,6 @@ rt_main_atfork_child(void)
 	rt_keeper_forget_parent();
 	rt_io_by_keeper(false);
 	rt_fd_own_table(false);
-	rt_shim.descriptors = RT_FILE_TABLE_NONE;
 	rt_tasks_forget_parent();
 	rt_creds_forget_parent();
 	rt_tally_forget_parent();
@@ -170,13 +172,16 @@ rt_main_init(void)
 
 	rt_fd_init();
 	rt_tally_init();
-	rt_shim.allocator = rt_heap_detect();
-	rt_shim.action = rt_allocator_action(rt_shim.allocator, cfg->jemalloc, cfg->glibc);
-	rt_heap_prepare(rt_shim.action);
+	struct rt_worker_setup *w = &rt_main_worker;
+	w->cfg = cfg;
+	w->program = rt_shim.program;
+	w->allocator = rt_heap_detect();
+	w->action = rt_allocator_action(w->allocator, cfg->jemalloc, cfg->glibc);
+	rt_heap_prepare(w->action);
 	rt_heap_set_arena_max(cfg->arena_max);
-	if (rt_shim.action == RT_ACTION_NONE && cfg->gc_rounds)
+	if (w->action == RT_ACTION_NONE && cfg->gc_rounds)
 		rt_warn("malloc is served by %s: rounds are counted, no allocator action is taken",
-		        rt_allocator_name(rt_shim.allocator));
+		        rt_allocator_name(w->allocator));
 	/* Before main, so that every application thread inherits the blocked signal. */
 	if (cfg->signal)
 		rt_signal_setup(cfg->signal);
@@ -241,7 +246,7 @@ rt_main_api(bool trim, bool here_with_gil)
 		return -1;
 	bool acts = trim || rt_worker_api_count() != 0;
 	struct rt_python_outcome ran;
-	bool steps_ran = acts && here_with_gil && rt_python_run_here(&ran);
+	bool steps_ran = acts && here_with_gil && rt_python_run_here(rt_main_worker.cfg, &ran);
 	if (!rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL))
 		return -1;
 	return acts ? 1 : 0;

@@ -10,9 +10,9 @@
  * held while CPython runs. The Python module's round() runs the same steps in its own thread,
  * which holds the GIL (rt_python_run_here). */
 #include "rt_python.h"
+#include "rt_config.h"
 #include "rt_out.h"
 #include "rt_python_rules.h"
-#include "rt_shim.h"
 #include "rt_worker_life.h"
 
 #include <dlfcn.h>
@@ -271,9 +271,9 @@ rt_python_pending(void *arg)
 /* --- The worker's side. */
 
 static struct rt_python_readings
-rt_python_read(void)
+rt_python_read(const struct rt_config *cfg)
 {
-	struct rt_python_readings r = {.enabled = rt_shim.cfg.python, .found = rt_python_resolve()};
+	struct rt_python_readings r = {.enabled = cfg->python, .found = rt_python_resolve()};
 	if (r.found) {
 		r.initialized = rt_py.is_initialized() != 0;
 		r.finalizing = rt_py.is_finalizing() != 0;
@@ -289,15 +289,15 @@ rt_python_not_run(enum rt_python_plan plan, enum rt_python_end end, struct rt_py
 }
 
 void
-rt_python_hand_off(uint64_t round, struct rt_python_outcome *out)
+rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python_outcome *out)
 {
-	struct rt_python_readings r = rt_python_read();
+	struct rt_python_readings r = rt_python_read(cfg);
 	enum rt_python_plan plan = rt_python_plan(&r);
 	if (plan != RT_PYTHON_RUN) {
 		rt_python_not_run(plan, RT_PYTHON_END_DONE, out);
 		return;
 	}
-	atomic_store(&rt_py_cuda_option, rt_shim.cfg.cuda_empty_cache);
+	atomic_store(&rt_py_cuda_option, cfg->cuda_empty_cache);
 	uint32_t word = atomic_load(&rt_py_word), next = 0;
 	enum rt_python_ask ask;
 	do {
@@ -334,9 +334,9 @@ rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
 }
 
 bool
-rt_python_run_here(struct rt_python_outcome *out)
+rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 {
-	struct rt_python_readings r = rt_python_read();
+	struct rt_python_readings r = rt_python_read(cfg);
 	enum rt_python_plan plan = rt_python_plan(&r);
 	if (plan == RT_PYTHON_NOT_PYTHON)
 		return false;
@@ -348,7 +348,7 @@ rt_python_run_here(struct rt_python_outcome *out)
 	 * would corrupt the interpreter, so the steps go to the main thread instead. */
 	if (!rt_py.gil_held())
 		return false;
-	rt_python_steps(out, rt_shim.cfg.cuda_empty_cache);
+	rt_python_steps(out, cfg->cuda_empty_cache);
 	return true;
 }
 

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+struct rt_config;
+
 /* What the steps did, or why they did not run. */
 struct rt_python_outcome {
 	enum rt_python_plan plan; /* RT_PYTHON_RUN: end says how they ended */
@@ -21,8 +23,9 @@ struct rt_python_outcome {
  * the steps to its main thread (Py_AddPendingCall) and returns at once: the allocator's action
  * never waits for them. `round` is the round they serve; a later round that comes before the
  * main thread took them joins the same request. Fills out ("pending", or why not; plan
- * RT_PYTHON_NOT_PYTHON when the host is not CPython). Never runs Python code or takes the GIL. */
-void rt_python_hand_off(uint64_t round, struct rt_python_outcome *out);
+ * RT_PYTHON_NOT_PYTHON when the host is not CPython). Never runs Python code or takes the GIL.
+ * cfg: whether the steps are on (python), and which (cuda_empty_cache). */
+void rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python_outcome *out);
 /* Worker thread only: true once for each hand-off whose steps have run since, with their
  * outcome and the last round they served. */
 bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);
@@ -30,7 +33,7 @@ bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);
  * steps here, as the program's own gc.collect() and torch.cuda.empty_cache() would run, or says
  * why not (off, finalising). False when they must go to the main thread instead: the calling
  * thread does not hold the GIL. */
-bool rt_python_run_here(struct rt_python_outcome *out);
+bool rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out);
 /* Whether the steps freed something that a release after them should return. */
 bool rt_python_outcome_freed(const struct rt_python_outcome *out);
 /* Fills a record's Python fields (none when the host is not CPython). */

@@ -40,10 +40,10 @@ static bool rt_tasks_no_keeper;
 unsigned
 rt_tasks_needed(void)
 {
-	if (rt_shim.descriptors != RT_FILE_TABLE_NONE)
-		return rt_file_table_tasks(rt_shim.descriptors);
-	/* Not started: a seccomp filter refuses unshare whatever its flags, and unshare(0) changes
-	 * nothing where it is allowed. Refused, the worker will need its keeper. */
+	/* Asked before the start (the process's, or a fork child's, whose table holds none of the
+	 * library's descriptors): a seccomp filter refuses unshare whatever its flags, and
+	 * unshare(0) changes nothing where it is allowed. Refused, the worker will need its
+	 * keeper. */
 	return syscall(SYS_unshare, 0) == 0 ? 1 : rt_file_table_tasks(RT_FILE_TABLE_KEEPER);
 }
 

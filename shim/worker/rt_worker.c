@@ -22,7 +22,6 @@
 #include "rt_python.h"
 #include "rt_report.h"
 #include "rt_sampler.h"
-#include "rt_shim.h"
 #include "rt_signal.h"
 #include "rt_tally.h"
 #include "rt_tasks.h"
@@ -65,28 +64,48 @@
  * also places the thread's static TLS in it (rt_worker_stack_size). */
 #define RT_WORKER_STACK (256 * 1024)
 
-static struct rt_ledger rt_w;
-/* The status the worker last published, for roundtrim_status_json. The lock is held only to copy
- * the text in or out: never around anything that allocates or waits. */
-static pthread_mutex_t rt_w_status_lock = PTHREAD_MUTEX_INITIALIZER;
-static char rt_w_status[RT_REPORT_LINE_MAX * 4];
-static size_t rt_w_status_len;
-/* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
-static struct rt_triggers rt_w_triggers;
-static struct rt_detect rt_w_detect;
-static bool rt_w_want_live;
-static uint64_t rt_w_events;    /* allocations + frees at the last reading */
-static uint64_t rt_w_events_us; /* when they last changed */
-static struct rt_trigger_reading rt_w_reading;
-static enum rt_trigger rt_w_due;
-/* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the Python
- * steps where it is called when the round acts (the module, which holds the GIL), and posts:
- * the steps' outcome first, then whether the round acts, then the count, so that a worker that
- * sees the count sees the rest. */
-static atomic_uint_fast64_t rt_w_api_rounds;
-static atomic_uint_fast64_t rt_w_api_trims;
-static atomic_bool rt_w_api_acts;
-static _Atomic uint64_t rt_w_api_outcome; /* rt_python_outcome_pack's word; 0: none */
+/* The worker: what it was handed at its start, its state machines and its readings, and what
+ * the program's threads reach too. Every step of the worker takes it as an argument. There is one
+ * (rt_worker_one), since the program's threads reach it through entry points that have nothing
+ * to pass them (the API, a thread's exit, fork): rt_worker_start hands its address to the thread
+ * and only those entry points name it. */
+struct rt_worker {
+	struct rt_worker_setup setup; /* rt_main's, copied at the start */
+	/* Whose descriptor table holds the library's files: decided by the starter
+	 * (rt_worker_decide_table) before the worker uses any. */
+	enum rt_file_table descriptors;
+	/* The book-keeping; its round count is also the API callers' (rt_worker_api_count). */
+	struct rt_ledger ledger;
+	struct rt_proto proto;
+	/* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
+	struct rt_triggers triggers;
+	struct rt_detect detect;
+	bool want_live;
+	uint64_t events;    /* allocations + frees at the last reading */
+	uint64_t events_us; /* when they last changed */
+	struct rt_trigger_reading reading;
+	enum rt_trigger due;
+	/* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the
+	 * Python steps where it is called when the round acts (the module, which holds the GIL),
+	 * and posts: the steps' outcome first, then whether the round acts, then the count, so that
+	 * a worker that sees the count sees the rest. */
+	atomic_uint_fast64_t api_rounds;
+	atomic_uint_fast64_t api_trims;
+	atomic_bool api_acts;
+	_Atomic uint64_t api_outcome; /* rt_python_outcome_pack's word; 0: none */
+	/* Whose table holds the library's descriptors, a futex word (RT_WORKER_TABLE_*), and
+	 * what unshare or close_range said, for the starter's line. */
+	atomic_uint table;
+	int table_errno;
+	atomic_bool main_gone; /* the program's main thread has exited */
+	/* The status the worker last published, for roundtrim_status_json. The lock is held only
+	 * to copy the text in or out: never around anything that allocates or waits. */
+	pthread_mutex_t status_lock;
+	char status[RT_REPORT_LINE_MAX * 4];
+	size_t status_len;
+};
+
+static struct rt_worker rt_worker_one = {.status_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t
 rt_worker_clock_us(clockid_t clock)
@@ -97,54 +116,61 @@ rt_worker_clock_us(clockid_t clock)
 }
 
 static struct rt_ledger_facts
-rt_worker_facts(void)
+rt_worker_facts(const struct rt_worker *w)
 {
 	return (struct rt_ledger_facts){
 	    .pid = getpid(),
-	    .mode = rt_mode_word(rt_w_triggers.mode),
-	    .program = rt_shim.program,
-	    .allocator = rt_allocator_name(rt_shim.allocator),
-	    .action = rt_action_name(rt_shim.action),
-	    .action_limits = rt_action_limits(rt_shim.action),
+	    .mode = rt_mode_word(w->triggers.mode),
+	    .program = w->setup.program,
+	    .allocator = rt_allocator_name(w->setup.allocator),
+	    .action = rt_action_name(w->setup.action),
+	    .action_limits = rt_action_limits(w->setup.action),
 	    .fifo = rt_files_fifo_path(),
 	    .stats = rt_files_stats_path(),
 	    .signal = rt_signal_number(),
 	    .lost_records = rt_files_lost_records(),
-	    .descriptors = rt_file_table_word(rt_shim.descriptors),
+	    .descriptors = rt_file_table_word(w->descriptors),
 	};
 }
 
 /* The status (its copy for the API, its file) and the Prometheus file, at the start and after
  * every batch handled. */
 static void
-rt_worker_publish(void)
+rt_worker_publish(struct rt_worker *w)
 {
-	struct rt_ledger_facts facts = rt_worker_facts();
+	struct rt_ledger_facts facts = rt_worker_facts(w);
 	char text[RT_REPORT_LINE_MAX * 4];
 	/* With or without a status file: roundtrim_status_json serves the copy. First the copy,
 	 * then the file, so that a reader who saw the file sees the copy as new. */
 	struct rt_status_record st;
-	rt_ledger_status(&rt_w, &facts, &st);
+	rt_ledger_status(&w->ledger, &facts, &st);
 	size_t len = rt_report_status_json(text, sizeof(text), &st);
-	if (len > sizeof(rt_w_status))
-		len = sizeof(rt_w_status);
-	pthread_mutex_lock(&rt_w_status_lock);
-	memcpy(rt_w_status, text, len);
-	rt_w_status_len = len;
-	pthread_mutex_unlock(&rt_w_status_lock);
+	if (len > sizeof(w->status))
+		len = sizeof(w->status);
+	pthread_mutex_lock(&w->status_lock);
+	memcpy(w->status, text, len);
+	w->status_len = len;
+	pthread_mutex_unlock(&w->status_lock);
 	if (rt_files_have_status())
 		rt_files_write_status(text, len);
-	if (rt_shim.cfg.prom[0]) {
+	if (w->setup.cfg->prom[0]) {
 		struct rt_prom_record pr;
-		rt_ledger_prom(&rt_w, &facts, RT_VERSION, &pr);
+		rt_ledger_prom(&w->ledger, &facts, RT_VERSION, &pr);
 		rt_files_write_prom(text, rt_report_prom(text, sizeof(text), &pr));
 	}
 }
 
+/* What a FIFO line reaches: the worker's ledger and the batch being gathered. */
+struct rt_worker_feed {
+	struct rt_worker *w;
+	struct rt_batch *b;
+};
+
 static void
 rt_worker_on_line(void *ctx, const struct rt_proto_cmd *cmd)
 {
-	switch (rt_ledger_line(&rt_w, ctx, cmd)) {
+	struct rt_worker_feed *feed = ctx;
+	switch (rt_ledger_line(&feed->w->ledger, feed->b, cmd)) {
 	case RT_LEDGER_SAY_FIRST_UNKNOWN:
 		rt_warn(
 		    "ignoring FIFO line \"%.64s\" (expected round, trim, gc-rounds N or stats); "
@@ -160,18 +186,17 @@ rt_worker_on_line(void *ctx, const struct rt_proto_cmd *cmd)
 	}
 }
 
-static struct rt_proto rt_w_proto;
-
 /* Everything that asked for rounds or actions since the last look; *given: the Python steps an
  * API caller already ran for an acting round or trim among them (false: none did). */
 static void
-rt_worker_collect(struct rt_batch *b, struct rt_python_outcome *given, bool *given_valid)
+rt_worker_collect(struct rt_worker *w, struct rt_batch *b, struct rt_python_outcome *given,
+                  bool *given_valid)
 {
 	rt_batch_count(b, rt_signal_take(), "signal");
-	uint64_t api_rounds = atomic_exchange(&rt_w_api_rounds, 0);
-	uint64_t api_trims = atomic_exchange(&rt_w_api_trims, 0);
-	bool api_acts = atomic_exchange(&rt_w_api_acts, false);
-	uint64_t outcome = atomic_exchange(&rt_w_api_outcome, 0);
+	uint64_t api_rounds = atomic_exchange(&w->api_rounds, 0);
+	uint64_t api_trims = atomic_exchange(&w->api_trims, 0);
+	bool api_acts = atomic_exchange(&w->api_acts, false);
+	uint64_t outcome = atomic_exchange(&w->api_outcome, 0);
 	rt_batch_counted(b, api_rounds, api_acts, "api");
 	if (api_trims)
 		rt_batch_trim(b, "api");
@@ -180,8 +205,9 @@ rt_worker_collect(struct rt_batch *b, struct rt_python_outcome *given, bool *giv
 		rt_python_outcome_unpack(outcome, given);
 	char buf[4096];
 	ssize_t got;
+	struct rt_worker_feed feed = {w, b};
 	while ((got = rt_files_fifo_read(buf, sizeof(buf))) > 0)
-		rt_proto_feed(&rt_w_proto, buf, (size_t)got, rt_worker_on_line, b);
+		rt_proto_feed(&w->proto, buf, (size_t)got, rt_worker_on_line, &feed);
 }
 
 static uint64_t
@@ -192,24 +218,24 @@ rt_worker_now_us(clockid_t clock)
 
 /* One reading of the process: what the detector, the trace file and the triggers look at. */
 static void
-rt_worker_read(struct rt_batch *b)
+rt_worker_read(struct rt_worker *w, struct rt_batch *b)
 {
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
-	struct rt_trigger_reading *tr = &rt_w_reading;
+	struct rt_trigger_reading *tr = &w->reading;
 	*tr = (struct rt_trigger_reading){
 	    .now_us = rt_worker_now_us(CLOCK_MONOTONIC),
 	    .bytes_requested = totals.bytes,
 	};
-	if (rt_triggers_watch_rss(&rt_w_triggers))
+	if (rt_triggers_watch_rss(&w->triggers))
 		tr->rss_kib = rt_files_rss_kib();
-	if (rt_triggers_watch_pressure(&rt_w_triggers))
+	if (rt_triggers_watch_pressure(&w->triggers))
 		rt_files_memory(&tr->mem_used, &tr->mem_limit);
-	if (totals.allocations + totals.frees != rt_w_events) {
-		rt_w_events = totals.allocations + totals.frees;
-		rt_w_events_us = tr->now_us;
+	if (totals.allocations + totals.frees != w->events) {
+		w->events = totals.allocations + totals.frees;
+		w->events_us = tr->now_us;
 	}
-	bool detecting = rt_triggers_detecting(&rt_w_triggers);
+	bool detecting = rt_triggers_detecting(&w->triggers);
 	if (detecting || rt_files_have_trace()) {
 		struct rt_reading rd = {
 		    .t_us = tr->now_us,
@@ -223,22 +249,22 @@ rt_worker_read(struct rt_batch *b)
 		};
 		/* The live heap costs a walk on glibc: only when the detector asks (about once a
 		 * round, while the process is quiet). */
-		if (rt_w_want_live)
+		if (w->want_live)
 			rd.live_bytes = rt_heap_live_bytes();
 		if (rt_files_have_trace()) {
 			char line[RT_TRACE_LINE_MAX];
 			rt_files_trace_line(line, rt_trace_format(line, sizeof(line), &rd));
 		}
 		if (detecting) {
-			enum rt_detect_result r = rt_detect_feed(&rt_w_detect, &rd);
-			rt_w_want_live = r == RT_DETECT_WANT_LIVE;
+			enum rt_detect_result r = rt_detect_feed(&w->detect, &rd);
+			w->want_live = r == RT_DETECT_WANT_LIVE;
 			if (r == RT_DETECT_BOUNDARY)
 				rt_batch_detected(b);
 		}
 	}
-	rt_w_due = rt_triggers_due(&rt_w_triggers, tr);
-	if (rt_w_due != RT_TRIGGER_NONE)
-		rt_batch_trim(b, rt_trigger_word(rt_w_due));
+	w->due = rt_triggers_due(&w->triggers, tr);
+	if (w->due != RT_TRIGGER_NONE)
+		rt_batch_trim(b, rt_trigger_word(w->due));
 }
 
 /* Waits, bounded, for a moment when the program's threads neither allocate nor free. False when
@@ -266,14 +292,13 @@ rt_worker_quiet_moment(void)
 
 /* The allocator's action, at once: it never waits for Python. */
 static void
-rt_worker_release(struct rt_round_record *rec, char *note)
+rt_worker_release(struct rt_worker *w, struct rt_round_record *rec, char *note)
 {
-	const struct rt_config *cfg = &rt_shim.cfg;
 	if (!rt_worker_quiet_moment())
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "not-quiet");
 	int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
 	enum rt_action done;
-	int rc = rt_heap_act(rt_shim.action, cfg->trim_pad, &done);
+	int rc = rt_heap_act(w->setup.action, w->setup.cfg->trim_pad, &done);
 	rec->duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
 	/* A program thread may have waited through the action; a request to leave is taken at
 	 * the next look. */
@@ -286,9 +311,9 @@ rt_worker_release(struct rt_round_record *rec, char *note)
 		rec->file_kib = split.file_kib;
 		rec->lazyfree_kib = split.lazyfree_kib;
 	}
-	if (rt_ledger_acted(&rt_w, rec, note, rc != 0))
+	if (rt_ledger_acted(&w->ledger, rec, note, rc != 0))
 		rt_warn("%s failed; rounds are still counted", rec->action);
-	rt_triggers_left(&rt_w_triggers, rec->rss_after_kib);
+	rt_triggers_left(&w->triggers, rec->rss_after_kib);
 }
 
 /* A batch: a round or a trim, with the allocator's action when it acts; or the record of Python
@@ -296,40 +321,42 @@ rt_worker_release(struct rt_round_record *rec, char *note)
  * (in an API caller, or on the main thread for a follow-up); NULL: an acting round hands them to
  * the main thread. */
 static void
-rt_worker_handle(const struct rt_batch *b, const struct rt_python_outcome *python)
+rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
+                 const struct rt_python_outcome *python)
 {
-	const struct rt_config *cfg = &rt_shim.cfg;
+	const struct rt_config *cfg = w->setup.cfg;
 	struct rt_ledger_plan plan = rt_ledger_plan(b, cfg->profile, rt_files_have_stats());
 	if (!plan.handle)
 		return;
 	char note[RT_LEDGER_NOTE_MAX];
 	struct rt_round_record rec;
-	rt_ledger_start(&rt_w, b, getpid(), rt_allocator_name(rt_shim.allocator), note, &rec);
-	rec.descriptors = rt_file_table_word(rt_shim.descriptors);
+	rt_ledger_start(&w->ledger, b, getpid(), rt_allocator_name(w->setup.allocator), note, &rec);
+	rec.descriptors = rt_file_table_word(w->descriptors);
 	rec.rss_before_kib = rec.rss_after_kib = rt_files_rss_kib();
 	if (plan.act && rt_batch_acts_by_detection_only(b) &&
-	    !rt_triggers_auto_worth(&rt_w_triggers, rec.rss_before_kib)) {
+	    !rt_triggers_auto_worth(&w->triggers, rec.rss_before_kib)) {
 		plan.act = false;
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "nothing-grew");
 	}
 	struct rt_python_outcome handed;
 	if (plan.act && !python) {
-		rt_python_hand_off(rec.round, &handed);
+		rt_python_hand_off(cfg, rec.round, &handed);
 		python = &handed;
 	}
 	if (python)
 		rt_python_report(python, &rec);
 	if (plan.act) {
-		rt_worker_release(&rec, note);
+		rt_worker_release(w, &rec, note);
 		if (!b->python)
-			rt_triggers_acted(&rt_w_triggers, rt_w_due, &rt_w_reading);
+			rt_triggers_acted(&w->triggers, w->due, &w->reading);
 	}
 	/* mallinfo2 walks every free chunk under the arena locks: only when someone reads it. */
 	uint64_t live = plan.read_live ? rt_heap_live_bytes() : UINT64_MAX;
 	uint64_t live_kib = live == UINT64_MAX ? 0 : live / 1024;
 	if (plan.read_live && live == UINT64_MAX && rt_heap_has_live())
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "live-skipped");
-	rt_ledger_finish(&rt_w, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec, note);
+	rt_ledger_finish(&w->ledger, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec,
+	                 note);
 	if (plan.act && !b->python)
 		rt_sampler_round(&rec);
 
@@ -338,13 +365,13 @@ rt_worker_handle(const struct rt_batch *b, const struct rt_python_outcome *pytho
 		rt_files_log_line(line, rt_report_rss_line(line, sizeof(line), &rec));
 	if (plan.stats_line)
 		rt_files_stats_line(line, rt_report_json(line, sizeof(line), &rec));
-	rt_worker_publish();
+	rt_worker_publish(w);
 }
 
 /* Python steps handed to the main thread have run: their record, and a release of what they
  * freed. */
 static void
-rt_worker_python_follow_up(void)
+rt_worker_python_follow_up(struct rt_worker *w)
 {
 	struct rt_python_outcome outcome;
 	uint64_t round;
@@ -352,15 +379,15 @@ rt_worker_python_follow_up(void)
 		return;
 	struct rt_batch b = {0};
 	rt_batch_python(&b, round, rt_python_outcome_freed(&outcome));
-	rt_worker_handle(&b, &outcome);
+	rt_worker_handle(w, &b, &outcome);
 }
 
 /* How long to wait for the next tick: the triggers' need, and the longest wait. */
 static uint64_t
-rt_worker_wait_us(void)
+rt_worker_wait_us(const struct rt_worker *w)
 {
 	uint64_t wait =
-	    rt_triggers_wait_us(&rt_w_triggers, rt_worker_now_us(CLOCK_MONOTONIC), rt_w_events_us);
+	    rt_triggers_wait_us(&w->triggers, rt_worker_now_us(CLOCK_MONOTONIC), w->events_us);
 	return wait < RT_WORKER_LONGEST_WAIT_US ? wait : RT_WORKER_LONGEST_WAIT_US;
 }
 
@@ -368,13 +395,13 @@ rt_worker_wait_us(void)
  * handler runs here, inside ppoll or the futex wait), or rt_worker_life.wake_word moved past
  * `seen`. */
 static void
-rt_worker_wait(unsigned seen)
+rt_worker_wait(const struct rt_worker *w, unsigned seen)
 {
 	sigset_t mask, all;
 	sigfillset(&all);
 	rt_signal_begin_wait(&mask);
 	int fd = rt_files_fifo_fd();
-	uint64_t wait_us = rt_worker_wait_us();
+	uint64_t wait_us = rt_worker_wait_us(w);
 	struct timespec tick = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
 	if (atomic_load(&rt_worker_life.wake_word) != seen) {
 		/* woken while collecting */
@@ -403,15 +430,12 @@ rt_worker_wait(unsigned seen)
  * BROKEN (its table holds the program's descriptors, which close_range failed to close). A
  * starter that waited in vain takes it first (REFUSED), and the worker then never unshares, so
  * that no copy of the library's descriptors is left behind in the program's table. The starter
- * decides (DECIDED, rt_shim.descriptors) and the worker waits for that before it uses any. */
+ * decides (DECIDED, the worker's descriptors) and the worker waits for that before it uses any. */
 #define RT_WORKER_TABLE_CLAIMED 1
 #define RT_WORKER_TABLE_PRIVATE 2
 #define RT_WORKER_TABLE_REFUSED 3
 #define RT_WORKER_TABLE_BROKEN 4
 #define RT_WORKER_TABLE_DECIDED 5
-static atomic_uint rt_w_table;
-/* What unshare or close_range said, for the starter's line. */
-static int rt_w_table_errno;
 
 static int
 rt_worker_cmp_int(const void *a, const void *b)
@@ -435,10 +459,10 @@ rt_worker_close_all_but(int *keep, size_t n)
 }
 
 static void
-rt_worker_set_table(unsigned table)
+rt_worker_set_table(struct rt_worker *w, unsigned table)
 {
-	atomic_store(&rt_w_table, table);
-	syscall(SYS_futex, &rt_w_table, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	atomic_store(&w->table, table);
+	syscall(SYS_futex, &w->table, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* The worker takes a descriptor table of its own (unshare CLONE_FILES) holding only the
@@ -446,10 +470,10 @@ rt_worker_set_table(unsigned table)
  * reach them, and the library never reaches the program's. Where the kernel refuses, the
  * starter makes the keeper (rt_keeper). Then it waits for the starter's decision. */
 static void
-rt_worker_take_table(void)
+rt_worker_take_table(struct rt_worker *w)
 {
 	unsigned expected = 0;
-	if (atomic_compare_exchange_strong(&rt_w_table, &expected, RT_WORKER_TABLE_CLAIMED)) {
+	if (atomic_compare_exchange_strong(&w->table, &expected, RT_WORKER_TABLE_CLAIMED)) {
 		int keep[33];
 		size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]) - 1);
 		unsigned table = RT_WORKER_TABLE_REFUSED;
@@ -468,25 +492,25 @@ rt_worker_take_table(void)
 			table = rt_worker_close_all_but(keep, n) ? RT_WORKER_TABLE_PRIVATE
 			                                         : RT_WORKER_TABLE_BROKEN;
 		}
-		rt_w_table_errno = errno;
-		rt_worker_set_table(table);
+		w->table_errno = errno;
+		rt_worker_set_table(w, table);
 	}
 	unsigned table;
-	while ((table = atomic_load(&rt_w_table)) != RT_WORKER_TABLE_DECIDED)
-		syscall(SYS_futex, &rt_w_table, FUTEX_WAIT_PRIVATE, table, NULL, NULL, 0);
+	while ((table = atomic_load(&w->table)) != RT_WORKER_TABLE_DECIDED)
+		syscall(SYS_futex, &w->table, FUTEX_WAIT_PRIVATE, table, NULL, NULL, 0);
 }
 
 /* In the starting thread: waits for the worker's table. Bounded while the worker has not run at
  * all (a starter inside dlopen's constructors must not hang on a thread that cannot start);
  * once it has claimed the table, its unshare and close_range are two system calls away. */
 static unsigned
-rt_worker_await_table(void)
+rt_worker_await_table(struct rt_worker *w)
 {
 	struct timespec now, deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += RT_WORKER_TABLE_WAIT_S;
 	for (;;) {
-		unsigned table = atomic_load(&rt_w_table);
+		unsigned table = atomic_load(&w->table);
 		if (table > RT_WORKER_TABLE_CLAIMED)
 			return table;
 		struct timespec left = {0, 0}, *limit = NULL;
@@ -499,17 +523,16 @@ rt_worker_await_table(void)
 				left.tv_nsec += 1000000000L;
 			}
 			unsigned expected = 0;
-			if (left.tv_sec < 0 &&
-			    atomic_compare_exchange_strong(&rt_w_table, &expected,
-			                                   RT_WORKER_TABLE_REFUSED)) {
-				rt_w_table_errno = ETIMEDOUT;
+			if (left.tv_sec < 0 && atomic_compare_exchange_strong(
+			                           &w->table, &expected, RT_WORKER_TABLE_REFUSED)) {
+				w->table_errno = ETIMEDOUT;
 				return RT_WORKER_TABLE_REFUSED;
 			}
 			if (left.tv_sec < 0)
 				continue;
 			limit = &left;
 		}
-		syscall(SYS_futex, &rt_w_table, FUTEX_WAIT_PRIVATE, table, limit, NULL, 0);
+		syscall(SYS_futex, &w->table, FUTEX_WAIT_PRIVATE, table, limit, NULL, 0);
 	}
 }
 
@@ -519,7 +542,7 @@ rt_worker_await_table(void)
  * the program's is the one. None: one line says why, naming the setting that accepts the
  * program's table. */
 static enum rt_file_table
-rt_worker_decide_table(unsigned table)
+rt_worker_decide_table(struct rt_worker *w, unsigned table)
 {
 	char why[256] = "";
 	bool keeper = false;
@@ -531,7 +554,7 @@ rt_worker_decide_table(unsigned table)
 		keeper = rt_keeper_start(keep, n, why, sizeof(why));
 	}
 	enum rt_file_table t = rt_file_table_choose(table == RT_WORKER_TABLE_PRIVATE, keeper,
-	                                            rt_shim.cfg.shared_table);
+	                                            w->setup.cfg->shared_table);
 	if (t == RT_FILE_TABLE_KEEPER)
 		rt_io_by_keeper(true);
 	if (t == RT_FILE_TABLE_PRIVATE || t == RT_FILE_TABLE_KEEPER) {
@@ -542,15 +565,15 @@ rt_worker_decide_table(unsigned table)
 		rt_warn(
 		    "inactive: the worker's descriptor table of its own would hold the program's "
 		    "descriptors (close_range: %s)",
-		    strerror(rt_w_table_errno));
+		    strerror(w->table_errno));
 	else if (t == RT_FILE_TABLE_NONE)
 		rt_warn(
 		    "inactive: the worker cannot have a descriptor table of its own (unshare: "
 		    "%s) and no keeper can hold the library's (%s); ROUNDTRIM_SHARED_TABLE=1 runs "
 		    "it in the program's table, with the races of roundtrim(7), DESCRIPTORS",
-		    strerror(rt_w_table_errno), why);
-	rt_shim.descriptors = t;
-	rt_worker_set_table(RT_WORKER_TABLE_DECIDED);
+		    strerror(w->table_errno), why);
+	w->descriptors = t;
+	rt_worker_set_table(w, RT_WORKER_TABLE_DECIDED);
 	return t;
 }
 
@@ -566,14 +589,13 @@ rt_worker_alone(void)
 		exit(0);
 }
 
-static atomic_bool rt_w_main_gone;
-
 bool
 rt_worker_thread_exits(void)
 {
+	struct rt_worker *w = &rt_worker_one;
 	bool self_is_main = gettid() == getpid();
 	if (self_is_main)
-		atomic_store(&rt_w_main_gone, true);
+		atomic_store(&w->main_gone, true);
 	if (!rt_worker_life_running())
 		return false;
 	/* /proc/PID/task's link count is 2 + its threads (proc_task_getattr): a count without
@@ -581,40 +603,40 @@ rt_worker_thread_exits(void)
 	struct stat st;
 	return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
 	       rt_procfs_last_thread((uint64_t)st.st_nlink - 2, rt_tasks_held(), self_is_main,
-	                             atomic_load(&rt_w_main_gone));
+	                             atomic_load(&w->main_gone));
 }
 
 static void *
 rt_worker_main(void *arg)
 {
-	(void)arg;
+	struct rt_worker *w = arg;
 	atomic_store(&rt_worker_life.tid, gettid());
 	rt_creds_worker_starts();
 	/* First: the starter waits for it. */
-	rt_worker_take_table();
-	if (rt_shim.descriptors == RT_FILE_TABLE_NONE)
+	rt_worker_take_table(w);
+	if (w->descriptors == RT_FILE_TABLE_NONE)
 		return NULL;
 	/* Named by itself: naming another thread opens /proc/self/task/TID/comm. */
 	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
 	rt_heap_take_arena();
-	rt_w.last_rss_kib = rt_files_rss_kib();
-	rt_worker_publish();
+	w->ledger.last_rss_kib = rt_files_rss_kib();
+	rt_worker_publish(w);
 	while (!rt_worker_serve()) {
 		unsigned seen = atomic_load(&rt_worker_life.wake_word);
 		struct rt_batch batch = {0};
 		struct rt_python_outcome given;
 		bool given_valid;
-		rt_worker_collect(&batch, &given, &given_valid);
+		rt_worker_collect(w, &batch, &given, &given_valid);
 		/* The first announced round hands the process over from detection, for good. */
 		if (batch.announced)
-			rt_triggers_announced(&rt_w_triggers);
-		rt_worker_read(&batch);
-		rt_ledger_close(&rt_w, &batch);
+			rt_triggers_announced(&w->triggers);
+		rt_worker_read(w, &batch);
+		rt_ledger_close(&w->ledger, &batch);
 		/* What earlier steps freed first: it is the older memory. */
-		rt_worker_python_follow_up();
-		rt_worker_handle(&batch, given_valid ? &given : NULL);
-		rt_worker_wait(seen);
+		rt_worker_python_follow_up(w);
+		rt_worker_handle(w, &batch, given_valid ? &given : NULL);
+		rt_worker_wait(w, seen);
 		rt_worker_alone();
 	}
 	return NULL;
@@ -642,11 +664,13 @@ rt_worker_stack_size(void)
 }
 
 bool
-rt_worker_start(void)
+rt_worker_start(const struct rt_worker_setup *setup)
 {
-	const struct rt_config *cfg = &rt_shim.cfg;
-	rt_ledger_init(&rt_w, cfg->gc_rounds);
-	rt_proto_init(&rt_w_proto);
+	struct rt_worker *w = &rt_worker_one;
+	w->setup = *setup;
+	const struct rt_config *cfg = w->setup.cfg;
+	rt_ledger_init(&w->ledger, cfg->gc_rounds);
+	rt_proto_init(&w->proto);
 	struct rt_triggers_params tp;
 	rt_triggers_default_params(&tp);
 	tp.interval_us = cfg->interval_us;
@@ -655,13 +679,13 @@ rt_worker_start(void)
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
 	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
-	rt_triggers_init(&rt_w_triggers, &tp, cfg->auto_rounds, now, totals.bytes);
+	rt_triggers_init(&w->triggers, &tp, cfg->auto_rounds, now, totals.bytes);
 	struct rt_detect_params dp;
 	rt_detect_default_params(&dp);
 	dp.want_live = rt_heap_has_live();
-	rt_detect_init(&rt_w_detect, &dp);
-	rt_w_want_live = false;
-	rt_w_events_us = now;
+	rt_detect_init(&w->detect, &dp);
+	w->want_live = false;
+	w->events_us = now;
 
 	/* The thread starts with every signal blocked, so that it never takes the host's SIGTERM,
 	 * SIGCHLD or SIGALRM (heaptrack bug 378494: its timer thread stole SIGTERM). */
@@ -673,7 +697,7 @@ rt_worker_start(void)
 	pthread_attr_setstacksize(&attr, rt_worker_stack_size());
 	atomic_store(&rt_worker_life.leave, false);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = rt_tasks_create_thread(&rt_worker_life.thread, &attr, rt_worker_main, NULL);
+	int err = rt_tasks_create_thread(&rt_worker_life.thread, &attr, rt_worker_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
@@ -681,7 +705,7 @@ rt_worker_start(void)
 		rt_files_close();
 		return false;
 	}
-	if (rt_worker_decide_table(rt_worker_await_table()) == RT_FILE_TABLE_NONE) {
+	if (rt_worker_decide_table(w, rt_worker_await_table(w)) == RT_FILE_TABLE_NONE) {
 		/* It ends as soon as it runs, and nobody waits for it. */
 		pthread_detach(rt_worker_life.thread);
 		rt_files_close();
@@ -701,38 +725,42 @@ rt_worker_serve(void)
 void
 rt_worker_forget_parent(void)
 {
+	struct rt_worker *w = &rt_worker_one;
 	atomic_store(&rt_worker_life.running, false);
 	atomic_store(&rt_worker_life.tid, 0);
 	atomic_store(&rt_worker_life.leave, false);
 	/* Like the kernel's pending signals, the parent's pending requests are not the child's. */
-	atomic_store(&rt_w_api_rounds, 0);
-	atomic_store(&rt_w_api_trims, 0);
-	atomic_store(&rt_w_api_acts, false);
-	atomic_store(&rt_w_api_outcome, 0);
-	rt_ledger_init(&rt_w, 0);
-	atomic_store(&rt_w_table, 0);
+	atomic_store(&w->api_rounds, 0);
+	atomic_store(&w->api_trims, 0);
+	atomic_store(&w->api_acts, false);
+	atomic_store(&w->api_outcome, 0);
+	rt_ledger_init(&w->ledger, 0);
+	/* The child's table holds none of the library's descriptors until its own start. */
+	w->descriptors = RT_FILE_TABLE_NONE;
+	atomic_store(&w->table, 0);
 	/* The parent's status is not the child's, and a thread of the parent may have held the
 	 * lock at the fork: it stays held, by nobody, unless made anew. */
-	pthread_mutex_init(&rt_w_status_lock, NULL);
-	rt_w_status_len = 0;
+	pthread_mutex_init(&w->status_lock, NULL);
+	w->status_len = 0;
 }
 
 uint64_t
 rt_worker_api_count(void)
 {
-	return rt_rounds_add(&rt_w.rounds, 1);
+	return rt_rounds_add(&rt_worker_one.ledger.rounds, 1);
 }
 
 bool
 rt_worker_api_post(bool trim, bool acts, const struct rt_python_outcome *ran)
 {
+	struct rt_worker *w = &rt_worker_one;
 	if (!atomic_load(&rt_worker_life.running))
 		return false;
 	if (ran)
-		atomic_store(&rt_w_api_outcome, rt_python_outcome_pack(ran));
+		atomic_store(&w->api_outcome, rt_python_outcome_pack(ran));
 	if (acts)
-		atomic_store(&rt_w_api_acts, true);
-	atomic_fetch_add(trim ? &rt_w_api_trims : &rt_w_api_rounds, 1);
+		atomic_store(&w->api_acts, true);
+	atomic_fetch_add(trim ? &w->api_trims : &w->api_rounds, 1);
 	rt_worker_life_wake();
 	return true;
 }
@@ -740,13 +768,14 @@ rt_worker_api_post(bool trim, bool acts, const struct rt_python_outcome *ran)
 int
 rt_worker_status_json(char *buf, size_t size)
 {
-	pthread_mutex_lock(&rt_w_status_lock);
-	size_t len = rt_w_status_len;
+	struct rt_worker *w = &rt_worker_one;
+	pthread_mutex_lock(&w->status_lock);
+	size_t len = w->status_len;
 	if (size) {
 		size_t n = len < size ? len : size - 1;
-		memcpy(buf, rt_w_status, n);
+		memcpy(buf, w->status, n);
 		buf[n] = '\0';
 	}
-	pthread_mutex_unlock(&rt_w_status_lock);
+	pthread_mutex_unlock(&w->status_lock);
 	return (int)len;
 }

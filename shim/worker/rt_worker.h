@@ -4,13 +4,26 @@
 #ifndef RT_WORKER_H
 #define RT_WORKER_H
 
+#include "rt_allocator.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+struct rt_config;
 struct rt_python_outcome;
 
-bool rt_worker_start(void);
+/* What rt_main hands the worker at its start: the process's configuration (rt_main's, read-only,
+ * which outlives the worker) and the facts found at start-up. */
+struct rt_worker_setup {
+	const struct rt_config *cfg;
+	const char *program;
+	enum rt_allocator_kind allocator;
+	enum rt_action action;
+};
+
+/* Starts the worker with a copy of *setup; false (one line said why) when it cannot. */
+bool rt_worker_start(const struct rt_worker_setup *setup);
 /* In the worker, between its steps and inside its waits: serves a pending request of a program
  * thread (rt_creds); true when it must leave. */
 bool rt_worker_serve(void);
