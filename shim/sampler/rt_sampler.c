@@ -24,9 +24,9 @@
 #include "rt_sampler.h"
 #include "rt_close.h"
 #include "rt_fd.h"
-#include "rt_files.h"
 #include "rt_malloc.h"
 #include "rt_out.h"
+#include "rt_outputs.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_sites.h"
@@ -579,7 +579,7 @@ void
 rt_sampler_init(void)
 {
 	const struct rt_config *cfg = &rt_shim.cfg;
-	if (!cfg->sites[0] || !rt_files_have_sites())
+	if (!cfg->sites[0] || !rt_outputs_have_sites())
 		return;
 	rt_sp.mean = cfg->sample_bytes;
 	struct rt_sampler_find self = {.addr = (uintptr_t)&rt_sampler_init};
@@ -681,14 +681,14 @@ rt_sampler_define(uint32_t id, int pid)
 		const struct rt_sampler_pynames *pn = &rt_sp.names[e->names - 1 + i];
 		s.py[i] = (struct rt_sites_pyframe){pn->function, pn->file, pn->line};
 	}
-	return rt_files_sites_line(rt_sw.line,
-	                           rt_sites_site_json(rt_sw.line, sizeof(rt_sw.line), &s));
+	return rt_outputs_sites_line(rt_sw.line,
+	                             rt_sites_site_json(rt_sw.line, sizeof(rt_sw.line), &s));
 }
 
 void
 rt_sampler_round(const struct rt_round_record *rec)
 {
-	if (!atomic_load(&rt_sp.ready) || !rt_files_have_sites())
+	if (!atomic_load(&rt_sp.ready) || !rt_outputs_have_sites())
 		return;
 	unsigned count = atomic_load(&rt_sp.nentries) + 1;
 	if (count > RT_SAMPLER_SITES)
@@ -751,6 +751,6 @@ rt_sampler_round(const struct rt_round_record *rec)
 				rt_sw.defined[site] = rt_sampler_define(site, rec->pid);
 		}
 	}
-	rt_files_sites_line(rt_sw.line, rt_sites_round_json(rt_sw.line, sizeof(rt_sw.line), &r));
+	rt_outputs_sites_line(rt_sw.line, rt_sites_round_json(rt_sw.line, sizeof(rt_sw.line), &r));
 	rt_sw.last_round = rec->round;
 }

@@ -4,7 +4,7 @@
  * and popen, and a program started with the trigger signal blocked never reacts to it. glibc's
  * execl*, system and popen reach execve and posix_spawn internally, not through the PLT, so each
  * entry point needs its own wrapper. */
-#include "rt_files.h"
+#include "rt_fifo.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_signal.h"
@@ -28,12 +28,12 @@
  * program would not know about, are moved aside, and back if the call returns. */
 #define RT_EXEC_CALL(call)                                                                         \
 	do {                                                                                       \
-		bool rt_moved = rt_files_before_exec();                                            \
+		bool rt_moved = rt_fifo_before_exec();                                             \
 		struct rt_signal_exec_state rt_saved;                                              \
 		rt_signal_exec_enter(&rt_saved);                                                   \
 		int rt_ret = (call);                                                               \
 		rt_signal_exec_leave(&rt_saved);                                                   \
-		rt_files_after_failed_exec(rt_moved);                                              \
+		rt_fifo_after_failed_exec(rt_moved);                                               \
 		return rt_ret;                                                                     \
 	} while (0)
 

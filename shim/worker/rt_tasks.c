@@ -11,6 +11,7 @@
 #include "rt_limits.h"
 #include "rt_out.h"
 #include "rt_procfs.h"
+#include "rt_procread.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_worker_life.h"
@@ -88,7 +89,7 @@ rt_tasks_read_count(const char *dir, const char *name, uint64_t *count)
 {
 	char path[RT_CONFIG_PATH_MAX + 32], text[64];
 	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
-	       rt_files_slurp(path, text, sizeof(text)) && rt_limits_read_count(text, count);
+	       rt_procread_slurp(path, text, sizeof(text)) && rt_limits_read_count(text, count);
 }
 
 /* The least room any level of the process's pids cgroup leaves, from its own up to the top its
@@ -100,8 +101,8 @@ rt_tasks_cgroup_room(char *where, size_t size)
 	char dir[RT_CONFIG_PATH_MAX];
 	size_t top;
 	uint64_t room = RT_LIMITS_NONE;
-	if (!rt_files_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) ||
-	    !rt_files_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)) ||
+	if (!rt_procread_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) ||
+	    !rt_procread_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)) ||
 	    rt_procfs_cgroup_dir(cgroup, mountinfo, "pids", dir, sizeof(dir), &top) ==
 	        RT_PROCFS_CGROUP_NONE)
 		return room;
@@ -146,7 +147,7 @@ rt_tasks_count_user(unsigned uid)
 		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
 		    snprintf(path, sizeof(path), "/proc/%s/status", e->d_name) >= (int)sizeof(path))
 			continue;
-		if (rt_files_slurp(path, text, sizeof(text)) &&
+		if (rt_procread_slurp(path, text, sizeof(text)) &&
 		    rt_limits_status_tasks(text, &owner, &threads) && owner == uid)
 			count += threads;
 	}
@@ -166,11 +167,11 @@ rt_tasks_nproc_room(unsigned tasks, uint64_t *limit)
 	char text[4096];
 	uint64_t outside;
 	unsigned uid = getuid();
-	if (rt_files_slurp("/proc/self/uid_map", text, sizeof(text)) &&
+	if (rt_procread_slurp("/proc/self/uid_map", text, sizeof(text)) &&
 	    rt_limits_uid_map(text, uid, &outside, &u.initial_ns))
 		u.real_root = outside == 0;
 	uint64_t machine;
-	if (!rt_limits_nproc_binds(&u) || (rt_files_slurp("/proc/loadavg", text, sizeof(text)) &&
+	if (!rt_limits_nproc_binds(&u) || (rt_procread_slurp("/proc/loadavg", text, sizeof(text)) &&
 	                                   rt_limits_loadavg_tasks(text, &machine) &&
 	                                   rt_limits_nproc_fits_anyway(u.nproc, machine, tasks)))
 		return RT_LIMITS_NONE;

@@ -10,6 +10,7 @@
 #include "rt_creds.h"
 #include "rt_detect.h"
 #include "rt_fd.h"
+#include "rt_fifo.h"
 #include "rt_file_rules.h"
 #include "rt_files.h"
 #include "rt_heap.h"
@@ -17,9 +18,12 @@
 #include "rt_keeper.h"
 #include "rt_ledger.h"
 #include "rt_out.h"
+#include "rt_outputs.h"
 #include "rt_procfs.h"
+#include "rt_procread.h"
 #include "rt_proto.h"
 #include "rt_python.h"
+#include "rt_record.h"
 #include "rt_report.h"
 #include "rt_sampler.h"
 #include "rt_signal.h"
@@ -125,10 +129,10 @@ rt_worker_facts(const struct rt_worker *w)
 	    .allocator = rt_allocator_name(w->setup.allocator),
 	    .action = rt_action_name(w->setup.action),
 	    .action_limits = rt_action_limits(w->setup.action),
-	    .fifo = rt_files_fifo_path(),
-	    .stats = rt_files_stats_path(),
+	    .fifo = rt_fifo_path(),
+	    .stats = rt_outputs_stats_path(),
 	    .signal = rt_signal_number(),
-	    .lost_records = rt_files_lost_records(),
+	    .lost_records = rt_record_dropped(),
 	    .descriptors = rt_file_table_word(w->descriptors),
 	};
 }
@@ -151,12 +155,12 @@ rt_worker_publish(struct rt_worker *w)
 	memcpy(w->status, text, len);
 	w->status_len = len;
 	pthread_mutex_unlock(&w->status_lock);
-	if (rt_files_have_status())
-		rt_files_write_status(text, len);
+	if (rt_fifo_have_status())
+		rt_fifo_write_status(text, len);
 	if (w->setup.cfg->prom[0]) {
 		struct rt_prom_record pr;
 		rt_ledger_prom(&w->ledger, &facts, RT_VERSION, &pr);
-		rt_files_write_prom(text, rt_report_prom(text, sizeof(text), &pr));
+		rt_outputs_write_prom(text, rt_report_prom(text, sizeof(text), &pr));
 	}
 }
 
@@ -206,7 +210,7 @@ rt_worker_collect(struct rt_worker *w, struct rt_batch *b, struct rt_python_outc
 	char buf[4096];
 	ssize_t got;
 	struct rt_worker_feed feed = {w, b};
-	while ((got = rt_files_fifo_read(buf, sizeof(buf))) > 0)
+	while ((got = rt_fifo_read(buf, sizeof(buf))) > 0)
 		rt_proto_feed(&w->proto, buf, (size_t)got, rt_worker_on_line, &feed);
 }
 
@@ -228,15 +232,15 @@ rt_worker_read(struct rt_worker *w, struct rt_batch *b)
 	    .bytes_requested = totals.bytes,
 	};
 	if (rt_triggers_watch_rss(&w->triggers))
-		tr->rss_kib = rt_files_rss_kib();
+		tr->rss_kib = rt_procread_rss_kib();
 	if (rt_triggers_watch_pressure(&w->triggers))
-		rt_files_memory(&tr->mem_used, &tr->mem_limit);
+		rt_procread_memory(&tr->mem_used, &tr->mem_limit);
 	if (totals.allocations + totals.frees != w->events) {
 		w->events = totals.allocations + totals.frees;
 		w->events_us = tr->now_us;
 	}
 	bool detecting = rt_triggers_detecting(&w->triggers);
-	if (detecting || rt_files_have_trace()) {
+	if (detecting || rt_outputs_have_trace()) {
 		struct rt_reading rd = {
 		    .t_us = tr->now_us,
 		    .allocations = totals.allocations,
@@ -251,9 +255,9 @@ rt_worker_read(struct rt_worker *w, struct rt_batch *b)
 		 * round, while the process is quiet). */
 		if (w->want_live)
 			rd.live_bytes = rt_heap_live_bytes();
-		if (rt_files_have_trace()) {
+		if (rt_outputs_have_trace()) {
 			char line[RT_TRACE_LINE_MAX];
-			rt_files_trace_line(line, rt_trace_format(line, sizeof(line), &rd));
+			rt_outputs_trace_line(line, rt_trace_format(line, sizeof(line), &rd));
 		}
 		if (detecting) {
 			enum rt_detect_result r = rt_detect_feed(&w->detect, &rd);
@@ -304,9 +308,9 @@ rt_worker_release(struct rt_worker *w, struct rt_round_record *rec, char *note)
 	 * the next look. */
 	rt_worker_serve();
 	rec->action = rt_action_name(done);
-	rec->rss_after_kib = rt_files_rss_kib();
+	rec->rss_after_kib = rt_procread_rss_kib();
 	struct rt_procfs_rss split;
-	if (rt_files_rss_split(&split)) {
+	if (rt_procread_rss_split(&split)) {
 		rec->anon_kib = split.anon_kib;
 		rec->file_kib = split.file_kib;
 		rec->lazyfree_kib = split.lazyfree_kib;
@@ -325,14 +329,14 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
                  const struct rt_python_outcome *python)
 {
 	const struct rt_config *cfg = w->setup.cfg;
-	struct rt_ledger_plan plan = rt_ledger_plan(b, cfg->profile, rt_files_have_stats());
+	struct rt_ledger_plan plan = rt_ledger_plan(b, cfg->profile, rt_outputs_have_stats());
 	if (!plan.handle)
 		return;
 	char note[RT_LEDGER_NOTE_MAX];
 	struct rt_round_record rec;
 	rt_ledger_start(&w->ledger, b, getpid(), rt_allocator_name(w->setup.allocator), note, &rec);
 	rec.descriptors = rt_file_table_word(w->descriptors);
-	rec.rss_before_kib = rec.rss_after_kib = rt_files_rss_kib();
+	rec.rss_before_kib = rec.rss_after_kib = rt_procread_rss_kib();
 	if (plan.act && rt_batch_acts_by_detection_only(b) &&
 	    !rt_triggers_auto_worth(&w->triggers, rec.rss_before_kib)) {
 		plan.act = false;
@@ -362,9 +366,9 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 
 	char line[RT_REPORT_LINE_MAX];
 	if (plan.rss_line)
-		rt_files_log_line(line, rt_report_rss_line(line, sizeof(line), &rec));
+		rt_outputs_log_line(line, rt_report_rss_line(line, sizeof(line), &rec));
 	if (plan.stats_line)
-		rt_files_stats_line(line, rt_report_json(line, sizeof(line), &rec));
+		rt_outputs_stats_line(line, rt_report_json(line, sizeof(line), &rec));
 	rt_worker_publish(w);
 }
 
@@ -400,7 +404,7 @@ rt_worker_wait(const struct rt_worker *w, unsigned seen)
 	sigset_t mask, all;
 	sigfillset(&all);
 	rt_signal_begin_wait(&mask);
-	int fd = rt_files_fifo_fd();
+	int fd = rt_fifo_fd();
 	uint64_t wait_us = rt_worker_wait_us(w);
 	struct timespec tick = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
 	if (atomic_load(&rt_worker_life.wake_word) != seen) {
@@ -585,7 +589,7 @@ rt_worker_decide_table(struct rt_worker *w, unsigned table)
 static void
 rt_worker_alone(void)
 {
-	if (rt_files_alone(rt_tasks_held()))
+	if (rt_procread_alone(rt_tasks_held()))
 		exit(0);
 }
 
@@ -620,7 +624,7 @@ rt_worker_main(void *arg)
 	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
 	rt_heap_take_arena();
-	w->ledger.last_rss_kib = rt_files_rss_kib();
+	w->ledger.last_rss_kib = rt_procread_rss_kib();
 	rt_worker_publish(w);
 	while (!rt_worker_serve()) {
 		unsigned seen = atomic_load(&rt_worker_life.wake_word);

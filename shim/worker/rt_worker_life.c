@@ -1,6 +1,6 @@
 /* The worker's life words: see rt_worker_life.h. */
 #include "rt_worker_life.h"
-#include "rt_files.h"
+#include "rt_fifo.h"
 #include "rt_proc.h"
 
 #include <linux/futex.h>
@@ -60,5 +60,5 @@ rt_worker_life_wake(void)
 {
 	atomic_fetch_add(&rt_worker_life.wake_word, 1);
 	syscall(SYS_futex, &rt_worker_life.wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	rt_files_fifo_poke();
+	rt_fifo_poke();
 }

@@ -1,0 +1,25 @@
+/* rt_record: a record written to one of the library's files whole or not at all (appended, or
+ * rewritten in place), and the count of the records dropped because a file could not take them. */
+#ifndef RT_RECORD_H
+#define RT_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Appends one record whole or not at all: 0, or the errno of the write that could not finish
+ * it, the file cut back to where the record began. */
+int rt_record_append(int fd, const char *line, size_t len);
+/* Replaces a file's content in place, whole or not at all: 0, or the errno that kept the new
+ * content out. *kept is the longest content written so far, which shorter ones pad over; text
+ * ends with a newline. */
+int rt_record_rewrite(int fd, size_t *kept, const char *text, size_t len);
+/* A record the file (feature, path) could not take, err why: counted, and said on stderr the
+ * first time for that file (*said). */
+void rt_record_drop(const char *feature, const char *path, bool *said, int err);
+/* The records dropped so far (the status's lost_records). */
+uint64_t rt_record_dropped(void);
+/* In a fork child, inside fork: the parent's count is not the child's. */
+void rt_record_forget_parent(void);
+
+#endif
