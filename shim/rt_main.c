@@ -126,7 +126,7 @@ rt_main_start_child_now(void)
 	bool waiting = true;
 	if (!atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
 		return;
-	if (!rt_tasks_room_to_start() || !rt_main_start())
+	if (!rt_tasks_room_to_start(rt_main_worker.cfg) || !rt_main_start())
 		atomic_store(&rt_shim.active, false);
 }
 
@@ -167,7 +167,7 @@ rt_main_init(void)
 	if (cfg->disabled || !cfg->matched)
 		return;
 	/* Before anything is set up: a process without room for the worker stays as it was. */
-	if (!rt_tasks_room_to_start())
+	if (!rt_tasks_room_to_start(cfg))
 		return;
 
 	rt_fd_init();
@@ -189,7 +189,7 @@ rt_main_init(void)
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim.active = rt_main_start();
 	if (rt_shim.active)
-		rt_sampler_init();
+		rt_sampler_init(cfg);
 }
 
 /* A process where roundtrim stayed inactive (most often one that does not match) has no worker

@@ -1,6 +1,7 @@
 /* rt_shim: the process's configuration and the facts found at start-up (program, fork child),
- * which rt_main writes in the constructor (and in a fork child) and hands down to what needs
- * them; and the `active` flag that a program thread clears when the library stands down. */
+ * which rt_main writes in the constructor (and in a fork child) and hands down, read-only, to
+ * each module's start; rt_files alone still reads them here. And the `active` flag, which
+ * rt_main sets and a program thread clears when the library stands down (rt_tasks). */
 #ifndef RT_SHIM_H
 #define RT_SHIM_H
 

@@ -9,7 +9,6 @@
 #include "rt_file_rules.h"
 #include "rt_io.h"
 #include "rt_out.h"
-#include "rt_shim.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,6 @@
 #include "rt_keeper.h"
 #include "rt_file_rules.h"
 #include "rt_proc.h"
-#include "rt_shim.h"
 
 #include <errno.h>
 #include <fcntl.h>

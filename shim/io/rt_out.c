@@ -2,7 +2,6 @@
 #include "rt_close.h"
 #include "rt_fd.h"
 #include "rt_report.h"
-#include "rt_shim.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -23,12 +23,12 @@
  * prepare handler takes for writing. */
 #include "rt_sampler.h"
 #include "rt_close.h"
+#include "rt_config.h"
 #include "rt_fd.h"
 #include "rt_malloc.h"
 #include "rt_out.h"
 #include "rt_outputs.h"
 #include "rt_real.h"
-#include "rt_shim.h"
 #include "rt_sites.h"
 #include "rt_tally.h"
 
@@ -576,9 +576,8 @@ rt_sampler_map_tables(void)
 }
 
 void
-rt_sampler_init(void)
+rt_sampler_init(const struct rt_config *cfg)
 {
-	const struct rt_config *cfg = &rt_shim.cfg;
 	if (!cfg->sites[0] || !rt_outputs_have_sites())
 		return;
 	rt_sp.mean = cfg->sample_bytes;

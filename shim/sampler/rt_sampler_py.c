@@ -19,7 +19,6 @@
  * report shows the native frames only. */
 #include "rt_out.h"
 #include "rt_sampler.h"
-#include "rt_shim.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>

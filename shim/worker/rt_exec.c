@@ -6,7 +6,6 @@
  * entry point needs its own wrapper. */
 #include "rt_fifo.h"
 #include "rt_real.h"
-#include "rt_shim.h"
 #include "rt_signal.h"
 #include "rt_tasks.h"
 

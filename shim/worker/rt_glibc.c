@@ -3,7 +3,6 @@
  * protocol on an arena's mutex, the pauses between holds, and madvise. */
 #include "rt_glibc.h"
 #include "rt_out.h"
-#include "rt_shim.h"
 
 #include <dlfcn.h>
 #include <elf.h>

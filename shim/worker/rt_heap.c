@@ -2,7 +2,6 @@
 #include "rt_heap_ops.h"
 #include "rt_malloc.h"
 #include "rt_real.h"
-#include "rt_shim.h"
 
 #include <dlfcn.h>
 #include <elf.h>

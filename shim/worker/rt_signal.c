@@ -6,7 +6,6 @@
 #include "rt_signal.h"
 #include "rt_out.h"
 #include "rt_real.h"
-#include "rt_shim.h"
 #include "rt_worker_life.h"
 
 #include <errno.h>

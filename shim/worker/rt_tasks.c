@@ -5,6 +5,7 @@
  * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
  * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */
 #include "rt_tasks.h"
+#include "rt_config.h"
 #include "rt_file_rules.h"
 #include "rt_files.h"
 #include "rt_keeper.h"
@@ -193,7 +194,7 @@ rt_tasks_decide(unsigned tasks, uint64_t *cgroup_room, char *where, size_t size,
 }
 
 bool
-rt_tasks_room_to_start(void)
+rt_tasks_room_to_start(const struct rt_config *cfg)
 {
 	unsigned tasks = rt_tasks_needed();
 	char where[RT_CONFIG_PATH_MAX] = "", unused[RT_CONFIG_PATH_MAX];
@@ -204,7 +205,7 @@ rt_tasks_room_to_start(void)
 	bool one_fits =
 	    tasks > 1 && verdict != RT_LIMITS_START &&
 	    rt_tasks_decide(1, &room1, unused, sizeof(unused), &room1, &limit1) == RT_LIMITS_START;
-	rt_tasks_no_keeper = one_fits && rt_shim.cfg.shared_table;
+	rt_tasks_no_keeper = one_fits && cfg->shared_table;
 	const char *hint = one_fits ? "; ROUNDTRIM_SHARED_TABLE=1 runs it with the worker alone, "
 	                              "in the program's descriptor table"
 	                            : "";

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+struct rt_config;
+
 /* How many tasks the library starts in a process: the worker, and where unshare(2) is refused
  * its keeper (rt_keeper). A task of the library's that glibc's thread list does not hold (the
  * keeper) must also leave in rt_tasks_stand_down and follow, or leave before, the program's
@@ -19,8 +21,9 @@ unsigned rt_tasks_held(void);
 /* At start-up, before anything is opened: whether the pids cgroup and RLIMIT_NPROC leave room
  * for the library's tasks and one more for the program (policy/rt_limits). Says why in one
  * line when they do not. Where they leave room for the worker but not for its keeper, and the
- * user accepts the program's descriptor table, true, and rt_tasks_room_for_keeper says no. */
-bool rt_tasks_room_to_start(void);
+ * user accepts the program's descriptor table (cfg->shared_table), true, and
+ * rt_tasks_room_for_keeper says no. */
+bool rt_tasks_room_to_start(const struct rt_config *cfg);
 bool rt_tasks_room_for_keeper(void);
 
 /* Held while the library's tasks start or leave, and across the program's credential calls,
