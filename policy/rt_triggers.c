@@ -1,4 +1,5 @@
 #include "rt_triggers.h"
+#include "rt_config.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -19,6 +20,16 @@ rt_triggers_default_params(struct rt_triggers_params *p)
 	/* Below a MiB, a release returns next to nothing: in NVFlare's job process RSS grows 2 to
 	 * 37 MiB between two actions, in its client parent 0 to 0.2. */
 	p->auto_growth_kib = 1024;
+}
+
+void
+rt_triggers_config_params(struct rt_triggers_params *p, const struct rt_config *cfg)
+{
+	rt_triggers_default_params(p);
+	p->interval_us = cfg->interval_us;
+	p->pressure_permille = cfg->pressure_percent * 10;
+	/* Rounded up: a limit that is not a whole KiB is crossed only above it. */
+	p->rss_limit_kib = (cfg->rss_limit_bytes + 1023) / 1024;
 }
 
 void

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct rt_config;
+
 /* Where rounds come from (the status file's "mode"). */
 enum rt_mode {
 	RT_MODE_AUTO,      /* detected, until the first announced round */
@@ -54,6 +56,9 @@ struct rt_trigger_reading {
 };
 
 void rt_triggers_default_params(struct rt_triggers_params *p);
+/* The defaults, with the settings (ROUNDTRIM_INTERVAL, ROUNDTRIM_PRESSURE, ROUNDTRIM_RSS_LIMIT)
+ * in the units the triggers count in: the one place where they are converted. */
+void rt_triggers_config_params(struct rt_triggers_params *p, const struct rt_config *cfg);
 void rt_triggers_init(struct rt_triggers *t, const struct rt_triggers_params *p, bool auto_rounds,
                       uint64_t now_us, uint64_t bytes_requested);
 /* A round was announced: detection hands over for good. */

@@ -82,11 +82,11 @@ rt_main_diag(void *ctx, const char *line)
  * before this returns), then the worker, which opens nothing. Under the tasks' lock: a
  * credential call of another thread must not meet a worker half started. */
 static bool
-rt_main_start(void)
+rt_main_start(const struct rt_worker_setup *setup)
 {
 	rt_tasks_lock();
 	rt_files_open();
-	bool started = rt_worker_start(&rt_main_worker);
+	bool started = rt_worker_start(setup);
 	rt_tasks_unlock();
 	return started;
 }
@@ -126,7 +126,7 @@ rt_main_start_child_now(void)
 	bool waiting = true;
 	if (!atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
 		return;
-	if (!rt_tasks_room_to_start(rt_main_worker.cfg) || !rt_main_start())
+	if (!rt_tasks_room_to_start(rt_main_worker.cfg) || !rt_main_start(&rt_main_worker))
 		atomic_store(&rt_shim.active, false);
 }
 
@@ -187,7 +187,7 @@ rt_main_init(void)
 		rt_signal_setup(cfg->signal);
 	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
-	rt_shim.active = rt_main_start();
+	rt_shim.active = rt_main_start(w);
 	if (rt_shim.active)
 		rt_sampler_init(cfg);
 }

@@ -667,29 +667,32 @@ rt_worker_stack_size(void)
 	return (RT_WORKER_STACK + tls + page - 1) & ~(page - 1);
 }
 
-bool
-rt_worker_start(const struct rt_worker_setup *setup)
+/* The worker's state machines, set up from the configuration, before its thread runs. */
+static void
+rt_worker_init(struct rt_worker *w, const struct rt_worker_setup *setup)
 {
-	struct rt_worker *w = &rt_worker_one;
 	w->setup = *setup;
-	const struct rt_config *cfg = w->setup.cfg;
-	rt_ledger_init(&w->ledger, cfg->gc_rounds);
+	rt_ledger_init(&w->ledger, setup->cfg->gc_rounds);
 	rt_proto_init(&w->proto);
 	struct rt_triggers_params tp;
-	rt_triggers_default_params(&tp);
-	tp.interval_us = cfg->interval_us;
-	tp.pressure_permille = cfg->pressure_percent * 10;
-	tp.rss_limit_kib = (cfg->rss_limit_bytes + 1023) / 1024;
+	rt_triggers_config_params(&tp, setup->cfg);
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
 	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
-	rt_triggers_init(&w->triggers, &tp, cfg->auto_rounds, now, totals.bytes);
+	rt_triggers_init(&w->triggers, &tp, setup->cfg->auto_rounds, now, totals.bytes);
 	struct rt_detect_params dp;
 	rt_detect_default_params(&dp);
 	dp.want_live = rt_heap_has_live();
 	rt_detect_init(&w->detect, &dp);
 	w->want_live = false;
 	w->events_us = now;
+}
+
+bool
+rt_worker_start(const struct rt_worker_setup *setup)
+{
+	struct rt_worker *w = &rt_worker_one;
+	rt_worker_init(w, setup);
 
 	/* The thread starts with every signal blocked, so that it never takes the host's SIGTERM,
 	 * SIGCHLD or SIGALRM (heaptrack bug 378494: its timer thread stole SIGTERM). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "rt_config.h"
+#include "rt_triggers.h"
 
 struct env_var {
 	const char *name;
@@ -146,6 +147,28 @@ Test(config, every_variable_valid)
 	cr_assert_eq(cfg.jemalloc, RT_JEMALLOC_DECAY);
 	cr_assert_eq(cfg.trim_pad, 4096);
 	cr_assert_not(cfg.python);
+}
+
+/* From the environment to the triggers' units, the settings' only conversion. */
+Test(config, trigger_settings_reach_the_triggers_in_their_units)
+{
+	read_env(ENV({"ROUNDTRIM_INTERVAL", "90s"}, {"ROUNDTRIM_PRESSURE", "85%"},
+	             {"ROUNDTRIM_RSS_LIMIT", "1025"}));
+	expect_no_diag();
+	struct rt_triggers_params p, defaults;
+	rt_triggers_config_params(&p, &cfg);
+	rt_triggers_default_params(&defaults);
+	cr_assert_eq(p.interval_us, UINT64_C(90) * 1000 * 1000);
+	cr_assert_eq(p.pressure_permille, 850);
+	cr_assert_eq(p.rss_limit_kib, 2);
+	cr_assert_eq(p.repeat_us, defaults.repeat_us);
+	cr_assert_eq(p.watch_tick_us, defaults.watch_tick_us);
+
+	read_env(ENV({"ROUNDTRIM_INTERVAL", "off"}));
+	rt_triggers_config_params(&p, &cfg);
+	cr_assert_eq(p.interval_us, 0);
+	cr_assert_eq(p.pressure_permille, 0);
+	cr_assert_eq(p.rss_limit_kib, 0);
 }
 
 /* ROUNDTRIM_DISABLE */
