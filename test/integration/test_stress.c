@@ -385,7 +385,13 @@ storm_run(const char *preload, const char *const args[], const char *const env[]
 	char stats[PATH_MAX], needle[64];
 	snprintf(stats, sizeof(stats), "%s/stats-%d.jsonl", th_tmpdir(), run.proc.pid);
 	snprintf(needle, sizeof(needle), "\"round\":%ld,", sent + api);
-	cr_assert_geq(th_count_lines(stats, needle), 1, "no stats line for round %ld", sent + api);
+	if (th_count_lines(stats, needle) < 1) {
+		static char all[1 << 20];
+		ssize_t n = th_read_file(stats, all, sizeof(all));
+		const char *tail = n > 1500 ? all + n - 1500 : all;
+		cr_assert_fail("no stats line for round %ld; status: %s\nthe stats file ends: %s",
+		               sent + api, status, n > 0 ? tail : "(none)");
+	}
 	finish(&run, 0, false);
 }
 
