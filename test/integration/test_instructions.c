@@ -48,6 +48,8 @@ Test(instructions, within_the_budgets_of_scripts_instructions_sh)
 	cr_assert(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0,
 	          "scripts/instructions.sh check failed (status %d):\n%s", p.status, report);
 	/* Every figure was counted: none over, none skipped for want of a count. */
-	cr_assert_eq(th_count_in(report, "\twithin\t"), 6, "not 6 figures within budget:\n%s",
-	             report);
+	int figures = th_count_in(report, "\n");
+	cr_assert_gt(figures, 0, "no figure:\n%s", report);
+	cr_assert_eq(th_count_in(report, "\twithin\t"), figures,
+	             "not every figure within its budget:\n%s", report);
 }
