@@ -381,11 +381,13 @@ storm_run(const char *preload, const char *const args[], const char *const env[]
 	if (preload && strstr(preload, "jemalloc"))
 		cr_assert_not_null(strstr(status, "\"allocator\":\"jemalloc\""), "%s", status);
 	cr_log_info("%ld FIFO rounds, %ld API rounds: %s", sent, api, status);
-	/* The stats file's last line is the last batch: its round is the count. */
-	char stats[PATH_MAX], needle[64];
+	/* The stats file's last line is the last batch: its round is the count. The status counts
+	 * an API round as its caller counts it, before the worker's next look writes its record:
+	 * so the record is waited for. */
+	char stats[PATH_MAX], needle[64], last[4096];
 	snprintf(stats, sizeof(stats), "%s/stats-%d.jsonl", th_tmpdir(), run.proc.pid);
 	snprintf(needle, sizeof(needle), "\"round\":%ld,", sent + api);
-	if (th_count_lines(stats, needle) < 1) {
+	if (!th_wait_line(stats, needle, last, sizeof(last), deadline_ms())) {
 		static char all[1 << 20];
 		ssize_t n = th_read_file(stats, all, sizeof(all));
 		const char *tail = n > 1500 ? all + n - 1500 : all;
