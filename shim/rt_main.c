@@ -49,6 +49,12 @@ static int64_t rt_main_child_settled_ns;
 /* What the worker is handed at each start (the process's, and a fork child's): the
  * configuration and the facts found at start-up. */
 static struct rt_worker_setup rt_main_worker;
+/* The process's configuration, read once in the constructor, and the program's name: handed
+ * down, read-only, to each module's start. */
+static struct rt_config rt_main_config;
+static char rt_main_program[64];
+/* This process is a fork child of one where the library was active. */
+static bool rt_main_forked;
 
 static int64_t
 rt_main_now_ns(void)
@@ -85,7 +91,7 @@ static bool
 rt_main_start(const struct rt_worker_setup *setup)
 {
 	rt_tasks_lock();
-	rt_files_open();
+	rt_files_open(setup->cfg, setup->program, rt_main_forked);
 	bool started = rt_worker_start(setup);
 	rt_tasks_unlock();
 	return started;
@@ -94,11 +100,11 @@ rt_main_start(const struct rt_worker_setup *setup)
 static void
 rt_main_atfork_child(void)
 {
-	if (!rt_shim.active)
+	if (!rt_shim_active)
 		return;
 	/* Inside fork, before the child runs a line of its own: the parent's worker, files and
 	 * requests are not the child's. Nothing is opened or started here. */
-	rt_shim.forked = true;
+	rt_main_forked = true;
 	/* The keeper is not here (only this thread is): the child's table holds none of the
 	 * library's descriptors, and its start makes a keeper of its own where it needs one. */
 	rt_keeper_forget_parent();
@@ -127,7 +133,7 @@ rt_main_start_child_now(void)
 	if (!atomic_compare_exchange_strong(&rt_main_child_waiting, &waiting, false))
 		return;
 	if (!rt_tasks_room_to_start(rt_main_worker.cfg) || !rt_main_start(&rt_main_worker))
-		atomic_store(&rt_shim.active, false);
+		atomic_store(&rt_shim_active, false);
 }
 
 /* On a thread's first allocation and whenever its budget runs out while the child waits (through
@@ -155,14 +161,14 @@ rt_main_init(void)
 	if (getauxval(AT_SECURE))
 		return;
 	const char *program = program_invocation_short_name;
-	strncpy(rt_shim.program, program ? program : "", sizeof(rt_shim.program) - 1);
+	strncpy(rt_main_program, program ? program : "", sizeof(rt_main_program) - 1);
 	struct rt_platform platform = {
 	    .sigrtmin = SIGRTMIN,
 	    .sigrtmax = SIGRTMAX,
 	    .uid = geteuid(),
-	    .program = rt_shim.program,
+	    .program = rt_main_program,
 	};
-	struct rt_config *cfg = &rt_shim.cfg;
+	struct rt_config *cfg = &rt_main_config;
 	rt_config_read(cfg, &platform, rt_main_lookup, NULL, rt_main_diag, NULL);
 	if (cfg->disabled || !cfg->matched)
 		return;
@@ -174,7 +180,7 @@ rt_main_init(void)
 	rt_tally_init();
 	struct rt_worker_setup *w = &rt_main_worker;
 	w->cfg = cfg;
-	w->program = rt_shim.program;
+	w->program = rt_main_program;
 	w->allocator = rt_heap_detect();
 	w->action = rt_allocator_action(w->allocator, cfg->jemalloc, cfg->glibc);
 	rt_heap_prepare(w->action);
@@ -187,8 +193,8 @@ rt_main_init(void)
 		rt_signal_setup(cfg->signal);
 	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
-	rt_shim.active = rt_main_start(w);
-	if (rt_shim.active)
+	rt_shim_active = rt_main_start(w);
+	if (rt_shim_active)
 		rt_sampler_init(cfg);
 }
 
@@ -197,7 +203,7 @@ rt_main_init(void)
 __attribute__((destructor)) static void
 rt_main_fini(void)
 {
-	if (rt_shim.active)
+	if (rt_shim_active)
 		rt_files_remove();
 }
 
@@ -228,7 +234,7 @@ _Exit(int status)
 static bool
 rt_main_ready_for_request(void)
 {
-	if (!rt_shim.active)
+	if (!rt_shim_active)
 		return false;
 	rt_main_start_child_now();
 	return rt_worker_life_running();

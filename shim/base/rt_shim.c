@@ -1,4 +1,4 @@
-/* The process's configuration and facts: see rt_shim.h. */
+/* Whether the library works in this process: see rt_shim.h. */
 #include "rt_shim.h"
 
-struct rt_shim rt_shim;
+atomic_bool rt_shim_active;

@@ -8,7 +8,6 @@
 #include "rt_outputs.h"
 #include "rt_procread.h"
 #include "rt_record.h"
-#include "rt_shim.h"
 
 #ifdef RT_SANITIZER_REPORTS
 #include <sanitizer/common_interface_defs.h>
@@ -60,12 +59,12 @@ rt_files_all(struct rt_fd **all)
  * over: after a report, one from the other table may still send its symbolizer requests
  * astray (the first report fails those targets anyway). */
 static void
-rt_files_open_sanitizer_reports(void)
+rt_files_open_sanitizer_reports(const char *program)
 {
+	(void)program;
 #ifdef RT_SANITIZER_REPORTS
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s.%s.%d", RT_SANITIZER_REPORTS, rt_shim.program,
-	         (int)getpid());
+	snprintf(path, sizeof(path), "%s.%s.%d", RT_SANITIZER_REPORTS, program, (int)getpid());
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		__sanitizer_set_report_fd((void *)(intptr_t)fd);
@@ -74,11 +73,9 @@ rt_files_open_sanitizer_reports(void)
 }
 
 void
-rt_files_open(void)
+rt_files_open(const struct rt_config *cfg, const char *program, bool forked)
 {
-	const struct rt_config *cfg = &rt_shim.cfg;
-	bool forked = rt_shim.forked;
-	rt_files_open_sanitizer_reports();
+	rt_files_open_sanitizer_reports(program);
 	rt_procread_open();
 	rt_outputs_open(cfg);
 	if (cfg->pressure_percent)

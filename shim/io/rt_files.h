@@ -3,13 +3,17 @@
 #ifndef RT_FILES_H
 #define RT_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "rt_config.h"
 
 /* At start-up, in the thread that starts the library (the constructor, or the thread of a fork
  * child that starts its worker): opens everything the configuration asks for. Every descriptor
  * is lifted above the floor before it returns (rt_fd); afterwards nothing is ever opened. A
- * feature that cannot be had says so in one line and stays off. */
-void rt_files_open(void);
+ * feature that cannot be had says so in one line and stays off. forked: the process is a fork
+ * child of one where the library was active (its FIFO is named anew). */
+void rt_files_open(const struct rt_config *cfg, const char *program, bool forked);
 /* In a fork child, inside fork: closes the parent's descriptors and forgets its files. */
 void rt_files_forget_parent(void);
 /* The numbers of the descriptors kept, for the worker to keep them in its own table. */

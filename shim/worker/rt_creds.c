@@ -209,7 +209,7 @@ rt_creds_before(const char *call)
 static bool
 rt_creds_enter(const char *call)
 {
-	if (rt_creds_in_call || !atomic_load(&rt_shim.active))
+	if (rt_creds_in_call || !atomic_load(&rt_shim_active))
 		return false;
 	rt_creds_in_call = true;
 	int saved_errno = errno;
@@ -285,7 +285,7 @@ capset(cap_user_header_t header, const cap_user_data_t data)
 	static void *real;
 	int (*fn)(cap_user_header_t, const cap_user_data_t);
 	*(void **)&fn = rt_real_lazy(&real, "capset");
-	bool entered = !rt_creds_in_call && atomic_load(&rt_shim.active);
+	bool entered = !rt_creds_in_call && atomic_load(&rt_shim_active);
 	if (entered) {
 		rt_creds_in_call = true;
 		rt_tasks_lock();

@@ -234,7 +234,7 @@ rt_tasks_stand_down(const char *why)
 	/* The worker first: it may be asking the keeper for a call. */
 	bool gone = rt_worker_life_stop();
 	gone = rt_keeper_stop() && gone;
-	bool was_active = atomic_exchange(&rt_shim.active, false);
+	bool was_active = atomic_exchange(&rt_shim_active, false);
 	if (was_active) {
 		/* Nobody would serve a request sent through them any more. */
 		rt_files_remove();
