@@ -34,9 +34,10 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # The budgets (issue 19's goals are 8 per call and 40,000 per start). A call's figure is 4.25 to
-# 4.30, but with 2 threads it reached 4.53 once on a loaded machine (valgrind runs one thread at a
-# time, and where it switches changes jemalloc's paths): 5 still fails a regression of one
-# instruction per call.
+# 4.30 with 1 thread in every run; with 2 it moves with where valgrind switches threads (4.53 on
+# jemalloc and 4.77 on glibc seen on a loaded machine), so make check holds the 1-thread figures
+# and the starts, and make bench reports all. 5 still fails a regression of one instruction a
+# call.
 BUDGET_CALL=5
 BUDGET_START_NONMATCHING=40000
 BUDGET_START_MATCHING=1500000
