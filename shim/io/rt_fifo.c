@@ -298,21 +298,6 @@ rt_fifo_read(char *buf, size_t size)
 	return got < 0 ? (errno == EAGAIN ? 0 : -1) : got;
 }
 
-void
-rt_fifo_poke(void)
-{
-	/* The program's threads have no way into a private table: the worker's tick finds the
-	 * request instead. */
-	if (atomic_load(&rt_ff.private_table))
-		return;
-	int fd = rt_fd_peek(&rt_ff.fifo);
-	int saved_errno = errno;
-	/* EAGAIN: the FIFO is full, so the worker has plenty to wake for already. */
-	if (fd >= 0 && write(fd, "\n", 1) < 0) {
-	}
-	errno = saved_errno;
-}
-
 const char *
 rt_fifo_path(void)
 {

@@ -19,9 +19,6 @@ void rt_fifo_open(const char *tmpl, bool forked);
 int rt_fifo_fd(void);
 /* Reads what the FIFO holds (non-blocking): >0 bytes, 0 when empty, -1 when the FIFO is gone. */
 ssize_t rt_fifo_read(char *buf, size_t size);
-/* Wakes a worker that waits on the FIFO: an empty line, which the protocol ignores.
- * Async-signal-safe; from any thread. */
-void rt_fifo_poke(void);
 const char *rt_fifo_path(void); /* "" when none */
 
 bool rt_fifo_have_status(void);

@@ -60,5 +60,4 @@ rt_worker_life_wake(void)
 {
 	atomic_fetch_add(&rt_worker_life.wake_word, 1);
 	syscall(SYS_futex, &rt_worker_life.wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	rt_fifo_poke();
 }
