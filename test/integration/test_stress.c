@@ -695,32 +695,45 @@ trace_wait(pid_t tid, int *status)
 	}
 }
 
-/* Stops thread tid of the run and lets it go on until it enters system call nr with fd as its
- * first argument; kick (a line for the probe, or a FIFO write) makes it go there. It stays
- * stopped at that entry: the call has not looked at its descriptor yet. */
+/* Lets tid run to its next system-call stop, entry or exit, passing on the signals it meets on
+ * the way; what it is stopped at goes to info. what: the failure's words. */
 static void
-hold_at_call(pid_t tid, long nr, int fd, void (*kick)(struct th_probe *), struct th_probe *run)
+trace_next_call(pid_t tid, struct __ptrace_syscall_info *info, const char *what)
 {
 	int status, signal_to_pass = 0;
-	cr_assert_eq(ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD), 0, "ptrace: %s",
-	             strerror(errno));
-	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
-	cr_assert(trace_wait(tid, &status));
-	kick(run);
 	for (;;) {
 		cr_assert_eq(ptrace(PTRACE_SYSCALL, tid, 0, signal_to_pass), 0);
 		signal_to_pass = 0;
-		cr_assert(trace_wait(tid, &status), "the thread never entered call %ld on %d", nr,
-		          fd);
+		cr_assert(trace_wait(tid, &status), "%s", what);
 		cr_assert(WIFSTOPPED(status), "the thread ended: %#x", status);
 		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
 			if (status >> 16 == 0)
 				signal_to_pass = WSTOPSIG(status);
 			continue;
 		}
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof(*info), info) > 0)
+			return;
+	}
+}
+
+/* Stops tid (ptrace: the test process becomes its tracer), then holds it at the entry of its
+ * next call nr whose first argument is fd; kick (a line for the probe, or a FIFO write) makes it
+ * go there. It stays stopped at that entry: the call has not looked at its descriptor yet. */
+static void
+hold_at_call(pid_t tid, long nr, int fd, void (*kick)(struct th_probe *), struct th_probe *run)
+{
+	int status;
+	char what[96];
+	snprintf(what, sizeof(what), "the thread never entered call %ld on %d", nr, fd);
+	cr_assert_eq(ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD), 0, "ptrace: %s",
+	             strerror(errno));
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, 0, 0), 0);
+	cr_assert(trace_wait(tid, &status));
+	kick(run);
+	for (;;) {
 		struct __ptrace_syscall_info info;
-		if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof(info), &info) > 0 &&
-		    info.op == PTRACE_SYSCALL_INFO_ENTRY && info.entry.nr == (uint64_t)nr &&
+		trace_next_call(tid, &info, what);
+		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && info.entry.nr == (uint64_t)nr &&
 		    info.entry.args[0] == (uint64_t)fd)
 			return;
 	}
@@ -822,35 +835,22 @@ Test(stress, shared_table_api_round_makes_no_call_on_the_librarys_numbers)
 	cr_assert_gt(caller, 0, "%s", line);
 	int fifo = fd_ending(run.proc.pid, ".fifo");
 	cr_assert_geq(fifo, 0, "no FIFO in the program's table");
-	int status, signal_to_pass = 0;
+	int status;
 	cr_assert_eq(ptrace(PTRACE_SEIZE, caller, 0, PTRACE_O_TRACESYSGOOD), 0, "ptrace: %s",
 	             strerror(errno));
 	cr_assert_eq(ptrace(PTRACE_INTERRUPT, caller, 0, 0), 0);
 	cr_assert(trace_wait(caller, &status));
 	kick_api(&run);
-	for (bool round_began = false;;) {
-		cr_assert_eq(ptrace(PTRACE_SYSCALL, caller, 0, signal_to_pass), 0);
-		signal_to_pass = 0;
-		cr_assert(trace_wait(caller, &status), "the round never ended");
-		cr_assert(WIFSTOPPED(status), "the thread ended: %#x", status);
-		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
-			if (status >> 16 == 0)
-				signal_to_pass = WSTOPSIG(status);
-			continue;
-		}
-		struct __ptrace_syscall_info info;
-		if (ptrace(PTRACE_GET_SYSCALL_INFO, caller, sizeof(info), &info) <= 0)
-			continue;
-		/* The first stop is the end of the read that was waiting for the round. */
-		if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
-			round_began = true;
-			continue;
-		}
+	/* The first stop is the end of the read that was waiting for the round. */
+	struct __ptrace_syscall_info info;
+	trace_next_call(caller, &info, "the round never began");
+	for (;;) {
+		trace_next_call(caller, &info, "the round never ended");
 		if (info.op != PTRACE_SYSCALL_INFO_ENTRY)
 			continue;
 		cr_assert(!(info.entry.nr == SYS_write && info.entry.args[0] == (uint64_t)fifo),
 		          "roundtrim_round() wrote on the FIFO's number %d", fifo);
-		if (round_began && info.entry.nr == SYS_read && info.entry.args[2] == 1)
+		if (info.entry.nr == SYS_read && info.entry.args[2] == 1)
 			break;
 	}
 	cr_assert_eq(ptrace(PTRACE_DETACH, caller, 0, 0), 0);
