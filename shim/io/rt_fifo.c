@@ -32,11 +32,6 @@ static struct {
 	size_t status_len; /* the longest content written, which shorter ones pad over */
 	bool status_loss_said;
 	atomic_int owner; /* the pid that made these files: only it removes them */
-	/* The descriptors live in the library's own table only, the worker's or the keeper's
-	 * (rt_fifo_went_private): the program's threads can neither reach nor replace them, and
-	 * never touch them. Atomic: read by rt_fifo_poke in any thread, the worker's signal
-	 * handler among them. */
-	atomic_bool private_table;
 	/* The FIFO's and the status file's paths are removed once, by whichever comes first: the
 	 * worker, when the program took the FIFO's descriptor, or the exit. */
 	atomic_bool paths_claimed;
@@ -238,15 +233,8 @@ rt_fifo_fds(size_t *n)
 }
 
 void
-rt_fifo_went_private(void)
-{
-	atomic_store(&rt_ff.private_table, true);
-}
-
-void
 rt_fifo_forget_parent(void)
 {
-	atomic_store(&rt_ff.private_table, false);
 	rt_fd_close(&rt_ff.fifo);
 	rt_fd_close(&rt_ff.status);
 	rt_ff.fifo_path[0] = rt_ff.status_path[0] = '\0';

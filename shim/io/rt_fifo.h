@@ -35,9 +35,6 @@ void rt_fifo_remove(void);
 
 /* Its descriptors, to be listed, closed and forgotten with the library's others. */
 struct rt_fd *const *rt_fifo_fds(size_t *n);
-/* Once the descriptors are in a table of the library's own (the worker's or the keeper's):
- * the program's threads no longer poke. */
-void rt_fifo_went_private(void);
 /* In a fork child, inside fork: closes the parent's descriptors (those a private table held
  * are forgotten before) and forgets its paths. */
 void rt_fifo_forget_parent(void);

@@ -113,11 +113,10 @@ void
 rt_files_went_private(void)
 {
 	/* The worker or the keeper has its own copies now: the starter's go, before the program
-	 * runs on. No poke uses them from here on, before they are closed. */
+	 * runs on. */
 	struct rt_fd *all[RT_FILES_MAX];
 	size_t count = rt_files_all(all);
 	atomic_store(&rt_f.private_table, true);
-	rt_fifo_went_private();
 	for (size_t i = 0; i < count; i++)
 		rt_fd_close_copy(all[i]);
 }

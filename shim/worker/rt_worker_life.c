@@ -1,6 +1,5 @@
 /* The worker's life words: see rt_worker_life.h. */
 #include "rt_worker_life.h"
-#include "rt_fifo.h"
 #include "rt_proc.h"
 
 #include <linux/futex.h>
