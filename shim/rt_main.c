@@ -153,9 +153,8 @@ __attribute__((constructor)) static void
 rt_main_init(void)
 {
 	rt_real_resolve();
-	/* The cold-path work of the layers above the hot path (rt_hooks). */
-	rt_hooks.sample = rt_sampler_event;
-	rt_hooks.took = rt_sampler_took;
+	/* The cold-path work of the layers above the hot path (rt_hooks); the sampler's, only where
+	 * it runs. */
 	rt_hooks.thread_exits = rt_worker_thread_exits;
 	/* Never act inside a privileged process: its environment is not its user's to trust. */
 	if (getauxval(AT_SECURE))
@@ -194,8 +193,10 @@ rt_main_init(void)
 	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim_active = rt_main_start(w);
-	if (rt_shim_active)
-		rt_sampler_init(cfg);
+	if (rt_shim_active && rt_sampler_init(cfg)) {
+		rt_hooks.sample = rt_sampler_event;
+		rt_hooks.took = rt_sampler_took;
+	}
 }
 
 /* A process where roundtrim stayed inactive (most often one that does not match) has no worker

@@ -575,11 +575,11 @@ rt_sampler_map_tables(void)
 	return true;
 }
 
-void
+bool
 rt_sampler_init(const struct rt_config *cfg)
 {
 	if (!cfg->sites[0] || !rt_outputs_have_sites())
-		return;
+		return false;
 	rt_sp.mean = cfg->sample_bytes;
 	struct rt_sampler_find self = {.addr = (uintptr_t)&rt_sampler_init};
 	dl_iterate_phdr(rt_sampler_find_object, &self);
@@ -587,11 +587,11 @@ rt_sampler_init(const struct rt_config *cfg)
 	rt_sp.exe[len > 0 ? len : 0] = '\0';
 	if (!self.found) {
 		rt_warn("sites off: the library cannot find its own object");
-		return;
+		return false;
 	}
 	if (!rt_sampler_map_tables()) {
 		rt_warn("sites off: cannot map its tables: %s", strerror(errno));
-		return;
+		return false;
 	}
 	rt_sp.self_lo = self.lo;
 	rt_sp.self_hi = self.hi;
@@ -601,17 +601,17 @@ rt_sampler_init(const struct rt_config *cfg)
 	if (!rt_sp.backtrace) {
 		rt_warn("sites off: cannot load libunwind.so.8 (Debian: libunwind8): %.200s",
 		        unwind ? "no unw_backtrace" : dlerror());
-		return;
+		return false;
 	}
 	if (!rt_sampler_first_unwind(loaded_before)) {
 		rt_warn("sites off: libunwind's pipe could not be kept above descriptor %d",
 		        rt_fd_floor() - 1);
-		return;
+		return false;
 	}
 	rt_sp.py = rt_sampler_py_init();
 	if (pthread_atfork(rt_sampler_prepare, rt_sampler_parent, rt_sampler_child) != 0) {
 		rt_warn("sites off: cannot register its fork handlers");
-		return;
+		return false;
 	}
 	rt_sp.real_free = rt_real.free;
 	rt_sp.real_realloc = rt_real.realloc;
@@ -621,6 +621,7 @@ rt_sampler_init(const struct rt_config *cfg)
 	atomic_store(&rt_sp.sampling, true);
 	/* This thread's budget was armed for nothing: its next allocation starts its countdown. */
 	rt_malloc_set_budget(1);
+	return true;
 }
 
 /* --- The worker's report. */

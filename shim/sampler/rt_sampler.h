@@ -16,8 +16,9 @@ struct rt_config;
 /* In the constructor, once the library's files are open: when ROUNDTRIM_SITES asks for it and
  * the sites file is open, loads libunwind, maps the tables, and points the real free and realloc
  * at their sampling-aware versions. Says why in one line when it cannot. cfg: rt_main's, read
- * here only (sites, sample_bytes). */
-void rt_sampler_init(const struct rt_config *cfg);
+ * here only (sites, sample_bytes). True when it samples: the caller then registers its hooks
+ * (rt_sampler_event, rt_sampler_took). */
+bool rt_sampler_init(const struct rt_config *cfg);
 
 /* The cold path of an allocating entry point, inside its allocation event: `consumed` bytes
  * were asked for since the thread's budget was last armed, this allocation's included; `period`
