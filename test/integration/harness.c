@@ -44,15 +44,23 @@ th_workload(const char *name)
 }
 
 const char *
+th_system_lib(const char *file)
+{
+	static __thread char path[PATH_MAX];
+	static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu",
+	                                   "/usr/lib/aarch64-linux-gnu", "/usr/lib64", NULL};
+	for (int i = 0; dirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
+		if (access(path, R_OK) == 0)
+			return path;
+	}
+	return NULL;
+}
+
+const char *
 th_jemalloc(void)
 {
-	static const char *const candidates[] = {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
-	                                         "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
-	                                         "/usr/lib64/libjemalloc.so.2", NULL};
-	for (int i = 0; candidates[i]; i++)
-		if (access(candidates[i], R_OK) == 0)
-			return candidates[i];
-	return NULL;
+	return th_system_lib("libjemalloc.so.2");
 }
 
 const char *

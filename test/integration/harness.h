@@ -33,6 +33,9 @@ struct th_probe {
 /* The library and the project's programs. */
 const char *th_lib(void);
 const char *th_workload(const char *name);
+/* A shared library of the system's (FILE in the multiarch or lib64 directory), or NULL when
+ * absent; the path lives until the thread's next call. */
+const char *th_system_lib(const char *file);
 /* Debian's jemalloc, or NULL when absent. */
 const char *th_jemalloc(void);
 /* A fresh 0700 directory under /tmp, removed by th_cleanup. */

@@ -10,25 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *
-installed(const char *file)
-{
-	static __thread char path[PATH_MAX];
-	static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu",
-	                                   "/usr/lib/aarch64-linux-gnu", "/usr/lib64", NULL};
-	for (int i = 0; dirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
-		if (access(path, R_OK) == 0)
-			return path;
-	}
-	return NULL;
-}
-
 static void
 one_round_under(const char *file, const char *allocator, const char *action,
                 const char *const argv[])
 {
-	const char *so = installed(file);
+	const char *so = th_system_lib(file);
 	cr_assert_not_null(so, "%s is not installed (scripts/deps.sh)", file);
 	const char *dir = th_tmpdir();
 	char env_preload[PATH_MAX * 2], stats[PATH_MAX], fifo[PATH_MAX], line[2048], needle[64];
