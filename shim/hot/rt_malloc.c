@@ -32,11 +32,9 @@ rt_rearm(uint64_t period)
 	RT_STORE(rt_t.left, period);
 }
 
-/* The cold path of every allocating entry point, once RT_TALLY_TAKE found the budget used up
- * (this allocation's size already taken from it). False while this thread is resolving the
- * real functions (dlsym allocating): the caller serves the request from the bootstrap buffer. */
-RT_COLD static bool
-rt_cold(void)
+/* The library's per-thread work of the cold path; false while resolving. */
+static bool
+rt_cold_work(void)
 {
 	if (!rt_real_is_ready()) {
 		/* Budgets are armed once resolved: this is still a new thread's, zero, less this
@@ -72,11 +70,31 @@ rt_cold(void)
 	return true;
 }
 
-/* The sampler's look at what the real allocator answered, when it registered one. */
+/* The cold path of every allocating entry point, once RT_TALLY_TAKE found the budget used up
+ * (this allocation's size already taken from it). False while this thread is resolving the
+ * real functions (dlsym allocating): the caller serves the request from the bootstrap buffer.
+ * errno is the program's: a malloc that succeeds leaves it as it was, whatever the work done
+ * here (resolving, a fork child's deferred start, the sampler) set it to. */
+RT_COLD static bool
+rt_cold(void)
+{
+	int saved_errno = errno;
+	bool ready = rt_cold_work();
+	errno = saved_errno;
+	return ready;
+}
+
+/* The sampler's look at what the real allocator answered, when it registered one; errno stays
+ * what the allocator left. */
 static inline void *
 rt_malloc_took(void *p, size_t size)
 {
-	return rt_hooks.took ? rt_hooks.took(p, size) : p;
+	if (!rt_hooks.took)
+		return p;
+	int saved_errno = errno;
+	p = rt_hooks.took(p, size);
+	errno = saved_errno;
+	return p;
 }
 
 RT_COLD static void *

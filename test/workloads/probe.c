@@ -36,6 +36,11 @@
  *   emfile          lowers RLIMIT_NOFILE to 64, opens /dev/null until EMFILE and forks: the child
  *                   calls roundtrim_round(), which starts its library at once with no descriptor
  *                   free, and exits; then prints "emfile N" (N: descriptors opened), waits for EOF
+ *   forkerrno       fork; the child sets errno to EBADF before each of its 2 MiB mallocs, every
+ *                   10 ms, until a thread of its own named "roundtrim" runs (its library's
+ *                   deferred start, made inside one of them) or 10 s passed; prints
+ *                   "errno=NAME worker=yes|no", NAME the first errno a malloc that succeeded
+ *                   left other than EBADF, or EBADF
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -410,6 +415,54 @@ mode_forkchild(int busy)
 	int status;
 	waitpid(pid, &status, 0);
 	return 0;
+}
+
+/* Whether this process has a thread named name. */
+static bool
+has_thread_named(const char *name)
+{
+	bool found = false;
+	DIR *d = opendir("/proc/self/task");
+	for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+		found = f && fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+		        comm[strlen(name)] == '\n';
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static int
+mode_forkerrno(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int seen = EBADF;
+		bool worker = false;
+		for (int i = 0; i < 1000 && !worker && seen == EBADF; i++) {
+			errno = EBADF;
+			/* volatile: compilers elide a bare malloc+free */
+			void *volatile block = malloc(2 << 20);
+			if (block)
+				seen = errno;
+			free(block);
+			worker = has_thread_named("roundtrim");
+			struct timespec ms = {0, 10 * 1000 * 1000};
+			nanosleep(&ms, NULL);
+		}
+		printf("errno=%s worker=%s\n", strerrorname_np(seen), worker ? "yes" : "no");
+		fflush(stdout);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
 static int
@@ -815,6 +868,8 @@ main(int argc, char **argv)
 		return mode_api();
 	if (!strcmp(mode, "emfile"))
 		return mode_emfile();
+	if (!strcmp(mode, "forkerrno"))
+		return mode_forkerrno();
 	if (!strcmp(mode, "arenas"))
 		return mode_arenas();
 	if (!strcmp(mode, "lowfd") && argc > 2)
