@@ -663,3 +663,45 @@ Test(invisible, keeper_fork_child_start_keeps_errno)
 {
 	fork_child_start_keeps_errno("noshare:probe");
 }
+
+/* glibc's signals 32 and 33 are its own: a program started by posix_spawn (as this one is, by
+ * the harness), system or popen comes in with both ignored, and glibc installs its handlers as it
+ * needs them. While another thread runs system(), a set*id call (which waits until signal 33 has
+ * reached every thread) returns and a cancel (signal 32) reaches its thread, as without the
+ * library; the probe bounds the join, the harness the whole run. */
+static void
+internal_signals_answered(const char *how, const char *expect, bool noshare)
+{
+	const char *argv_all[] = {th_noshare(), th_workload("probe"), "internal", how, NULL};
+	const char *const *argv = noshare ? argv_all : argv_all + 1;
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	char out0[1024], err0[1024], out1[1024], err1[1024];
+	int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+	int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+	cr_assert_eq(status0, 0, "without the library: %d %s", status0, err0);
+	th_expect_in(out0, expect);
+	cr_assert_eq(status1, 0, "%s under the library: %d (-1: it hung) %s %s", how, status1, out1,
+	             err1);
+	cr_assert_str_eq(out1, out0);
+	cr_assert_str_eq(err1, "");
+}
+
+Test(invisible, setgid_while_another_thread_runs_system)
+{
+	internal_signals_answered("setgid", "setgid=0\nsystem=0\n", false);
+}
+
+Test(invisible, keeper_setgid_while_another_thread_runs_system)
+{
+	internal_signals_answered("setgid", "setgid=0\nsystem=0\n", true);
+}
+
+Test(invisible, cancel_while_another_thread_runs_system)
+{
+	internal_signals_answered("cancel", "cancel=joined\nsystem=0\n", false);
+}
+
+Test(invisible, keeper_cancel_while_another_thread_runs_system)
+{
+	internal_signals_answered("cancel", "cancel=joined\nsystem=0\n", true);
+}

@@ -214,3 +214,21 @@ Test(triggers, python_subprocess_gets_clean_mask)
 	cr_assert_not_null(strstr(without, "SigBlk:"), "%s", without);
 	cr_assert_str_eq(with, without);
 }
+
+/* A program that has started a thread of its own has glibc's handler for signal 33, without the
+ * library too: the program it execs gets SIG_DFL there, not the SIG_IGN its parent inherited. */
+static void
+check_exec_mask_threaded(const char *how)
+{
+	char with[1024], without[1024];
+	const char *argv[] = {th_workload("probe"), "spawn", how, "threaded", NULL};
+	capture(argv, false, without, sizeof(without));
+	capture(argv, true, with, sizeof(with));
+	cr_assert_not_null(strstr(without, "SigIgn:"), "%s", without);
+	cr_assert_str_eq(with, without, "%s: child sees a different mask or dispositions", how);
+}
+
+Test(triggers, exec_via_execve_after_a_thread_gets_clean_mask)
+{
+	check_exec_mask_threaded("execve");
+}

@@ -5,8 +5,14 @@
  *   eintr [own]     threads block in nanosleep, poll and read while main waits for EOF; prints
  *                   "eintr=E waits=W". "own" installs an SA_RESTART handler for the trigger
  *                   signal and unblocks it, as a control: then EINTR must be seen.
- *   spawn MODE      start grep on /proc/self/status through MODE (execve, execvp, execl,
- *                   posix_spawn, posix_spawnp, system, popen) without LD_PRELOAD; print its lines
+ *   spawn MODE [threaded]  start grep on /proc/self/status through MODE (execve, execvp,
+ *                   execl, posix_spawn, posix_spawnp, system, popen) without LD_PRELOAD; print
+ *                   its lines. threaded: start and join a thread of its own first
+ *   internal HOW    while a thread runs system() (a shell that says it started, then sleeps
+ *                   3 s), the main thread makes a call that glibc's internal signals carry:
+ *                   HOW setgid: setgid(getgid()), prints "setgid=0" once it returns; HOW
+ *                   cancel: pthread_cancel of a thread blocked in read(), then a join bounded
+ *                   at 10 s: "cancel=joined" or "cancel=lost". Then "system=STATUS"
  *   forkloop N      N times: ask for a trim (roundtrim_trim), fork at once, child allocates and
  *                   exits; a thread churns the heap meanwhile. Prints "forks=N"
  *   forkchild [busy]  fork; the child prints "child PID" and both wait for EOF on stdin; a busy
@@ -307,11 +313,21 @@ mode_eintr(int own)
 	return 0;
 }
 
+static void *
+returns_at_once(void *arg)
+{
+	return arg;
+}
+
 static int
-mode_spawn(const char *how)
+mode_spawn(const char *how, bool threaded)
 {
 	static char *const argv[] = {"grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status", NULL};
 	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+	pthread_t thread;
+	if (threaded && (pthread_create(&thread, NULL, returns_at_once, NULL) != 0 ||
+	                 pthread_join(thread, NULL) != 0))
+		return 1;
 	unsetenv("LD_PRELOAD"); /* the child must not load roundtrim: it shows the raw mask */
 	fflush(stdout);
 	pid_t pid;
@@ -346,6 +362,63 @@ mode_spawn(const char *how)
 	int status;
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* The write end of the pipe that the system() shell says it started on. */
+#define INTERNAL_FD 9
+
+static void *
+internal_system(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)system("echo started >&9; exec sleep 3");
+}
+
+static void *
+internal_reader(void *arg)
+{
+	char c;
+	while (read(*(int *)arg, &c, 1) != 0)
+		;
+	return NULL;
+}
+
+static int
+mode_internal(const char *how)
+{
+	int started[2], idle[2];
+	pthread_t shell, reader, first;
+	if (pipe(started) != 0 || dup2(started[1], INTERNAL_FD) != INTERNAL_FD || pipe(idle) != 0)
+		return 1;
+	if (!strcmp(how, "cancel")) {
+		/* A cancel before, as a program that cancels now and then has made: glibc has
+		 * installed its handler for signal 32 by then. */
+		if (pthread_create(&first, NULL, internal_reader, &idle[0]) != 0 ||
+		    pthread_cancel(first) != 0 || pthread_join(first, NULL) != 0 ||
+		    pthread_create(&reader, NULL, internal_reader, &idle[0]) != 0)
+			return 1;
+	}
+	if (pthread_create(&shell, NULL, internal_system, NULL) != 0)
+		return 1;
+	char line[16];
+	FILE *from_shell = fdopen(started[0], "r");
+	if (!from_shell || !fgets(line, sizeof(line), from_shell))
+		return 1;
+	if (!strcmp(how, "setgid")) {
+		int rc = setgid(getgid());
+		printf("setgid=%d\n", rc);
+	} else {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 10;
+		pthread_cancel(reader);
+		bool joined = pthread_timedjoin_np(reader, NULL, &until) == 0;
+		printf("cancel=%s\n", joined ? "joined" : "lost");
+	}
+	void *status;
+	pthread_join(shell, &status);
+	printf("system=%d\n", (int)(intptr_t)status);
+	return 0;
 }
 
 static void *
@@ -859,7 +932,9 @@ main(int argc, char **argv)
 	if (!strcmp(mode, "eintr"))
 		return mode_eintr(argc > 2 && !strcmp(argv[2], "own"));
 	if (!strcmp(mode, "spawn") && argc > 2)
-		return mode_spawn(argv[2]);
+		return mode_spawn(argv[2], argc > 3 && !strcmp(argv[3], "threaded"));
+	if (!strcmp(mode, "internal") && argc > 2)
+		return mode_internal(argv[2]);
 	if (!strcmp(mode, "forkloop") && argc > 2)
 		return mode_forkloop(atoi(argv[2]));
 	if (!strcmp(mode, "forkchild"))
