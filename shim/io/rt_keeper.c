@@ -5,9 +5,9 @@
  * allow clone(2) without namespace flags, so the thread that starts the library makes one more
  * task with the raw clone: a thread of the process (CLONE_THREAD: no child, no SIGCHLD, nothing
  * for waitpid) sharing everything but the descriptor table (no CLONE_FILES: clone(2) gives it a
- * copy of the table). It keeps only the library's files in its copy, the starter then closes
- * them in the program's, and the keeper makes every system call on them for the worker, through
- * one request block and a futex word.
+ * copy of the table) and the filesystem context (no CLONE_FS). It keeps only the library's files in
+ * its copy, the starter then closes them in the program's, and the keeper makes every system call
+ * on them for the worker, through one request block and a futex word.
  *
  * glibc does not know this task: it is in no thread list, has no struct pthread, and runs with
  * the thread pointer of the thread that made it (no CLONE_SETTLS), whose TLS may be gone once
@@ -570,10 +570,12 @@ rt_keeper_start(const int *keep, size_t n, char *why, size_t size)
 	 */
 	uint64_t all = ~UINT64_C(0), old;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
-	/* clone(2), not clone3, which Docker's profile answers with ENOSYS; no CLONE_FILES. The
-	 * kernel sets rt_k.tid before the keeper runs, and clears it when the keeper has ended. */
-	int flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
-	            CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	/* clone(2), not clone3, which Docker's profile answers with ENOSYS; no CLONE_FILES, and
+	 * no CLONE_FS: a filesystem context of its own (the library's paths are absolute), so
+	 * that the program's setns into a mount namespace finds its own unshared. The kernel sets
+	 * rt_k.tid before the keeper runs, and clears it when the keeper has ended. */
+	int flags = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_PARENT_SETTID |
+	            CLONE_CHILD_CLEARTID;
 	int rc = clone(rt_keeper_main, map + page + RT_KEEPER_STACK, flags, NULL,
 	               (pid_t *)&rt_k.tid, NULL, (pid_t *)&rt_k.tid);
 	int saved_errno = errno;

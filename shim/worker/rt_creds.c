@@ -8,13 +8,15 @@
  * where it cannot, because the thread holds what the worker has lost for good, the library
  * stands down and the worker has ended before the call is made (roundtrim(7), PRIVILEGES).
  * initgroups calls setgroups inside glibc, out of reach: it is wrapped whole. A process can
- * enter a new user namespace only while it has one thread (unshare(2), setns(2)): the library
- * stands down first. */
+ * enter a new user namespace only while it has one thread (unshare(2), setns(2)), and a thread
+ * another mount namespace by setns only while it shares its filesystem context with no other:
+ * where the library cannot make it so, it stands down first. */
 #include "rt_creds.h"
 #include "rt_keeper.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_tasks.h"
+#include "rt_worker.h"
 #include "rt_worker_life.h"
 
 #include <errno.h>
@@ -309,6 +311,26 @@ rt_creds_single_thread_for(const char *call)
 	errno = saved_errno;
 }
 
+/* The kernel moves a thread into another mount namespace by setns only while no other task
+ * shares its filesystem context (EINVAL). The worker unshares its own with its descriptor
+ * table and the keeper never shares it; a worker that shares the program's table shares its
+ * context too: when the call fails so, it stands down, and the call is made again. */
+static bool
+rt_creds_own_fs_for(const char *call)
+{
+	if (errno != EINVAL || !rt_worker_shares_fs() || rt_worker_life_is_self())
+		return false;
+	char why[160];
+	snprintf(why, sizeof(why),
+	         "the program's %s(CLONE_NEWNS) needs a filesystem context that no other thread "
+	         "shares",
+	         call);
+	int saved_errno = errno;
+	bool gone = rt_tasks_stand_down(why);
+	errno = saved_errno;
+	return gone;
+}
+
 RT_EXPORT int
 unshare(int flags)
 {
@@ -326,9 +348,21 @@ setns(int fd, int nstype)
 	static void *real;
 	int (*fn)(int, int);
 	*(void **)&fn = rt_real_lazy(&real, "setns");
-	/* nstype 0 takes whatever namespace fd is: nsfs says which. */
-	if ((nstype & CLONE_NEWUSER) ||
-	    (nstype == 0 && rt_worker_life_running() && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWUSER))
+	if (!fn)
+		return rt_creds_missing();
+	/* nstype 0 takes whatever namespace fd is: nsfs says which. A pidfd with CLONE_NEWNS and
+	 * other types gets a copy of the filesystem context from the kernel: only CLONE_NEWNS
+	 * alone needs it unshared. */
+	int type = nstype;
+	if (type == 0 && rt_worker_life_running()) {
+		int saved_errno = errno;
+		type = ioctl(fd, NS_GET_NSTYPE);
+		errno = saved_errno;
+	}
+	if (type > 0 && (type & CLONE_NEWUSER))
 		rt_creds_single_thread_for("setns");
-	return fn ? fn(fd, nstype) : rt_creds_missing();
+	int ret = fn(fd, nstype);
+	if (ret != 0 && type == CLONE_NEWNS && rt_creds_own_fs_for("setns"))
+		ret = fn(fd, nstype);
+	return ret;
 }

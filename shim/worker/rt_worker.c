@@ -101,6 +101,9 @@ struct rt_worker {
 	 * what unshare or close_range said, for the starter's line. */
 	atomic_uint table;
 	int table_errno;
+	/* The worker has a filesystem context of its own (root, cwd, umask), unshared with its
+	 * table: the program's setns into a mount namespace needs its own unshared (rt_creds). */
+	atomic_bool own_fs;
 	atomic_bool main_gone; /* the program's main thread has exited */
 	/* The status the worker last published, for roundtrim_status_json. The lock is held only
 	 * to copy the text in or out: never around anything that allocates or waits. */
@@ -481,8 +484,11 @@ rt_worker_take_table(struct rt_worker *w)
 		int keep[33];
 		size_t n = rt_files_numbers(keep, sizeof(keep) / sizeof(keep[0]) - 1);
 		unsigned table = RT_WORKER_TABLE_REFUSED;
-		/* The system call itself: unshare is also the program's, wrapped (rt_creds). */
-		if (syscall(SYS_unshare, CLONE_FILES) == 0) {
+		/* The system call itself: unshare is also the program's, wrapped (rt_creds). The
+		 * filesystem context goes with the table: the library's paths are absolute, and a
+		 * program's setns(CLONE_NEWNS) fails while another thread shares its context. */
+		if (syscall(SYS_unshare, CLONE_FILES | CLONE_FS) == 0) {
+			atomic_store(&w->own_fs, true);
 			/* Its lines go to the program's stderr of the moment, through a pidfd; a
 			 * kernel without pidfds (before 5.6) leaves it the stderr of start-up. */
 			int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -745,10 +751,17 @@ rt_worker_forget_parent(void)
 	/* The child's table holds none of the library's descriptors until its own start. */
 	w->descriptors = RT_FILE_TABLE_NONE;
 	atomic_store(&w->table, 0);
+	atomic_store(&w->own_fs, false);
 	/* The parent's status is not the child's, and a thread of the parent may have held the
 	 * lock at the fork: it stays held, by nobody, unless made anew. */
 	pthread_mutex_init(&w->status_lock, NULL);
 	w->status_len = 0;
+}
+
+bool
+rt_worker_shares_fs(void)
+{
+	return rt_worker_life_running() && !atomic_load(&rt_worker_one.own_fs);
 }
 
 uint64_t

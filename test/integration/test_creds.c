@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 TestSuite(privileges, .timeout = 180, .fini = th_cleanup);
@@ -344,4 +345,92 @@ Test(privileges, entering_a_user_namespace)
 	cr_assert_str_eq(out1, out0);
 	th_expect_in(err1, "roundtrim: stood down: the program's setns(CLONE_NEWUSER) needs a "
 	                   "process of one thread");
+}
+
+/* A thread can switch to another mount namespace by setns only while no other task shares its
+ * filesystem context (setns(2): EINVAL); unshare(CLONE_NEWNS), chroot and pivot_root change that
+ * context. Each behaves as without the library, which keeps acting (the worker and the keeper
+ * have contexts of their own). Under TH_DESCRIPTORS=keeper the launcher refuses setns, unshare
+ * and mount to everyone: the calls then fail alike. */
+Test(privileges, mount_namespace_and_root_calls_as_without)
+{
+	need_root();
+	static const char *const calls[] = {"setns-mnt",  "setns-any", "unshare-mnt",
+	                                    "unshare-fs", "chroot",    "pivot_root"};
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		char dir0[PATH_MAX], dir1[PATH_MAX];
+		snprintf(dir0, sizeof(dir0), "%s/pivot0", th_tmpdir());
+		snprintf(dir1, sizeof(dir1), "%s/pivot1", th_tmpdir());
+		cr_assert(mkdir(dir0, 0700) == 0 && mkdir(dir1, 0700) == 0);
+		const char *argv0[] = {th_workload("probe"), "ns", calls[i], dir0, NULL};
+		const char *argv1[] = {th_workload("probe"), "ns", calls[i], dir1, NULL};
+		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+		                     NULL};
+		char out0[1024], err0[1024], out1[1024], err1[1024], line0[256];
+		cr_assert_eq(th_run(argv0, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s",
+		             err0);
+		cr_assert_eq(th_run(argv1, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s",
+		             err1);
+		rmdir(dir0);
+		rmdir(dir1);
+		snprintf(line0, sizeof(line0), "%.*s\nlibrary=on\n", (int)strcspn(out0, "\n"),
+		         out0);
+		cr_assert_str_eq(out1, line0, "%s: %s", calls[i], err1);
+		cr_assert_str_eq(err1, "", "%s", calls[i]);
+	}
+}
+
+/* util-linux's commands, as a container tool runs them. /proc/1/ns/mnt is a stranger's where the
+ * tests run in a container (EACCES): the command's own namespace takes its place. */
+Test(privileges, nsenter_mount_and_unshare_mount_as_without)
+{
+	need_root();
+	if (access("/usr/bin/unshare", X_OK) != 0 || access("/usr/bin/nsenter", X_OK) != 0)
+		cr_skip_test("no unshare or nsenter (util-linux)");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare to "
+		             "everyone");
+	static const char *const commands[][4] = {
+	    {"/usr/bin/nsenter", "--mount=/proc/self/ns/mnt", "/usr/bin/true", NULL},
+	    {"/usr/bin/unshare", "--mount", "/usr/bin/true", NULL},
+	};
+	const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none", NULL};
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char out[1024], err0[1024], err1[1024];
+		cr_assert_eq(th_run(commands[i], NULL, out, sizeof(out), err0, sizeof(err0)), 0,
+		             "%s %s", commands[i][0], err0);
+		cr_assert_eq(th_run(commands[i], env, out, sizeof(out), err1, sizeof(err1)), 0,
+		             "%s %s under the library: %s", commands[i][0], commands[i][1], err1);
+		cr_assert_str_eq(err1, "");
+	}
+}
+
+/* Where unshare is refused but setns is not, the worker shares the program's descriptor table
+ * and so its filesystem context: it stands down before the program's setns into a mount
+ * namespace, which then succeeds as without the library. */
+Test(privileges, keeper_setns_into_a_mount_namespace_stands_down_first)
+{
+	need_root();
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns to everyone");
+	static const char *const calls[] = {"setns-mnt", "setns-any"};
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		const char *argv[] = {th_noshare(), "--setns", th_workload("probe"),
+		                      "ns",         calls[i],  NULL};
+		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+		                     NULL};
+		char out0[1024], err0[1024], out1[1024], err1[1024], expect[256];
+		cr_assert_eq(th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s",
+		             err0);
+		cr_assert_eq(th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s",
+		             err1);
+		snprintf(expect, sizeof(expect), "%s=0\nlibrary=", calls[i]);
+		th_expect_in(out0, expect);
+		snprintf(expect, sizeof(expect), "%s=0\nlibrary=off\n", calls[i]);
+		cr_assert_str_eq(out1, expect, "%s", err1);
+		cr_assert_eq(th_count_in(err1, "roundtrim: "), 1, "%s", err1);
+		th_expect_in(err1,
+		             "roundtrim: stood down: the program's setns(CLONE_NEWNS) needs a "
+		             "filesystem context that no other thread shares");
+	}
 }

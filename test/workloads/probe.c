@@ -47,10 +47,16 @@
  *                   deferred start, made inside one of them) or 10 s passed; prints
  *                   "errno=NAME worker=yes|no", NAME the first errno a malloc that succeeded
  *                   left other than EBADF, or EBADF
- *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
- *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
- *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
- *                   other than letters shown as '?') */
+ *   ns CALL [DIR]   makes one call that needs the calling thread's filesystem context unshared
+ *                   or changes it (as root): setns-mnt (setns of /proc/self/ns/mnt,
+ *                   CLONE_NEWNS), setns-any (the same, nstype 0), unshare-mnt
+ *                   (unshare(CLONE_NEWNS)), unshare-fs, chroot ("/"), pivot_root DIR (in a
+ *                   mount namespace of its own, onto a tmpfs mounted on DIR); prints "CALL=0" or
+ * "CALL=-1 ERRNO", then "library=on" while roundtrim serves requests, "library=off" once it does
+ * not, "library=none" without it apiwake         prints "ready PID tid=T": thread T calls
+ * roundtrim_round() for each line "round"; "replace" puts a file of the probe's holding "mine" on
+ * the library's FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes other
+ * than letters shown as '?') */
 #include "workload.h"
 
 #include <dirent.h>
@@ -69,6 +75,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -538,6 +545,49 @@ mode_forkerrno(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/* pivot_root(2) onto a tmpfs mounted on dir (an empty directory, which the caller removes), in
+ * a mount namespace of the calling thread's own. */
+static int
+ns_pivot_root(const char *dir)
+{
+	char old[4096];
+	snprintf(old, sizeof(old), "%s/old", dir);
+	if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("probe", dir, "tmpfs", 0, NULL) != 0 || mkdir(old, 0700) != 0)
+		return -1;
+	return (int)syscall(SYS_pivot_root, dir, old);
+}
+
+static int
+mode_ns(const char *call, const char *dir)
+{
+	int (*status)(char *, size_t) =
+	    (int (*)(char *, size_t))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_status_json");
+	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	int rc = -1;
+	errno = EINVAL;
+	if (!strcmp(call, "setns-mnt"))
+		rc = setns(fd, CLONE_NEWNS);
+	else if (!strcmp(call, "setns-any"))
+		rc = setns(fd, 0);
+	else if (!strcmp(call, "unshare-mnt"))
+		rc = unshare(CLONE_NEWNS);
+	else if (!strcmp(call, "unshare-fs"))
+		rc = unshare(CLONE_FS);
+	else if (!strcmp(call, "chroot"))
+		rc = chroot("/");
+	else if (!strcmp(call, "pivot_root") && dir)
+		rc = ns_pivot_root(dir);
+	else
+		return 2;
+	if (rc == 0)
+		printf("%s=0\n", call);
+	else
+		printf("%s=-1 %s\n", call, strerrorname_np(errno));
+	printf("library=%s\n", !status ? "none" : status(NULL, 0) >= 0 ? "on" : "off");
+	return 0;
+}
+
 static int
 mode_emfile(void)
 {
@@ -945,6 +995,8 @@ main(int argc, char **argv)
 		return mode_emfile();
 	if (!strcmp(mode, "forkerrno"))
 		return mode_forkerrno();
+	if (!strcmp(mode, "ns") && argc > 2)
+		return mode_ns(argv[2], argc > 3 ? argv[3] : NULL);
 	if (!strcmp(mode, "arenas"))
 		return mode_arenas();
 	if (!strcmp(mode, "lowfd") && argc > 2)
