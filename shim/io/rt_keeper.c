@@ -50,14 +50,11 @@
 	__attribute__((section(".text.rt_keeper"), no_stack_protector,                             \
 	               no_sanitize("address", "thread", "undefined")))
 #define RT_KEEPER_INLINE static inline __attribute__((always_inline))
-#define RT_KEEPER_STR_(x) #x
-#define RT_KEEPER_STR(x) RT_KEEPER_STR_(x)
 
 /* Its stack: the keeper's frames are a few hundred bytes; a guard page below. */
 #define RT_KEEPER_STACK (64 * 1024)
-/* The files the library keeps, and the caller's supplementary groups it takes. */
+/* The files the library keeps. */
 #define RT_KEEPER_KEEP_MAX 40
-#define RT_KEEPER_GROUPS_MAX 1024
 /* How long the starter waits for the keeper's first answer, a program thread for its
  * credentials (as rt_creds waits for the worker), and a stand-down for the keeper's end. */
 #define RT_KEEPER_START_WAIT_S 2
@@ -77,12 +74,16 @@ enum rt_keeper_op {
 	RT_KEEPER_OP_EXIT,
 };
 
-/* A thread's credentials as the kernel holds them per task. */
+/* A thread's credentials as the kernel holds them per task. The supplementary groups, as many
+ * as the kernel allows (NGROUPS_MAX, 65536), are in memory of the struct's own, mapped to fit
+ * (rt_keeper_fit_groups): groups[0..ngroups), then room for as many again, where the keeper
+ * reads its own when it is asked to take these. */
 struct rt_keeper_creds {
 	unsigned ruid, euid, suid, rgid, egid, sgid;
 	long securebits;
 	long ngroups;
-	unsigned groups[RT_KEEPER_GROUPS_MAX];
+	unsigned *groups;
+	long groups_room; /* how many groups[] holds; as many again follow */
 	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
 	unsigned long long bounding, ambient; /* bit n: capability n */
 	int last_cap;
@@ -197,10 +198,13 @@ rt_keeper_raise(void)
 	rt_keeper_capset(caps);
 }
 
+/* Whether its groups are want's: read into the room after want's list (more than that room
+ * fails, EINVAL, and differs). */
 RT_KEEPER_CODE static bool
-rt_keeper_same_groups(const struct rt_keeper_creds *want, unsigned *mine)
+rt_keeper_same_groups(const struct rt_keeper_creds *want)
 {
-	long n = RT_KEEPER_SYS(SYS_getgroups, RT_KEEPER_GROUPS_MAX, mine, 0, 0, 0);
+	unsigned *mine = want->groups + want->groups_room;
+	long n = RT_KEEPER_SYS(SYS_getgroups, want->groups_room, mine, 0, 0, 0);
 	if (n != want->ngroups)
 		return false;
 	for (long i = 0; i < n; i++)
@@ -213,7 +217,6 @@ rt_keeper_same_groups(const struct rt_keeper_creds *want, unsigned *mine)
 RT_KEEPER_CODE static bool
 rt_keeper_has(const struct rt_keeper_creds *want)
 {
-	static unsigned mine[RT_KEEPER_GROUPS_MAX];
 	unsigned r, e, s;
 	if (RT_KEEPER_SYS(SYS_getresuid, &r, &e, &s, 0, 0) != 0 || r != want->ruid ||
 	    e != want->euid || s != want->suid)
@@ -221,7 +224,7 @@ rt_keeper_has(const struct rt_keeper_creds *want)
 	if (RT_KEEPER_SYS(SYS_getresgid, &r, &e, &s, 0, 0) != 0 || r != want->rgid ||
 	    e != want->egid || s != want->sgid)
 		return false;
-	if (!rt_keeper_same_groups(want, mine) ||
+	if (!rt_keeper_same_groups(want) ||
 	    RT_KEEPER_SYS(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0) != want->securebits)
 		return false;
 	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
@@ -244,37 +247,62 @@ rt_keeper_has(const struct rt_keeper_creds *want)
 	return true;
 }
 
-/* Takes want, in the order the kernel allows: with keep-caps on and its effective set raised
- * within its permitted one, the groups and gids, then the uids (its permitted set stays), the
- * bounding set, the securebits, and last its capability sets and the ambient set. Each step
- * the kernel refuses shows in the check at the end. */
+/* Its ambient set made want's, only where it differs: a raise needs the capability in its
+ * permitted and inheritable sets (the caller's inheritable set first) and no
+ * SECBIT_NO_CAP_AMBIENT_RAISE, which it does not hold yet where the caller set it since. */
+RT_KEEPER_CODE static void
+rt_keeper_ambient(const struct rt_keeper_creds *want)
+{
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	if (rt_keeper_capget(caps) == 0) {
+		for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+			caps[i].inheritable = want->caps[i].inheritable;
+		rt_keeper_capset(caps);
+	}
+	for (int cap = 0; cap <= want->last_cap; cap++) {
+		bool wanted = (want->ambient & (1ULL << cap)) != 0;
+		long set =
+		    RT_KEEPER_SYS(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0);
+		if (set == 1 && !wanted)
+			RT_KEEPER_SYS(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0);
+		else if (set == 0 && wanted)
+			RT_KEEPER_SYS(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
+	}
+}
+
+/* Takes want, in the order the kernel allows, with its effective set raised within its
+ * permitted one and keep-caps on (unless the securebits it holds lock it off): first the
+ * bounding set, which needs CAP_SETPCAP and so cannot wait for a uid change that may clear its
+ * permitted set; then the groups and gids, the uids, the securebits the caller cleared
+ * (SECBIT_NO_CAP_AMBIENT_RAISE among them), the ambient set, the securebits the caller set,
+ * and last its capability sets. Each step the kernel refuses shows in the check at the end. */
 RT_KEEPER_CODE static long
 rt_keeper_take(const struct rt_keeper_creds *want)
 {
-	static unsigned mine[RT_KEEPER_GROUPS_MAX];
 	if (rt_keeper_has(want))
 		return 0;
 	rt_keeper_raise();
 	RT_KEEPER_SYS(SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0);
-	if (!rt_keeper_same_groups(want, mine))
+	for (int cap = 0; cap <= want->last_cap; cap++)
+		if (!(want->bounding & (1ULL << cap)))
+			RT_KEEPER_SYS(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+	if (!rt_keeper_same_groups(want))
 		RT_KEEPER_SYS(SYS_setgroups, want->ngroups, want->groups, 0, 0, 0);
 	RT_KEEPER_SYS(SYS_setresgid, want->rgid, want->egid, want->sgid, 0, 0);
 	RT_KEEPER_SYS(SYS_setresuid, want->ruid, want->euid, want->suid, 0, 0);
 	rt_keeper_raise();
-	for (int cap = 0; cap <= want->last_cap; cap++)
-		if (!(want->bounding & (1ULL << cap)))
-			RT_KEEPER_SYS(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
 	long bits = RT_KEEPER_SYS(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
+	long cleared = bits & ~want->securebits & ~(long)SECBIT_KEEP_CAPS;
+	if (bits >= 0 && cleared != 0)
+		RT_KEEPER_SYS(SYS_prctl, PR_SET_SECUREBITS, bits & ~cleared, 0, 0, 0);
+	rt_keeper_ambient(want);
+	bits = RT_KEEPER_SYS(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
 	if (((bits ^ want->securebits) & ~(long)SECBIT_KEEP_CAPS) != 0)
 		RT_KEEPER_SYS(SYS_prctl, PR_SET_SECUREBITS, want->securebits, 0, 0, 0);
 	else
 		RT_KEEPER_SYS(SYS_prctl, PR_SET_KEEPCAPS,
 		              (want->securebits & SECBIT_KEEP_CAPS) != 0, 0, 0, 0);
 	rt_keeper_capset(want->caps);
-	RT_KEEPER_SYS(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	for (int cap = 0; cap <= want->last_cap; cap++)
-		if (want->ambient & (1ULL << cap))
-			RT_KEEPER_SYS(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
 	return rt_keeper_has(want) ? 0 : -EPERM;
 }
 
@@ -442,6 +470,69 @@ rt_keeper_wait_readable(int fd, const struct timespec *timeout, atomic_uint *wor
 	return posted;
 }
 
+/* Makes c's group list hold n groups (and as many again for the keeper): a mapping of its own
+ * (no malloc: this runs inside the program's credential calls), grown to fit and never shrunk.
+ * Only while the keeper is not reading c. */
+static bool
+rt_keeper_fit_groups(struct rt_keeper_creds *c, long n)
+{
+	if (c->groups && n <= c->groups_room)
+		return true;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	/* A page at least: a list of no group still has room for the keeper's. */
+	size_t bytes = ((size_t)(n > 0 ? n : 1) * 2 * sizeof(unsigned) + page - 1) / page * page;
+	unsigned *map =
+	    mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return false;
+	if (c->groups) {
+		memcpy(map, c->groups, (size_t)c->ngroups * sizeof(unsigned));
+		munmap(c->groups, (size_t)c->groups_room * 2 * sizeof(unsigned));
+	}
+	c->groups = map;
+	c->groups_room = (long)(bytes / (2 * sizeof(unsigned)));
+	return true;
+}
+
+/* dst = src, in dst's own group list; false when it cannot hold src's. */
+static bool
+rt_keeper_copy_creds(struct rt_keeper_creds *dst, const struct rt_keeper_creds *src)
+{
+	if (!rt_keeper_fit_groups(dst, src->ngroups))
+		return false;
+	unsigned *groups = dst->groups;
+	long room = dst->groups_room;
+	*dst = *src;
+	dst->groups = groups;
+	dst->groups_room = room;
+	memcpy(groups, src->groups, (size_t)src->ngroups * sizeof(unsigned));
+	return true;
+}
+
+/* The calling thread's supplementary groups into c, however many. */
+static bool
+rt_keeper_read_groups(struct rt_keeper_creds *c, char *why, size_t size)
+{
+	/* Only this thread changes its groups, but a signal handler of the program's may. */
+	for (int tries = 0; tries < 4; tries++) {
+		int n = getgroups(0, NULL);
+		if (n < 0)
+			break;
+		if (!rt_keeper_fit_groups(c, n)) {
+			snprintf(why, size, "no room for the caller's %d groups (mmap: %s)", n,
+			         strerror(errno));
+			return false;
+		}
+		c->ngroups = getgroups((int)c->groups_room, (gid_t *)c->groups);
+		if (c->ngroups >= 0)
+			return true;
+		if (errno != EINVAL)
+			break;
+	}
+	snprintf(why, size, "cannot read the caller's groups (%s)", strerror(errno));
+	return false;
+}
+
 /* The calling thread's credentials. */
 static bool
 rt_keeper_read_creds(struct rt_keeper_creds *c, char *why, size_t size)
@@ -449,13 +540,8 @@ rt_keeper_read_creds(struct rt_keeper_creds *c, char *why, size_t size)
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	uid_t r, e, s;
 	gid_t gr, ge, gs;
-	c->ngroups = getgroups(RT_KEEPER_GROUPS_MAX, (gid_t *)c->groups);
-	if (c->ngroups < 0) {
-		snprintf(why, size, "cannot read the caller's groups (%s)",
-		         errno == EINVAL ? "more than " RT_KEEPER_STR(RT_KEEPER_GROUPS_MAX)
-		                         : strerror(errno));
+	if (!rt_keeper_read_groups(c, why, size))
 		return false;
-	}
 	if (getresuid(&r, &e, &s) != 0 || getresgid(&gr, &ge, &gs) != 0 ||
 	    (c->securebits = prctl(PR_GET_SECUREBITS)) < 0 ||
 	    syscall(SYS_capget, &hdr, c->caps) != 0) {
@@ -513,14 +599,16 @@ rt_keeper_take_creds(char *why, size_t size)
 	long ret = -ETIMEDOUT;
 	if (rt_keeper_idle(&deadline)) {
 		rt_k.op = RT_KEEPER_OP_CREDS;
-		rt_k.creds = asked;
-		ret = rt_keeper_round_trip(&deadline);
+		ret = rt_keeper_copy_creds(&rt_k.creds, &asked) ? rt_keeper_round_trip(&deadline)
+		                                                : -ENOMEM;
 	}
-	if (ret == 0)
-		rt_k.have = asked;
+	if (ret == 0 && !rt_keeper_copy_creds(&rt_k.have, &asked))
+		ret = -ENOMEM;
+	if (ret == -ENOMEM)
+		snprintf(why, size, "no room for the caller's %ld groups", asked.ngroups);
 	else if (ret == -EPERM)
 		snprintf(why, size, "the keeper could not take them");
-	else
+	else if (ret != 0)
 		snprintf(why, size, "the keeper did not take them within %d s",
 		         RT_KEEPER_CREDS_WAIT_S);
 	pthread_mutex_unlock(&rt_k_lock);

@@ -177,6 +177,53 @@ Test(privileges, keeper_follows_every_sequence)
 		expect_as_without_in(sequences[i], false, true);
 }
 
+/* The keeper follows without standing down: an ambient capability raised before
+ * SECBIT_NO_CAP_AMBIENT_RAISE (it raises before it sets the bit), a bounding set lowered right
+ * before a uid change under SECBIT_KEEP_CAPS_LOCKED, which takes its CAP_SETPCAP (it lowers the
+ * set first), and more than 1,024 groups (its lists grow to fit). */
+Test(privileges, keeper_raises_ambient_before_no_ambient_raise)
+{
+	expect_as_without_in("ambient", false, true);
+}
+
+Test(privileges, keeper_drops_bounding_before_a_uid_change_with_keep_caps_locked)
+{
+	expect_as_without_in("bsetlocked", false, true);
+}
+
+Test(privileges, keeper_takes_more_than_1024_groups)
+{
+	expect_as_without_in("manygroups", false, true);
+}
+
+/* The same sequences where the worker has a table of its own. */
+Test(privileges, ambient_bounding_and_many_groups)
+{
+	expect_as_without("ambient", false);
+	expect_as_without("bsetlocked", false);
+	expect_as_without("manygroups", false);
+}
+
+/* A program started as a user in more than 1,024 groups gets its keeper. */
+Test(privileges, keeper_starts_for_a_user_in_more_than_1024_groups)
+{
+	need_root();
+	if (access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("no setpriv (util-linux)");
+	static char groups[16 + 1100 * 5];
+	size_t len = (size_t)snprintf(groups, sizeof(groups), "--groups=");
+	for (int i = 0; i < 1100; i++)
+		len += (size_t)snprintf(groups + len, sizeof(groups) - len, "%s%d", i ? "," : "",
+		                        1000 + i);
+	const char *argv[] = {"/usr/bin/setpriv", groups, th_noshare(), th_workload("probe"), "ns",
+	                      "chroot",           NULL};
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	char out[1024], err[1024];
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(out, "chroot=0\nlibrary=on\n", "%s", err);
+	cr_assert_str_eq(err, "");
+}
+
 Test(privileges, keeper_stands_down_when_the_worker_cannot_follow)
 {
 	expect_as_without_in("outlived", true, true);

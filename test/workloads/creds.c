@@ -14,6 +14,12 @@
  *   outlived     a thread started first keeps every capability; this one drops CAP_SETUID
  *                for good and calls setgid(N); then that thread calls setgroups({N}): it holds
  *                a capability the other threads have lost
+ *   ambient      capset adding CAP_NET_BIND_SERVICE to the inheritable set, raises it in the
+ *                ambient set, sets SECBIT_NO_CAP_AMBIENT_RAISE, then setgid(getgid())
+ *   bsetlocked   sets SECBIT_KEEP_CAPS_LOCKED (keep-caps off for good), setgid(getgid()),
+ *                drops CAP_SYS_BOOT from the bounding set, then setresuid(N): every capability
+ *                goes with root
+ *   manygroups   setgroups with 1,100 groups (1000..2099), more than 1,024
  * --thread runs the sequence in a thread of its own after the main thread has ended
  * (pthread_exit); --busy asks the library for a trim (roundtrim_trim) while a thread churns the
  * heap, which has 64 MiB of holes, right before, so that the calls come while the worker acts.
@@ -30,6 +36,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/securebits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -44,6 +51,9 @@
 #define CREDS_ID 65534
 #define CREDS_CAP_SETGID 6
 #define CREDS_CAP_SETUID 7
+#define CREDS_CAP_NET_BIND_SERVICE 10
+#define CREDS_CAP_SYS_BOOT 22
+#define CREDS_MANY_GROUPS 1100
 
 static const char *sequence;
 static atomic_int stop_busy;
@@ -92,6 +102,12 @@ drop_setuid(struct __user_cap_data_struct *d)
 {
 	d[0].effective &= ~(1u << CREDS_CAP_SETUID);
 	d[0].permitted &= ~(1u << CREDS_CAP_SETUID);
+}
+
+static void
+inheritable_net_bind(struct __user_cap_data_struct *d)
+{
+	d[0].inheritable |= 1u << CREDS_CAP_NET_BIND_SERVICE;
 }
 
 static pthread_mutex_t outlived_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -176,6 +192,22 @@ run_sequence(void)
 	} else if (!strcmp(sequence, "capdrop")) {
 		note("capset", caps_change(drop_setuid));
 		note("setuid", setuid(CREDS_ID));
+	} else if (!strcmp(sequence, "ambient")) {
+		note("capset", caps_change(inheritable_net_bind));
+		note("ambient",
+		     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CREDS_CAP_NET_BIND_SERVICE, 0, 0));
+		note("securebits", prctl(PR_SET_SECUREBITS, SECBIT_NO_CAP_AMBIENT_RAISE, 0, 0, 0));
+		note("setgid", setgid(getgid()));
+	} else if (!strcmp(sequence, "bsetlocked")) {
+		note("securebits", prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED, 0, 0, 0));
+		note("setgid", setgid(getgid()));
+		note("capbset", prctl(PR_CAPBSET_DROP, CREDS_CAP_SYS_BOOT, 0, 0, 0));
+		note("setresuid", setresuid(CREDS_ID, CREDS_ID, CREDS_ID));
+	} else if (!strcmp(sequence, "manygroups")) {
+		static gid_t many[CREDS_MANY_GROUPS];
+		for (int i = 0; i < CREDS_MANY_GROUPS; i++)
+			many[i] = (gid_t)(1000 + i);
+		note("setgroups", setgroups(CREDS_MANY_GROUPS, many));
 	} else if (!strcmp(sequence, "outlived")) {
 		note("capset", caps_change(drop_setuid));
 		note("setgid", setgid(CREDS_ID));
@@ -209,10 +241,27 @@ fragment(void)
 			free(blocks[i]);
 }
 
+/* A value of /proc/PID/status, blanks as commas; a long one (many groups) as its length and an
+ * FNV-1a hash, which compare alike. */
+static void
+print_value(const char *v, const char *end)
+{
+	if (end - v > 200) {
+		uint32_t hash = 2166136261u;
+		for (const char *c = v; c < end; c++)
+			hash = (hash ^ (unsigned char)*c) * 16777619u;
+		printf("%d-bytes-%08x", (int)(end - v), hash);
+		return;
+	}
+	for (const char *c = v; c < end; c++)
+		putchar(*c == '\t' || *c == ' ' ? ',' : *c);
+}
+
 static void
 print_status_of(const char *tid, const char *label)
 {
-	char path[128], text[4096];
+	static char text[64 * 1024];
+	char path[128];
 	snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
 	FILE *f = fopen(path, "r");
 	if (!f)
@@ -235,8 +284,7 @@ print_status_of(const char *tid, const char *label)
 				while (*v == '\t' || *v == ' ')
 					v++;
 				printf(" %s=", keys[k]);
-				for (char *c = v; c < (end ? end : v + strlen(v)); c++)
-					putchar(*c == '\t' || *c == ' ' ? ',' : *c);
+				print_value(v, end ? end : v + strlen(v));
 				break;
 			}
 			line = end ? end + 1 : NULL;
