@@ -10,6 +10,7 @@
 #include "rt_elf.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -187,6 +188,8 @@ rt_real_resolve(void)
 {
 	if (rt_real_is_ready() || rt_real_in_resolve)
 		return;
+	/* Reached from the program's free, realloc and other calls, which leave errno alone. */
+	int saved_errno = errno;
 	rt_real_in_resolve = true;
 	struct rt_real_scope scope = {.complete = true};
 	dl_iterate_phdr(rt_real_collect, &scope);
@@ -246,4 +249,5 @@ rt_real_resolve(void)
 		                            __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	}
 	rt_real_in_resolve = false;
+	errno = saved_errno;
 }
