@@ -394,6 +394,17 @@ Test(privileges, entering_a_user_namespace)
 	                   "process of one thread");
 }
 
+/* Under ASan, LeakSanitizer reads /proc/PID/task at exit, which a pivoted root lacks: the run
+ * fails with or without the library, and pivot_root (the last call below) is left out there. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LEAKS_CHECKED_AT_EXIT 1
+#endif
+#endif
+#ifndef LEAKS_CHECKED_AT_EXIT
+#define LEAKS_CHECKED_AT_EXIT 0
+#endif
+
 /* A thread can switch to another mount namespace by setns only while no other task shares its
  * filesystem context (setns(2): EINVAL); unshare(CLONE_NEWNS), chroot and pivot_root change that
  * context. Each behaves as without the library, which keeps acting (the worker and the keeper
@@ -404,7 +415,7 @@ Test(privileges, mount_namespace_and_root_calls_as_without)
 	need_root();
 	static const char *const calls[] = {"setns-mnt",  "setns-any", "unshare-mnt",
 	                                    "unshare-fs", "chroot",    "pivot_root"};
-	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]) - LEAKS_CHECKED_AT_EXIT; i++) {
 		char dir0[PATH_MAX], dir1[PATH_MAX];
 		snprintf(dir0, sizeof(dir0), "%s/pivot0", th_tmpdir());
 		snprintf(dir1, sizeof(dir1), "%s/pivot1", th_tmpdir());
