@@ -1,13 +1,14 @@
-/* noshare [--no-keeper] [--setns] PROGRAM ARGS...: runs PROGRAM under a seccomp filter (libseccomp)
- * that refuses what Docker's, podman's and Kubernetes' RuntimeDefault profiles refuse a process
- * without CAP_SYS_ADMIN, for it and every process it starts: unshare(2) fails with EPERM,
- * clone3 with ENOSYS (glibc falls back to clone), clone with a namespace flag with EPERM; and,
- * as those profiles do without CAP_SYS_PTRACE, pidfd_getfd, kcmp and process_madvise with EPERM
- * (setns and mount, CAP_SYS_ADMIN's, too). So the library's worker cannot take a descriptor
+/* noshare [--no-keeper] [--setns] [--mount] PROGRAM ARGS...: runs PROGRAM under a seccomp filter
+ * (libseccomp) that refuses what Docker's, podman's and Kubernetes' RuntimeDefault profiles
+ * refuse a process without CAP_SYS_ADMIN, for it and every process it starts: unshare(2) fails with
+ * EPERM, clone3 with ENOSYS (glibc falls back to clone), clone with a namespace flag with EPERM;
+ * and, as those profiles do without CAP_SYS_PTRACE, pidfd_getfd, kcmp and process_madvise with
+ * EPERM (setns and mount, CAP_SYS_ADMIN's, too). So the library's worker cannot take a descriptor
  * table of its own, nor borrow the program's stderr (roundtrim(7), DESCRIPTORS). With
  * --no-keeper, a clone of a thread that does not share the descriptor table fails with EPERM
  * too, so that no task of the process can have a table of its own. With --setns, setns(2) is
- * left to the kernel, as a profile that grants it would (the program's own namespace switches). */
+ * left to the kernel, as a profile that grants it would (the program's own namespace switches);
+ * with --mount, mount(2) and umount2(2). */
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -35,8 +36,11 @@ main(int argc, char **argv)
 	first += no_keeper;
 	bool allow_setns = argc > first && !strcmp(argv[first], "--setns");
 	first += allow_setns;
+	bool allow_mount = argc > first && !strcmp(argv[first], "--mount");
+	first += allow_mount;
 	if (argc <= first) {
-		fprintf(stderr, "usage: noshare [--no-keeper] [--setns] PROGRAM ARGS...\n");
+		fprintf(stderr,
+		        "usage: noshare [--no-keeper] [--setns] [--mount] PROGRAM ARGS...\n");
 		return 2;
 	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -46,7 +50,9 @@ main(int argc, char **argv)
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	for (size_t i = 0; !rc && i < sizeof(noshare_refused) / sizeof(noshare_refused[0]); i++)
-		if (!allow_setns || noshare_refused[i] != SCMP_SYS(setns))
+		if ((!allow_setns || noshare_refused[i] != SCMP_SYS(setns)) &&
+		    (!allow_mount || (noshare_refused[i] != SCMP_SYS(mount) &&
+		                      noshare_refused[i] != SCMP_SYS(umount2))))
 			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), noshare_refused[i], 0);
 	for (size_t i = 0; !rc && i < sizeof(noshare_namespaces) / sizeof(noshare_namespaces[0]);
 	     i++)

@@ -1,3 +1,4 @@
+/* clang-format off */
 /* probe: small programs the integration tests run under the library, one per mode.
  *   idle            print "ready", wait for EOF on stdin
  *   alloc           allocate through every malloc-family entry point, print "ok"
@@ -49,14 +50,28 @@
  *                   left other than EBADF, or EBADF
  *   ns CALL [DIR]   makes one call that needs the calling thread's filesystem context unshared
  *                   or changes it (as root): setns-mnt (setns of /proc/self/ns/mnt,
- *                   CLONE_NEWNS), setns-any (the same, nstype 0), unshare-mnt
- *                   (unshare(CLONE_NEWNS)), unshare-fs, chroot ("/"), pivot_root DIR (in a
- *                   mount namespace of its own, onto a tmpfs mounted on DIR); prints "CALL=0" or
- * "CALL=-1 ERRNO", then "library=on" while roundtrim serves requests, "library=off" once it does
- * not, "library=none" without it apiwake         prints "ready PID tid=T": thread T calls
- * roundtrim_round() for each line "round"; "replace" puts a file of the probe's holding "mine" on
- * the library's FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes other
- * than letters shown as '?') */
+ *                   CLONE_NEWNS), setns-any (the same, nstype 0), setns-net-as-mnt (setns of
+ *                   /proc/self/ns/net with CLONE_NEWNS: EINVAL, a wrong type), setns-threaded
+ *                   (setns-mnt while a thread of its own is blocked: EINVAL, its context
+ *                   shared), unshare-mnt (unshare(CLONE_NEWNS)), unshare-fs, chroot ("/"),
+ *                   pivot_root DIR (in a mount namespace of its own, onto a tmpfs mounted on
+ *                   DIR); prints "CALL=0" or "CALL=-1 ERRNO", then "library=on" while
+ *                   roundtrim serves requests, "library=off" once it does not, "library=none"
+ *                   without it
+ *   umount DIR      mounts a tmpfs on DIR (as root, in the caller's mount namespace), changes
+ *                   into it and execs itself there; the new image changes to "/" and unmounts
+ *                   DIR: prints "umount=0" or "umount=-1 ERRNO" (EBUSY: a task of the process
+ *                   still works in DIR), then "library=on|off|none" as ns does
+ *   timerxid        a timer_create(SIGEV_THREAD) callback, which runs on a thread glibc starts
+ *                   without pthread_create, calls setgid(getgid()) every 0.5 ms while the main
+ *                   thread calls execvp of a missing file for 1 s; prints "setgid=N" (N > 0:
+ *                   calls that returned 0) once the timer is stopped, then "main setgid=0" once
+ *                   a setgid of the main thread's has returned
+ *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
+ *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
+ *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
+ *                   other than letters shown as '?') */
+/* clang-format on */
 #include "workload.h"
 
 #include <dirent.h>
@@ -560,18 +575,47 @@ ns_pivot_root(const char *dir)
 	return (int)syscall(SYS_pivot_root, dir, old);
 }
 
-static int
-mode_ns(const char *call, const char *dir)
+/* "library=on" while roundtrim serves requests, "library=off" once it does not, "library=none"
+ * without it. */
+static void
+print_library_state(void)
 {
 	int (*status)(char *, size_t) =
 	    (int (*)(char *, size_t))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_status_json");
+	printf("library=%s\n", !status ? "none" : status(NULL, 0) >= 0 ? "on" : "off");
+}
+
+/* setns-mnt while a thread of the probe's own, blocked until it returns, shares its context. */
+static int
+ns_setns_threaded(int fd)
+{
+	int idle[2];
+	pthread_t reader;
+	if (pipe(idle) != 0 || pthread_create(&reader, NULL, internal_reader, &idle[0]) != 0)
+		return -1;
+	int rc = setns(fd, CLONE_NEWNS);
+	int saved_errno = errno;
+	close(idle[1]);
+	pthread_join(reader, NULL);
+	errno = saved_errno;
+	return rc;
+}
+
+static int
+mode_ns(const char *call, const char *dir)
+{
 	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	int net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	int rc = -1;
 	errno = EINVAL;
 	if (!strcmp(call, "setns-mnt"))
 		rc = setns(fd, CLONE_NEWNS);
 	else if (!strcmp(call, "setns-any"))
 		rc = setns(fd, 0);
+	else if (!strcmp(call, "setns-net-as-mnt"))
+		rc = setns(net, CLONE_NEWNS);
+	else if (!strcmp(call, "setns-threaded"))
+		rc = ns_setns_threaded(fd);
 	else if (!strcmp(call, "unshare-mnt"))
 		rc = unshare(CLONE_NEWNS);
 	else if (!strcmp(call, "unshare-fs"))
@@ -586,7 +630,63 @@ mode_ns(const char *call, const char *dir)
 		printf("%s=0\n", call);
 	else
 		printf("%s=-1 %s\n", call, strerrorname_np(errno));
-	printf("library=%s\n", !status ? "none" : status(NULL, 0) >= 0 ? "on" : "off");
+	print_library_state();
+	return 0;
+}
+
+static int
+mode_umount(const char *dir, bool inside)
+{
+	if (!inside) {
+		if (mount("probe", dir, "tmpfs", 0, NULL) != 0 || chdir(dir) != 0)
+			return 1;
+		execl("/proc/self/exe", "probe", "umount", dir, "inside", (char *)NULL);
+		return 1;
+	}
+	if (chdir("/") != 0)
+		return 1;
+	if (umount2(dir, 0) == 0)
+		printf("umount=0\n");
+	else
+		printf("umount=-1 %s\n", strerrorname_np(errno));
+	print_library_state();
+	return 0;
+}
+
+static atomic_long timerxid_calls;
+
+static void
+timerxid_tick(union sigval unused)
+{
+	(void)unused;
+	if (setgid(getgid()) == 0)
+		atomic_fetch_add(&timerxid_calls, 1);
+}
+
+static int
+mode_timerxid(void)
+{
+	struct sigevent sev = {.sigev_notify = SIGEV_THREAD,
+	                       .sigev_notify_function = timerxid_tick};
+	timer_t timer;
+	struct itimerspec every = {{0, 500 * 1000}, {0, 500 * 1000}}, stop = {0};
+	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0 ||
+	    timer_settime(timer, 0, &every, NULL) != 0)
+		return 1;
+	struct timespec now, end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 1;
+	char *const argv[] = {"missing", NULL};
+	do {
+		execvp("/nonexistent/roundtrim-probe", argv);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+	         (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	timer_settime(timer, 0, &stop, NULL);
+	printf("setgid=%ld\n", atomic_load(&timerxid_calls));
+	fflush(stdout);
+	/* Waits for a call of the callback's that never returned (it holds glibc's set*id lock). */
+	printf("main setgid=%d\n", setgid(getgid()));
 	return 0;
 }
 
@@ -999,6 +1099,10 @@ main(int argc, char **argv)
 		return mode_forkerrno();
 	if (!strcmp(mode, "ns") && argc > 2)
 		return mode_ns(argv[2], argc > 3 ? argv[3] : NULL);
+	if (!strcmp(mode, "umount") && argc > 2)
+		return mode_umount(argv[2], argc > 3 && !strcmp(argv[3], "inside"));
+	if (!strcmp(mode, "timerxid"))
+		return mode_timerxid();
 	if (!strcmp(mode, "arenas"))
 		return mode_arenas();
 	if (!strcmp(mode, "lowfd") && argc > 2)
