@@ -190,7 +190,6 @@ rt_main_init(void)
 	/* Before main, so that every application thread inherits the blocked signal. */
 	if (cfg->signal)
 		rt_signal_setup(cfg->signal);
-	rt_signal_note_inherited();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim_active = rt_main_start(w);
 	if (rt_shim_active && rt_sampler_init(cfg)) {

@@ -17,7 +17,7 @@
 #define RT_SPAWN_CALL(call)                                                                        \
 	do {                                                                                       \
 		struct rt_signal_exec_state rt_saved;                                              \
-		rt_signal_spawn_enter(&rt_saved);                                                  \
+		rt_signal_exec_enter(&rt_saved);                                                   \
 		int rt_ret = (call);                                                               \
 		rt_signal_exec_leave(&rt_saved);                                                   \
 		return rt_ret;                                                                     \
@@ -202,7 +202,7 @@ RT_EXPORT FILE *
 popen(const char *command, const char *mode)
 {
 	struct rt_signal_exec_state saved;
-	rt_signal_spawn_enter(&saved);
+	rt_signal_exec_enter(&saved);
 	FILE *f = rt_real.popen ? rt_real.popen(command, mode) : NULL;
 	rt_signal_exec_leave(&saved);
 	return f;

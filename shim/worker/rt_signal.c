@@ -24,16 +24,6 @@ static atomic_bool rt_sig_owned;
 static atomic_bool rt_sig_giving_up;
 static atomic_uint rt_sig_in_wait; /* futex word: the worker is inside its wait */
 static atomic_uint_fast64_t rt_sig_rounds;
-/* SIGSETXID was SIG_IGN at load (the process was started by posix_spawn, system or popen). */
-static bool rt_sig_setxid_ignored;
-/* The program has asked for a thread of its own (pthread_create), here or in a process it was
- * forked from since its last exec: glibc has handled SIGSETXID since, without the library too. */
-static atomic_bool rt_sig_program_threaded;
-
-/* glibc keeps signals 32 (SIGCANCEL) and 33 (SIGSETXID) for itself; SIGRTMIN is above them.
- * It installs its SIGSETXID handler at the process's first pthread_create, and its SIGCANCEL
- * handler at the first pthread_cancel, which the library never calls. */
-#define RT_SIGNAL_SETXID 33
 /* How long a program's sigaction waits for the worker to leave its wait: microseconds in
  * practice; the bound only keeps a stuck worker from holding the program. */
 #define RT_SIGNAL_GIVE_UP_WAIT_NS (200 * 1000 * 1000L)
@@ -211,69 +201,21 @@ RT_SIGNAL_SETTER(bsd_signal)
 RT_SIGNAL_SETTER(sysv_signal)
 RT_SIGNAL_SETTER(sigset)
 
-/* glibc's sigaction() refuses its internal signals (EINVAL), so these go to the kernel. */
-static int
-rt_signal_raw_action(int sig, const struct rt_kernel_sigaction *act,
-                     struct rt_kernel_sigaction *old)
-{
-	return (int)syscall(SYS_rt_sigaction, sig, act, old, sizeof(uint64_t));
-}
-
+/* glibc's signals 32 (SIGCANCEL) and 33 (SIGSETXID) are never touched, not even around exec:
+ * threads glibc starts without pthread_create (timer_create's SIGEV_THREAD, aio, getaddrinfo_a,
+ * mq_notify) may make set*id calls, which wait until 33 has reached every thread, at any time.
+ * The calling thread's mask is what changes: the new program must not inherit our block. */
 void
-rt_signal_note_inherited(void)
-{
-	struct rt_kernel_sigaction old;
-	if (RT_SIGNAL_SETXID < SIGRTMIN &&
-	    rt_signal_raw_action(RT_SIGNAL_SETXID, NULL, &old) == 0 &&
-	    old.handler == (void *)SIG_IGN)
-		rt_sig_setxid_ignored = true;
-}
-
-void
-rt_signal_program_starts_thread(void)
-{
-	if (!atomic_load_explicit(&rt_sig_program_threaded, memory_order_relaxed))
-		atomic_store(&rt_sig_program_threaded, true);
-}
-
-/* The calling thread's mask as the new program should get it. */
-static void
-rt_signal_unblock_ours(sigset_t *saved)
+rt_signal_exec_enter(struct rt_signal_exec_state *state)
 {
 	if (!rt_signal_in_masks()) {
-		pthread_sigmask(SIG_BLOCK, NULL, saved);
+		pthread_sigmask(SIG_BLOCK, NULL, &state->mask);
 		return;
 	}
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, rt_sig);
-	pthread_sigmask(SIG_UNBLOCK, &set, saved);
-}
-
-void
-rt_signal_spawn_enter(struct rt_signal_exec_state *state)
-{
-	/* glibc's posix_spawn, which system and popen use, sets its internal signals to SIG_IGN in
-	 * the child itself: their dispositions here are left alone. */
-	state->reignored = false;
-	rt_signal_unblock_ours(&state->mask);
-}
-
-void
-rt_signal_exec_enter(struct rt_signal_exec_state *state)
-{
-	state->reignored = false;
-	/* Only the library's worker made glibc handle SIGSETXID, and execve would hand the new
-	 * program SIG_DFL where it inherited SIG_IGN: set back for the call, as the process had
-	 * it. Only while the program has never started a thread, so that the calling thread is
-	 * its only one and none can be in a set*id call that the signal must reach (the library's
-	 * tasks make none); once it has, glibc handles the signal without the library too. */
-	if (rt_sig_setxid_ignored && !atomic_load(&rt_sig_program_threaded)) {
-		struct rt_kernel_sigaction ign = {.handler = (void *)SIG_IGN};
-		state->reignored =
-		    rt_signal_raw_action(RT_SIGNAL_SETXID, &ign, &state->setxid) == 0;
-	}
-	rt_signal_unblock_ours(&state->mask);
+	pthread_sigmask(SIG_UNBLOCK, &set, &state->mask);
 }
 
 void
@@ -281,8 +223,6 @@ rt_signal_exec_leave(const struct rt_signal_exec_state *state)
 {
 	int saved_errno = errno;
 	pthread_sigmask(SIG_SETMASK, &state->mask, NULL);
-	if (state->reignored)
-		rt_signal_raw_action(RT_SIGNAL_SETXID, &state->setxid, NULL);
 	errno = saved_errno;
 }
 

@@ -29,36 +29,16 @@ void rt_signal_begin_wait(sigset_t *mask);
 void rt_signal_end_wait(void);
 
 /* What exec_enter changed, for exec_leave to undo when the exec fails or the call returns. */
-struct rt_kernel_sigaction {
-	void *handler;
-	unsigned long flags;
-	void *restorer;
-	uint64_t mask;
-};
-
 struct rt_signal_exec_state {
 	sigset_t mask;
-	struct rt_kernel_sigaction setxid;
-	bool reignored; /* glibc's SIGSETXID was set back to SIG_IGN for the call */
 };
 
-/* Around exec (enter) and around calls that start another process (spawn_enter): the new
- * program must start with the mask and dispositions it would have had without roundtrim. Both
- * unblock the signal in the calling thread (a signal that arrives meanwhile is counted by the
- * handler); exec_enter also sets SIGSETXID back to the SIG_IGN the process inherited, where
- * only the library's worker made glibc handle it; leave restores both when the call returns.
- * Signals 32 and 33 are otherwise never changed: glibc's set*id and pthread_cancel need them. */
+/* Around exec and around calls that start another process: the new program must start with the
+ * mask it would have had without roundtrim. enter unblocks the signal in the calling thread (a
+ * signal that arrives meanwhile is counted by the handler); leave restores the mask when the call
+ * returns. No disposition changes: glibc's signals 32 and 33 above all stay as glibc set them. */
 void rt_signal_exec_enter(struct rt_signal_exec_state *state);
-void rt_signal_spawn_enter(struct rt_signal_exec_state *state);
 void rt_signal_exec_leave(const struct rt_signal_exec_state *state);
-/* In the constructor, before the worker thread exists: remembers whether the process inherited
- * glibc's SIGSETXID (33) as SIG_IGN. Starting any thread makes glibc install its handler, and
- * exec resets handled signals to SIG_DFL, so without this a program execed by a formerly
- * single-threaded host would no longer ignore it. */
-void rt_signal_note_inherited(void);
-/* The program's pthread_create (not the library's): glibc handles SIGSETXID from then on,
- * without the library too. */
-void rt_signal_program_starts_thread(void);
 /* The calling thread's mask without roundtrim's signal: what a spawned child should get. */
 void rt_signal_clean_mask(sigset_t *mask);
 

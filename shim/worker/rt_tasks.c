@@ -15,7 +15,6 @@
 #include "rt_procread.h"
 #include "rt_real.h"
 #include "rt_shim.h"
-#include "rt_signal.h"
 #include "rt_worker_life.h"
 
 #include <dirent.h>
@@ -271,7 +270,6 @@ rt_tasks_create_thread(pthread_t *thread, const pthread_attr_t *attr, void *(*st
 RT_EXPORT int
 pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
-	rt_signal_program_starts_thread();
 	int err = rt_tasks_create_thread(thread, attr, start, arg);
 	if (err == EAGAIN && rt_tasks_give_back("pthread_create"))
 		err = rt_tasks_create_thread(thread, attr, start, arg);

@@ -705,3 +705,35 @@ Test(invisible, keeper_cancel_while_another_thread_runs_system)
 {
 	internal_signals_answered("cancel", "cancel=joined\nsystem=0\n", true);
 }
+
+/* glibc starts the threads of timer_create(SIGEV_THREAD), aio, getaddrinfo_a and mq_notify without
+ * pthread_create. A set*id call from one of them waits until signal 33 has reached every thread of
+ * the process: while the main thread execs (a missing file, again and again), it returns as
+ * without the library, which never ignores 33, not even around exec (it waited for ever there). */
+static void
+timer_thread_setxid_while_exec(bool noshare)
+{
+	const char *argv_all[] = {th_noshare(), th_workload("probe"), "timerxid", NULL};
+	const char *const *argv = noshare ? argv_all : argv_all + 1;
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	char out0[256], err0[1024], out1[256], err1[1024];
+	int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+	int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+	cr_assert_eq(status0, 0, "without the library: %d %s", status0, err0);
+	cr_assert_gt(th_field(out0, "setgid"), 0, "%s", out0);
+	th_expect_in(out0, "main setgid=0\n");
+	cr_assert_eq(status1, 0, "under the library: %d (-1: it hung) %s %s", status1, out1, err1);
+	cr_assert_gt(th_field(out1, "setgid"), 0, "%s", out1);
+	th_expect_in(out1, "main setgid=0\n");
+	cr_assert_str_eq(err1, "");
+}
+
+Test(invisible, setgid_from_a_timer_thread_while_exec)
+{
+	timer_thread_setxid_while_exec(false);
+}
+
+Test(invisible, keeper_setgid_from_a_timer_thread_while_exec)
+{
+	timer_thread_setxid_while_exec(true);
+}
