@@ -310,6 +310,9 @@ RT_KEEPER_CODE static int
 rt_keeper_main(void *arg)
 {
 	(void)arg;
+	/* First: its copy of the filesystem context holds the program's working directory of the
+	 * moment, which a volume the program has left could not be unmounted with (EBUSY). */
+	RT_KEEPER_SYS(SYS_chdir, "/", 0, 0, 0, 0);
 	RT_KEEPER_SYS(SYS_prctl, PR_SET_NAME, RT_FILE_KEEPER_THREAD, 0, 0, 0);
 	long rc = rt_keeper_close_others();
 	atomic_store_explicit(&rt_k.ready, rc == 0 ? 1 : (int)rc, memory_order_release);

@@ -311,21 +311,47 @@ rt_creds_single_thread_for(const char *call)
 	errno = saved_errno;
 }
 
+/* Whether a setns(fd, nstype) that failed so (EINVAL) was a switch of mount namespace alone, the
+ * one that needs the calling thread's filesystem context unshared (setns(2)): fd is a mount
+ * namespace's (nsfs says so, whatever nstype asked), or a process's pidfd and nstype is
+ * CLONE_NEWNS. Any other fd or type fails for reasons of its own. errno stays. */
+static bool
+rt_creds_mount_switch(int fd, int nstype)
+{
+	if (errno != EINVAL || (nstype != 0 && nstype != CLONE_NEWNS))
+		return false;
+	int saved_errno = errno;
+	bool mount = ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNS;
+	if (!mount && nstype == CLONE_NEWNS) {
+		char link[32], target[32];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		mount = n > 0 && (size_t)n == strlen("anon_inode:[pidfd]") &&
+		        !memcmp(target, "anon_inode:[pidfd]", (size_t)n);
+	}
+	errno = saved_errno;
+	return mount;
+}
+
 /* The kernel moves a thread into another mount namespace by setns only while no other task
  * shares its filesystem context (EINVAL). The worker unshares its own with its descriptor
  * table and the keeper never shares it; a worker that shares the program's table shares its
- * context too: when the call fails so, it stands down, and the call is made again. */
+ * context too. Where it alone does (the caller is the program's only thread), it stands down
+ * and the call is made again; a failure of the program's own (threads of its own, a wrong
+ * descriptor) comes back unchanged. */
 static bool
 rt_creds_own_fs_for(const char *call)
 {
-	if (errno != EINVAL || !rt_worker_shares_fs() || rt_worker_life_is_self())
+	int saved_errno = errno;
+	if (rt_worker_life_is_self() || !rt_worker_alone_shares_fs()) {
+		errno = saved_errno;
 		return false;
+	}
 	char why[160];
 	snprintf(why, sizeof(why),
 	         "the program's %s(CLONE_NEWNS) needs a filesystem context that no other thread "
 	         "shares",
 	         call);
-	int saved_errno = errno;
 	bool gone = rt_tasks_stand_down(why);
 	errno = saved_errno;
 	return gone;
@@ -362,7 +388,7 @@ setns(int fd, int nstype)
 	if (type > 0 && (type & CLONE_NEWUSER))
 		rt_creds_single_thread_for("setns");
 	int ret = fn(fd, nstype);
-	if (ret != 0 && type == CLONE_NEWNS && rt_creds_own_fs_for("setns"))
+	if (ret != 0 && rt_creds_mount_switch(fd, nstype) && rt_creds_own_fs_for("setns"))
 		ret = fn(fd, nstype);
 	return ret;
 }

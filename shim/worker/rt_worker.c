@@ -489,6 +489,9 @@ rt_worker_take_table(struct rt_worker *w)
 		 * program's setns(CLONE_NEWNS) fails while another thread shares its context. */
 		if (syscall(SYS_unshare, CLONE_FILES | CLONE_FS) == 0) {
 			atomic_store(&w->own_fs, true);
+			/* Its working directory would stay the program's of the moment for good: a
+			 * volume the program has left could not be unmounted (EBUSY). */
+			syscall(SYS_chdir, "/");
 			/* Its lines go to the program's stderr of the moment, through a pidfd; a
 			 * kernel without pidfds (before 5.6) leaves it the stderr of start-up. */
 			int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -599,6 +602,18 @@ rt_worker_alone(void)
 		exit(0);
 }
 
+/* Whether the calling thread is the program's last (its main thread, gone, may linger). */
+static bool
+rt_worker_caller_is_last(struct rt_worker *w, bool self_is_main)
+{
+	/* /proc/PID/task's link count is 2 + its threads (proc_task_getattr): a count without
+	 * opening anything, since the program may be about to dup2 onto the lowest free number. */
+	struct stat st;
+	return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
+	       rt_procfs_last_thread((uint64_t)st.st_nlink - 2, rt_tasks_held(), self_is_main,
+	                             atomic_load(&w->main_gone));
+}
+
 bool
 rt_worker_thread_exits(void)
 {
@@ -606,14 +621,7 @@ rt_worker_thread_exits(void)
 	bool self_is_main = gettid() == getpid();
 	if (self_is_main)
 		atomic_store(&w->main_gone, true);
-	if (!rt_worker_life_running())
-		return false;
-	/* /proc/PID/task's link count is 2 + its threads (proc_task_getattr): a count without
-	 * opening anything, since the program may be about to dup2 onto the lowest free number. */
-	struct stat st;
-	return stat("/proc/self/task", &st) == 0 && st.st_nlink >= 2 &&
-	       rt_procfs_last_thread((uint64_t)st.st_nlink - 2, rt_tasks_held(), self_is_main,
-	                             atomic_load(&w->main_gone));
+	return rt_worker_life_running() && rt_worker_caller_is_last(w, self_is_main);
 }
 
 static void *
@@ -759,9 +767,11 @@ rt_worker_forget_parent(void)
 }
 
 bool
-rt_worker_shares_fs(void)
+rt_worker_alone_shares_fs(void)
 {
-	return rt_worker_life_running() && !atomic_load(&rt_worker_one.own_fs);
+	struct rt_worker *w = &rt_worker_one;
+	return rt_worker_life_running() && !atomic_load(&w->own_fs) &&
+	       rt_worker_caller_is_last(w, gettid() == getpid());
 }
 
 uint64_t

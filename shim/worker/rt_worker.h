@@ -31,9 +31,10 @@ bool rt_worker_serve(void);
  * program's last, whose exit must end the process in the program's own descriptor table, as
  * glibc would end it. */
 bool rt_worker_thread_exits(void);
-/* Whether a worker runs in this process that shares the program's filesystem context: where its
- * descriptor table is the program's (unshare refused), its filesystem context is too. */
-bool rt_worker_shares_fs(void);
+/* Whether the worker alone shares the calling thread's filesystem context: its descriptor table
+ * is the program's (unshare refused), so its filesystem context is too, and the caller is the
+ * program's only thread. */
+bool rt_worker_alone_shares_fs(void);
 /* In a fork child, inside fork: forget the parent's worker, its pending requests and status. */
 void rt_worker_forget_parent(void);
 /* An API round, counted in the caller's thread into the process's one sequence of rounds:

@@ -6,10 +6,13 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -413,8 +416,9 @@ Test(privileges, entering_a_user_namespace)
 Test(privileges, mount_namespace_and_root_calls_as_without)
 {
 	need_root();
-	static const char *const calls[] = {"setns-mnt",  "setns-any", "unshare-mnt",
-	                                    "unshare-fs", "chroot",    "pivot_root"};
+	static const char *const calls[] = {"setns-mnt",      "setns-any",   "setns-net-as-mnt",
+	                                    "setns-threaded", "unshare-mnt", "unshare-fs",
+	                                    "chroot",         "pivot_root"};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]) - LEAKS_CHECKED_AT_EXIT; i++) {
 		char dir0[PATH_MAX], dir1[PATH_MAX];
 		snprintf(dir0, sizeof(dir0), "%s/pivot0", th_tmpdir());
@@ -491,4 +495,70 @@ Test(privileges, keeper_setns_into_a_mount_namespace_stands_down_first)
 		             "roundtrim: stood down: the program's setns(CLONE_NEWNS) needs a "
 		             "filesystem context that no other thread shares");
 	}
+}
+
+/* A setns that fails for a reason of the program's own fails as without the library, errno and
+ * all, and the library acts on: a descriptor of another namespace type (EINVAL), a thread of the
+ * program's own sharing its filesystem context (EINVAL). Only where the worker alone shares it
+ * does the library stand down (above). */
+Test(privileges, keeper_setns_failing_for_the_programs_own_reasons_keeps_the_library)
+{
+	need_root();
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns to everyone");
+	static const char *const calls[] = {"setns-net-as-mnt", "setns-threaded"};
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		const char *argv[] = {th_noshare(), "--setns", th_workload("probe"),
+		                      "ns",         calls[i],  NULL};
+		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+		                     NULL};
+		char out0[1024], err0[1024], out1[1024], err1[1024], expect[256];
+		cr_assert_eq(th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s",
+		             err0);
+		cr_assert_eq(th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s",
+		             err1);
+		snprintf(expect, sizeof(expect), "%s=-1 EINVAL\nlibrary=none\n", calls[i]);
+		cr_assert_str_eq(out0, expect);
+		snprintf(expect, sizeof(expect), "%s=-1 EINVAL\nlibrary=on\n", calls[i]);
+		cr_assert_str_eq(out1, expect, "%s", err1);
+		cr_assert_str_eq(err1, "", "%s", calls[i]);
+	}
+}
+
+/* The worker's and the keeper's working directories are "/", not the program's at start: a
+ * volume the program started in and has left unmounts as without the library (EBUSY, for good,
+ * before). In a mount namespace of the test's own. */
+static void
+umount_after_leaving(bool keeper)
+{
+	need_root();
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses mount to everyone");
+	if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		cr_skip_test("no mount namespace of the test's own here: %s", strerror(errno));
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/volume", th_tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0);
+	const char *argv_all[] = {th_noshare(), "--mount", th_workload("probe"),
+	                          "umount",     dir,       NULL};
+	const char *const *argv = keeper ? argv_all : argv_all + 2;
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	char out0[1024], err0[1024], out1[1024], err1[1024];
+	cr_assert_eq(th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s", err0);
+	cr_assert_str_eq(out0, "umount=0\nlibrary=none\n");
+	cr_assert_eq(th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s", err1);
+	umount2(dir, MNT_DETACH); /* where the probe could not */
+	cr_assert_str_eq(out1, "umount=0\nlibrary=on\n", "%s", err1);
+	cr_assert_str_eq(err1, "");
+	rmdir(dir);
+}
+
+Test(privileges, umount_of_the_start_directory_once_left)
+{
+	umount_after_leaving(false);
+}
+
+Test(privileges, keeper_umount_of_the_start_directory_once_left)
+{
+	umount_after_leaving(true);
 }
