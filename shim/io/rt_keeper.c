@@ -115,6 +115,8 @@ static struct {
 
 /* One caller at a time. */
 static pthread_mutex_t rt_k_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The credentials of the program thread that last asked (rt_keeper_take_creds). */
+static struct rt_keeper_creds rt_k_asked;
 
 /* --- What the keeper runs. */
 
@@ -497,6 +499,16 @@ rt_keeper_fit_groups(struct rt_keeper_creds *c, long n)
 	return true;
 }
 
+/* Gives c's group list back; the next rt_keeper_fit_groups maps one anew. */
+static void
+rt_keeper_unmap_groups(struct rt_keeper_creds *c)
+{
+	if (c->groups)
+		munmap(c->groups, (size_t)c->groups_room * 2 * sizeof(unsigned));
+	c->groups = NULL;
+	c->groups_room = c->ngroups = 0;
+}
+
 /* dst = src, in dst's own group list; false when it cannot hold src's. */
 static bool
 rt_keeper_copy_creds(struct rt_keeper_creds *dst, const struct rt_keeper_creds *src)
@@ -583,15 +595,15 @@ bool
 rt_keeper_take_creds(char *why, size_t size)
 {
 	/* The tasks' lock keeps it, and rt_k.have, to one thread. */
-	static struct rt_keeper_creds asked;
+	struct rt_keeper_creds *asked = &rt_k_asked;
 	struct timespec deadline;
 	if (!rt_keeper_here())
 		return true;
-	if (!rt_keeper_read_creds(&asked, why, size))
+	if (!rt_keeper_read_creds(asked, why, size))
 		return false;
 	/* Most calls leave it holding the caller's already (the caller's change failed, or was
 	 * the same): no round trip. */
-	if (rt_keeper_same_creds(&asked, &rt_k.have))
+	if (rt_keeper_same_creds(asked, &rt_k.have))
 		return true;
 	/* The worker may hold the lock through a call of its own (a write to a slow volume). */
 	rt_keeper_deadline(&deadline, RT_KEEPER_CREDS_WAIT_S);
@@ -602,13 +614,13 @@ rt_keeper_take_creds(char *why, size_t size)
 	long ret = -ETIMEDOUT;
 	if (rt_keeper_idle(&deadline)) {
 		rt_k.op = RT_KEEPER_OP_CREDS;
-		ret = rt_keeper_copy_creds(&rt_k.creds, &asked) ? rt_keeper_round_trip(&deadline)
-		                                                : -ENOMEM;
+		ret = rt_keeper_copy_creds(&rt_k.creds, asked) ? rt_keeper_round_trip(&deadline)
+		                                               : -ENOMEM;
 	}
-	if (ret == 0 && !rt_keeper_copy_creds(&rt_k.have, &asked))
+	if (ret == 0 && !rt_keeper_copy_creds(&rt_k.have, asked))
 		ret = -ENOMEM;
 	if (ret == -ENOMEM)
-		snprintf(why, size, "no room for the caller's %ld groups", asked.ngroups);
+		snprintf(why, size, "no room for the caller's %ld groups", asked->ngroups);
 	else if (ret == -EPERM)
 		snprintf(why, size, "the keeper could not take them");
 	else if (ret != 0)
@@ -691,6 +703,7 @@ rt_keeper_start(const int *keep, size_t n, char *why, size_t size)
 label_fail:
 	munmap(map, RT_KEEPER_STACK + page);
 	rt_k.stack = NULL;
+	rt_keeper_unmap_groups(&rt_k.have);
 	return false;
 #endif
 }
@@ -728,6 +741,10 @@ rt_keeper_stop(void)
 		rt_proc_await_release(tid);
 	munmap(rt_k.stack, RT_KEEPER_STACK + (size_t)sysconf(_SC_PAGESIZE));
 	rt_k.stack = NULL;
+	/* The group lists go with it (with the tasks' lock held, as every use of them is). */
+	rt_keeper_unmap_groups(&rt_k.creds);
+	rt_keeper_unmap_groups(&rt_k.have);
+	rt_keeper_unmap_groups(&rt_k_asked);
 	atomic_store(&rt_k.state, RT_KEEPER_IDLE);
 	return true;
 }
