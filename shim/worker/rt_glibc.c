@@ -34,6 +34,7 @@
 static struct {
 	bool ready;     /* found at start and not stood down since */
 	bool validated; /* every arena was locked, read and checked once, on the worker */
+	bool consolidate; /* glibc's malloc_consolidate is the one rt_arena follows */
 	void *(*malloc_fn)(size_t);
 	void (*free_fn)(void *);
 	pid_t pid; /* for process_vm_readv: a live task of this process */
@@ -57,6 +58,22 @@ rt_glibc_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords)
 	(void)ctx;
 	struct iovec local = {out, nwords * 8}, remote = {(void *)addr, nwords * 8};
 	return process_vm_readv(rt_g.pid, &local, 1, &remote, 1, 0) == (ssize_t)(nwords * 8);
+}
+
+static void
+rt_glibc_store(void *ctx, uintptr_t addr, uint64_t value)
+{
+	(void)ctx;
+	__atomic_store_n((uint64_t *)addr, value, __ATOMIC_RELEASE);
+}
+
+/* As glibc's catomic_compare_and_exchange_val_acq on a fastbin's head. */
+static bool
+rt_glibc_cas(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired)
+{
+	(void)ctx;
+	return __atomic_compare_exchange_n((uint64_t *)addr, &expected, desired, false,
+	                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /* glibc's __libc_lock_lock: lll_lock(LLL_PRIVATE) on an int, 0 free, 1 locked, 2 locked with
@@ -128,6 +145,8 @@ rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
 static const struct rt_arena_ops rt_glibc_ops = {
     .load = rt_glibc_load,
     .peek = rt_glibc_peek,
+    .store = rt_glibc_store,
+    .cas = rt_glibc_cas,
     .lock = rt_glibc_lock,
     .unlock = rt_glibc_unlock,
     .let_waiter_in = rt_glibc_let_waiter_in,
@@ -144,6 +163,7 @@ rt_glibc_env(void)
 	    .budget = rt_arena_default_budget(),
 	    .page = rt_g.page,
 	    .heap_max = RT_ARENA_HEAP_MAX,
+	    .consolidate = rt_g.consolidate,
 	};
 }
 
@@ -219,6 +239,7 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 	    libc.dli_fbase != served.dli_fbase)
 		return rt_glibc_off("malloc is not served by glibc's libc itself",
 		                    served.dli_fname);
+	rt_g.consolidate = rt_arena_consolidation_checked(version);
 	rt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt_g.pid = getpid();
 	uint64_t probe = 0x726f756e64747269, seen = 0;
