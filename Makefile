@@ -121,6 +121,11 @@ $(INTEGRATION): $(INTEGRATION_SRC) $(TEST_POLICY_OBJ) \
 $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h policy/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
+# The heap-shape checker walks glibc's arenas with policy's own layout rules (rt_arena).
+$(BUILD)/test/workloads/shapes: test/workloads/shapes.c policy/rt_arena.c \
+		$(wildcard test/workloads/*.h policy/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< policy/rt_arena.c -pthread -ldl -lm
 
 # The stress tests (test/integration/test_stress.c): make check runs them at a hundredth of
 # their sizes; make stress at full size (10^6 FIFO rounds, 10^5 signals, 10^4 fork+exec, ...),
