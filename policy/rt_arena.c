@@ -262,6 +262,7 @@ rt_arena_default_budget(void)
 	return (struct rt_arena_budget){
 	    .hold_ns = 100 * 1000,
 	    .hold_chunks = 256,
+	    .run_ns = 500 * 1000,
 	    .piece_bytes = 512 << 10,
 	    .restarts = 2,
 	    .max_arenas = 4096,
@@ -308,10 +309,13 @@ struct rt_arena_run {
 	struct rt_arena_view *view;
 	struct rt_arena_result *res;
 	int64_t hold_start;
+	int64_t run_start; /* when the lock was taken: renewals since then */
 	unsigned hold_chunks; /* chunks looked at in this hold */
 	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
+	unsigned since_clock; /* work since the clock was last read (a piece counts 32) */
 	bool counting;        /* rt_arena_count: nothing is given back */
 	bool waited;          /* the last hold ended with a thread waiting for the lock */
+	bool contested;       /* a thread waited for this arena's lock in this release */
 	uint64_t most;        /* rt_arena_count stops once this many were counted */
 };
 
@@ -455,8 +459,10 @@ rt_arena_begin_hold(struct rt_arena_run *run)
 	const struct rt_arena_ops *ops = run->env->ops;
 	if (run->waited)
 		ops->rest(ops->ctx);
+	else if (run->res->holds && ops->yield)
+		ops->yield(ops->ctx);
 	ops->lock(ops->ctx, run->view->arena + RT_ARENA_MUTEX);
-	run->hold_start = ops->now_ns(ops->ctx);
+	run->hold_start = run->run_start = ops->now_ns(ops->ctx);
 	run->hold_chunks = 0;
 	run->hold_work = 0;
 	run->res->holds++;
@@ -470,10 +476,30 @@ rt_arena_end_hold(struct rt_arena_run *run, uintptr_t arena)
 	if (held > run->res->longest_hold_ns)
 		run->res->longest_hold_ns = held;
 	run->waited = ops->unlock(ops->ctx, arena + RT_ARENA_MUTEX);
+	run->contested |= run->waited;
 	if (run->waited) {
 		run->res->contended++;
 		ops->let_waiter_in(ops->ctx, arena + RT_ARENA_MUTEX);
 	}
+}
+
+/* A clock reading costs as much as a chunk's consolidation (170 ns in a VM here): the clock is
+ * read after 32 chunks, or after a piece given back (a madvise costs far more). */
+#define RT_ARENA_CLOCK_EVERY 32
+
+static inline void
+rt_arena_chunk_done(struct rt_arena_run *run)
+{
+	run->hold_chunks++;
+	run->hold_work++;
+	run->since_clock++;
+}
+
+static inline void
+rt_arena_piece_done(struct rt_arena_run *run)
+{
+	run->hold_work++;
+	run->since_clock += RT_ARENA_CLOCK_EVERY;
 }
 
 /* The hold ends as soon as another thread waits for the lock (glibc's waiters set the mutex
@@ -481,7 +507,11 @@ rt_arena_end_hold(struct rt_arena_run *run, uintptr_t arena)
  * that every hold moves the release on. When its budget is spent and nobody waits, the budget
  * is renewed without dropping the lock: a thread that comes to wait later is seen at the next
  * look, as in a fresh hold, and a drop would only cost a rest and a new reading of the arena
- * (the release took 2.4 to 2.8 times as long as malloc_trim with them). */
+ * (the release took 2.4 to 2.8 times as long as malloc_trim with them). Only a preemption of
+ * the worker while it holds the lock would make a waiter wait longer: in an arena whose lock a
+ * thread has waited for in this release, after run_ns the hold ends all the same, and the
+ * worker yields its core before the next one (in every arena, a yield every 0.5 ms made the
+ * release several times slower on a busy machine). */
 static bool
 rt_arena_hold_over(struct rt_arena_run *run)
 {
@@ -492,9 +522,14 @@ rt_arena_hold_over(struct rt_arena_run *run)
 	uint32_t mutex = (uint32_t)rt_arena_load(env, run->view->arena + RT_ARENA_MUTEX);
 	if (mutex > 1)
 		return true;
+	if (run->since_clock < RT_ARENA_CLOCK_EVERY && run->hold_chunks < env->budget.hold_chunks)
+		return false;
+	run->since_clock = 0;
 	int64_t now = ops->now_ns(ops->ctx);
 	if (run->hold_chunks < env->budget.hold_chunks && now - run->hold_start < env->budget.hold_ns)
 		return false;
+	if (run->contested && now - run->run_start >= env->budget.run_ns)
+		return true;
 	if (now - run->hold_start > run->res->longest_hold_ns)
 		run->res->longest_hold_ns = now - run->hold_start;
 	run->hold_start = now;
@@ -555,7 +590,7 @@ rt_arena_release_top(struct rt_arena_run *run, size_t keep, bool *skip)
 		uintptr_t lo = hi - rt_arena_min(hi - r.start, env->budget.piece_bytes);
 		env->ops->release(env->ops->ctx, lo, hi);
 		run->res->top_bytes += hi - lo;
-		run->hold_work++;
+		rt_arena_piece_done(run);
 		done_from = lo;
 	}
 }
@@ -617,15 +652,14 @@ restart:;
 			}
 			if (hi == r.end) {
 				run->res->chunks++;
-				run->hold_chunks++;
-				run->hold_work++;
+				rt_arena_chunk_done(run);
 			}
 			if (hi <= r.start)
 				break;
 			uintptr_t lo = hi - rt_arena_min(hi - r.start, env->budget.piece_bytes);
 			env->ops->release(env->ops->ctx, lo, hi);
 			run->res->bin_bytes += hi - lo;
-			run->hold_work++;
+			rt_arena_piece_done(run);
 			hi = lo;
 			if (hi == r.start)
 				break;
@@ -834,8 +868,7 @@ rt_arena_consolidate(struct rt_arena_run *run, bool *skip)
 			break;
 		}
 		run->res->fast_chunks++;
-		run->hold_chunks++;
-		run->hold_work++;
+		rt_arena_chunk_done(run);
 		if (++taken > most)
 			return true;
 	}
@@ -848,6 +881,7 @@ rt_arena_release_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena,
 	const struct rt_arena_env *env = run->env;
 	struct rt_arena_view *v = run->view;
 	v->arena = arena;
+	run->contested = false;
 	rt_arena_begin_hold(run);
 	const char *why = NULL;
 	enum rt_arena_seen seen = rt_arena_see(env, arena, main_arena, v, &why);
@@ -889,8 +923,7 @@ rt_arena_count_fastbins(struct rt_arena_run *run)
 				return rt_arena_abort(run,
 				                      "a fastbin chunk lies outside its arena");
 			run->res->chunks++;
-			run->hold_chunks++;
-			run->hold_work++;
+			rt_arena_chunk_done(run);
 			if (run->res->chunks > run->most)
 				return true;
 			if (++walked > env->budget.hold_chunks) {

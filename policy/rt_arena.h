@@ -108,15 +108,21 @@ struct rt_arena_ops {
 	 * gets a core again: on a 2-core machine at load 9, 40 of 500 holds lasted over 1 ms
 	 * without it, 0 to 11 with it. */
 	void (*rest)(void *ctx);
+	/* Before a lock that follows a hold the worker ended itself after run_ns: give the core to
+	 * whoever waits for it (sched_yield), so that the next hold starts on a fresh time slice
+	 * and no preemption lands in it. NULL: nothing. */
+	void (*yield)(void *ctx);
 	/* Gives back the pages of [start, end): page aligned, inside one free chunk. */
 	void (*release)(void *ctx, uintptr_t start, uintptr_t end);
 	int64_t (*now_ns)(void *ctx);
 };
 
-/* How long one lock hold may last, and how much one release call gives back. */
+/* A lock hold's budget, and how much one release call gives back. A hold ends as soon as a
+ * thread waits for the lock; a spent budget is renewed while nobody waits (res->renewed). */
 struct rt_arena_budget {
-	int64_t hold_ns;      /* the lock is dropped once held this long... */
-	unsigned hold_chunks; /* ...or once this many chunks were looked at */
+	int64_t hold_ns;      /* a budget lasts this long... */
+	unsigned hold_chunks; /* ...or this many chunks looked at (and bounds a fastbin count) */
+	int64_t run_ns;       /* after renewals this long, the lock is dropped and the core yielded */
 	size_t piece_bytes;   /* the most one release call covers */
 	unsigned restarts;    /* a bin that lost its place is walked again at most this often */
 	unsigned max_arenas;  /* the ring is followed this far at most */

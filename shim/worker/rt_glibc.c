@@ -10,6 +10,7 @@
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -26,7 +27,8 @@
 /* An arena's bins are mostly empty when the library starts; a main arena shows at least this
  * many of its 127 bins pointing at themselves. */
 #define RT_GLIBC_MIN_EMPTY_BINS 32
-/* The sleep before each lock hold (the timer slack makes it about 70 us). */
+/* The sleep before a lock hold that follows one a waiting thread ended (the timer slack makes
+ * it about 70 us). */
 #define RT_GLIBC_REST_NS (20 * 1000)
 /* After an unlock that woke a waiter, how long the worker stays away from the lock. */
 #define RT_GLIBC_HANDOVER_NS (200 * 1000)
@@ -136,6 +138,13 @@ rt_glibc_rest(void *ctx)
 }
 
 static void
+rt_glibc_yield(void *ctx)
+{
+	(void)ctx;
+	sched_yield();
+}
+
+static void
 rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
 {
 	(void)ctx;
@@ -151,6 +160,7 @@ static const struct rt_arena_ops rt_glibc_ops = {
     .unlock = rt_glibc_unlock,
     .let_waiter_in = rt_glibc_let_waiter_in,
     .rest = rt_glibc_rest,
+    .yield = rt_glibc_yield,
     .release = rt_glibc_release_pages,
     .now_ns = rt_glibc_now_ns,
 };

@@ -1316,3 +1316,69 @@ Test(arena, fastbins_of_an_unchecked_glibc_are_left_alone)
 	cr_assert_not(rt_arena_consolidation_checked("2.36x"));
 	cr_assert(rt_arena_consolidation_checked("2.36.1"));
 }
+
+static unsigned t_yields;
+
+static void
+t_yield(void *ctx)
+{
+	(void)ctx;
+	cr_assert_eq(w.held, 0, "a yield with the lock held");
+	t_yields++;
+}
+
+/* A thread waits for the lock once, at the first hold's end. */
+static bool t_waited_once;
+
+static void
+t_release_wait_once(void *ctx, uintptr_t start, uintptr_t end)
+{
+	t_release(ctx, start, end);
+	if (!t_waited_once && start >= (uintptr_t)w.heaps &&
+	    start < (uintptr_t)w.heaps + T_HEAP_MAX) {
+		t_waited_once = true;
+		*(int *)w.thread = 2;
+	}
+}
+
+Test(arena, with_a_thread_that_waited_the_lock_is_dropped_after_run_ns_and_the_core_yielded)
+{
+	t_many_chunks(50);
+	struct rt_arena_ops ops = t_ops;
+	ops.yield = t_yield;
+	ops.release = t_release_wait_once;
+	t_waited_once = false;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	env.budget.hold_chunks = 4;
+	env.budget.run_ns = 10 * 1000; /* each clock reading advances 1 µs */
+	t_yields = 0;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	/* The main arena first: nobody waited there, one hold. Then the thread arena: one hold
+	 * that a waiter ended (a rest follows it), then holds of run_ns each. A yield before
+	 * every lock but the first and the one after the rest. */
+	cr_assert_eq(res.contended, 1);
+	cr_assert_eq(w.rests, 1);
+	cr_assert_gt(w.locks, 6);
+	cr_assert_eq(t_yields, w.locks - 2, "%u yields, %u locks", t_yields, w.locks);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+Test(arena, without_a_waiter_the_worker_never_yields)
+{
+	t_many_chunks(50);
+	struct rt_arena_ops ops = t_ops;
+	ops.yield = t_yield;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	env.budget.hold_chunks = 4;
+	env.budget.run_ns = 10 * 1000;
+	t_yields = 0;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0);
+	cr_assert_eq(w.locks, 2);
+	cr_assert_eq(t_yields, 1, "the one before the second arena's lock");
+}
