@@ -1215,9 +1215,10 @@ Test(arena, a_fastbin_chunk_beside_the_top_goes_into_the_top)
 
 Test(arena, large_neighbours_leave_their_nextsize_rings_whole)
 {
-	/* Heads and a second chunk of the same size in large bins, each beside a fastbin chunk. */
-	static const long sizes[] = {64,    -2048, 64,  -2048, 64,  -2048, 64,
-	                             -4096, 64,    512, -3072, 64,  -3072, 64};
+	/* Heads and a second chunk of the same size in large bins, each beside a fastbin chunk;
+	 * 4096 and 4160 share a bin as two heads. */
+	static const long sizes[] = {64,    -2048, 64,  -2048, 64,    -2048, 64,  -4096, 64,
+	                             -4160, 64,    512, -3072, 64,    -3072, 64};
 	t_world_init(sizes, sizeof(sizes) / sizeof(sizes[0]), sizes, 1, 0);
 	t_nextsize_rings(w.thread);
 	t_check_heap(w.thread, w.thread_first);
