@@ -54,8 +54,10 @@ run_cell() {
 			ROUNDTRIM_GC_ROUNDS=1)
 	fi
 	read -r -a args <<<"$(mix_sizes "$2") --keep $3 --mib $4 --threads $5 --action $action"
-	[[ -n ${RECORDED[$config]:-} ]] || record_command env "${env[@]}" "$BENCH_BIN/stall" "${args[@]}"
-	RECORDED[$config]=1
+	if [[ ${RECORD:-0} == 1 ]]; then
+		record_command env "${env[@]}" "$BENCH_BIN/stall" "${args[@]}"
+		return
+	fi
 	env "${CLEAN_ENV[@]}" "${env[@]}" "$BENCH_BIN/stall" "${args[@]}" || die "stall failed: $config $*"
 }
 
@@ -154,6 +156,9 @@ main() {
 		IFS=: read -r mix keep mib t <<<"$cell"
 		for c in "${GLIBC_CONFIGS[@]}" "${JEMALLOC_CONFIGS[@]}"; do
 			note "heap shapes: $c, $(mix_words "$mix"), 1 in $keep kept, $mib MiB, $t threads"
+			# The page shows each configuration's command once, for its first cell.
+			[[ -n ${RECORDED[$c]:-} ]] || RECORD=1 run_cell "$c" "$mix" "$keep" "$mib" "$t"
+			RECORDED[$c]=1
 			line=$(run_cell "$c" "$mix" "$keep" "$mib" "$t")
 			[[ $line == action=* ]] || die "unexpected stall output: $line"
 			echo "$cell $line" >>"$RAW/heap/$c.txt"
