@@ -453,7 +453,8 @@ fuzz: $(FUZZ_BIN)
 #   256 MiB, and the kernel kills it.
 # - ASan, TSan: the tests that assert an allocator action or glibc's arenas
 #   (arena/thread_arena_tops_*, arena/stands_down_*, arena/live_heap_of_many_*,
-#   arena/the_worker_takes_no_arena_*, rounds/glibc_*, auto_rounds/rounds_found_*,
+#   arena/the_worker_takes_no_arena_*, arena/heap_shapes_* and stress/heap_shapes_*, whose
+#   workload walks glibc's own heap, rounds/glibc_*, auto_rounds/rounds_found_*,
 #   robust/role_caps_*, python/disabled_*, python/off_with_*, python/main_thread_*, and the
 #   command's all_reaches_*, round_finds_the_status_file_* and run_round_wait_*; the arena
 #   integrity test runs, and checks there that no byte is lost); jemalloc between the wrappers and
@@ -485,6 +486,7 @@ SAN_SKIP_runtime := $(SAN_SKIP_runtime)|python/@(disabled_|off_with_|main_thread
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/@(all_reaches_|round_finds_the_status_file_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/@(run_round_wait_|run_keeps_pid_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|install/command_carrying_*
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|@(arena|stress)/heap_shapes_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|auto_rounds/pressure_in_a_real_memory_cgroup
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/patched_nvflare_client_*
 SAN_SKIP_address := $(SAN_SKIP_runtime)|sites/forks_and_reallocs_while_sampling|stress/fork_exec
