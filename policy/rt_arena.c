@@ -316,6 +316,7 @@ struct rt_arena_run {
 	bool counting;        /* rt_arena_count: nothing is given back */
 	bool waited;          /* the last hold ended with a thread waiting for the lock */
 	bool contested;       /* a thread waited for this arena's lock in this release */
+	bool ran_out;         /* the last hold ended after run_ns: yield before the next */
 	uint64_t most;        /* rt_arena_count stops once this many were counted */
 };
 
@@ -459,8 +460,9 @@ rt_arena_begin_hold(struct rt_arena_run *run)
 	const struct rt_arena_ops *ops = run->env->ops;
 	if (run->waited)
 		ops->rest(ops->ctx);
-	else if (run->res->holds && ops->yield)
+	else if (run->ran_out && ops->yield)
 		ops->yield(ops->ctx);
+	run->ran_out = false;
 	ops->lock(ops->ctx, run->view->arena + RT_ARENA_MUTEX);
 	run->hold_start = run->run_start = ops->now_ns(ops->ctx);
 	run->hold_chunks = 0;
@@ -531,8 +533,10 @@ rt_arena_hold_over(struct rt_arena_run *run)
 	int64_t now = ops->now_ns(ops->ctx);
 	if (run->hold_chunks < env->budget.hold_chunks && now - run->hold_start < env->budget.hold_ns)
 		return false;
-	if (run->contested && now - run->run_start >= env->budget.run_ns)
+	if (run->contested && now - run->run_start >= env->budget.run_ns) {
+		run->ran_out = true;
 		return true;
+	}
 	if (now - run->hold_start > run->res->longest_hold_ns)
 		run->res->longest_hold_ns = now - run->hold_start;
 	run->hold_start = now;
