@@ -121,6 +121,11 @@ $(INTEGRATION): $(INTEGRATION_SRC) $(TEST_POLICY_OBJ) \
 $(BUILD)/test/workloads/%: test/workloads/%.c $(wildcard test/workloads/*.h policy/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
+# The heap-shape checker walks glibc's arenas with policy's own layout rules (rt_arena).
+$(BUILD)/test/workloads/shapes: test/workloads/shapes.c policy/rt_arena.c \
+		$(wildcard test/workloads/*.h policy/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< policy/rt_arena.c -pthread -ldl -lm
 
 # The stress tests (test/integration/test_stress.c): make check runs them at a hundredth of
 # their sizes; make stress at full size (10^6 FIFO rounds, 10^5 signals, 10^4 fork+exec, ...),
@@ -448,7 +453,8 @@ fuzz: $(FUZZ_BIN)
 #   256 MiB, and the kernel kills it.
 # - ASan, TSan: the tests that assert an allocator action or glibc's arenas
 #   (arena/thread_arena_tops_*, arena/stands_down_*, arena/live_heap_of_many_*,
-#   arena/the_worker_takes_no_arena_*, rounds/glibc_*, auto_rounds/rounds_found_*,
+#   arena/the_worker_takes_no_arena_*, arena/heap_shapes_* and stress/heap_shapes_*, whose
+#   workload walks glibc's own heap, rounds/glibc_*, auto_rounds/rounds_found_*,
 #   robust/role_caps_*, python/disabled_*, python/off_with_*, python/main_thread_*, and the
 #   command's all_reaches_*, round_finds_the_status_file_* and run_round_wait_*; the arena
 #   integrity test runs, and checks there that no byte is lost); jemalloc between the wrappers and
@@ -480,6 +486,7 @@ SAN_SKIP_runtime := $(SAN_SKIP_runtime)|python/@(disabled_|off_with_|main_thread
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/@(all_reaches_|round_finds_the_status_file_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/@(run_round_wait_|run_keeps_pid_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|install/command_carrying_*
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|@(arena|stress)/heap_shapes_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|auto_rounds/pressure_in_a_real_memory_cgroup
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/patched_nvflare_client_*
 SAN_SKIP_address := $(SAN_SKIP_runtime)|sites/forks_and_reallocs_while_sampling|stress/fork_exec

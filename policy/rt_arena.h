@@ -52,6 +52,10 @@ enum {
  * checked against. */
 bool rt_arena_version_supported(const char *version);
 
+/* Whether the running glibc's malloc_consolidate is the one the release follows to empty the
+ * fastbins (read in 2.36); on the others the release leaves fastbins alone. */
+bool rt_arena_consolidation_checked(const char *version);
+
 /* The address of bin i's header (bin_at): its fd and bk overlay bins[2i-2] and bins[2i-1]. */
 uintptr_t rt_arena_bin_at(uintptr_t arena, int i);
 /* glibc's bin_index for a chunk size on 64-bit. */
@@ -88,25 +92,37 @@ struct rt_arena_ops {
 	uint64_t (*load)(void *ctx, uintptr_t addr);
 	/* Aligned words that may not be mapped: false instead of a fault. */
 	bool (*peek)(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords);
+	/* The only writes to glibc's memory besides the mutex, both with the arena's lock held:
+	 * a word of a chunk or of the arena (release ordering), and the compare-and-swap that
+	 * takes a chunk off a fastbin's head as _int_malloc does (free() pushes without the lock). */
+	void (*store)(void *ctx, uintptr_t addr, uint64_t value);
+	bool (*cas)(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired);
 	/* The arena's mutex, taken and given back as glibc's __libc_lock_lock/unlock do; unlock
 	 * says whether a thread was waiting. */
 	void (*lock)(void *ctx, uintptr_t mutex);
 	bool (*unlock)(void *ctx, uintptr_t mutex);
 	/* After an unlock that woke a waiter: give it the time to take the lock. */
 	void (*let_waiter_in)(void *ctx, uintptr_t mutex);
-	/* Before every lock: sleep a little, so that the hold starts on a fresh time slice. A
-	 * hold that the scheduler cuts lasts until the worker gets a core again: on a 2-core
-	 * machine at load 9, 40 of 500 holds lasted over 1 ms without it, 0 to 11 with it. */
+	/* Before a lock that follows a hold that ended with a waiter: sleep a little, so that the
+	 * hold starts on a fresh time slice. A hold that the scheduler cuts lasts until the worker
+	 * gets a core again: on a 2-core machine at load 9, 40 of 500 holds lasted over 1 ms
+	 * without it, 0 to 11 with it. */
 	void (*rest)(void *ctx);
+	/* Before a lock that follows a hold the worker ended itself after run_ns: give the core to
+	 * whoever waits for it (sched_yield), so that the next hold starts on a fresh time slice
+	 * and no preemption lands in it. NULL: nothing. */
+	void (*yield)(void *ctx);
 	/* Gives back the pages of [start, end): page aligned, inside one free chunk. */
 	void (*release)(void *ctx, uintptr_t start, uintptr_t end);
 	int64_t (*now_ns)(void *ctx);
 };
 
-/* How long one lock hold may last, and how much one release call gives back. */
+/* A lock hold's budget, and how much one release call gives back. A hold ends as soon as a
+ * thread waits for the lock; a spent budget is renewed while nobody waits (res->renewed). */
 struct rt_arena_budget {
-	int64_t hold_ns;      /* the lock is dropped once held this long... */
-	unsigned hold_chunks; /* ...or once this many chunks were looked at */
+	int64_t hold_ns;      /* a budget lasts this long... */
+	unsigned hold_chunks; /* ...or this many chunks looked at (and bounds a fastbin count) */
+	int64_t run_ns;       /* after renewals this long, the lock is dropped and the core yielded */
 	size_t piece_bytes;   /* the most one release call covers */
 	unsigned restarts;    /* a bin that lost its place is walked again at most this often */
 	unsigned max_arenas;  /* the ring is followed this far at most */
@@ -120,6 +136,7 @@ struct rt_arena_env {
 	struct rt_arena_budget budget;
 	size_t page;
 	uintptr_t heap_max;
+	bool consolidate; /* empty the fastbins first (rt_arena_consolidation_checked) */
 };
 
 /* Up to this many heaps of one arena are known at once (64 GiB of 64 MiB heaps); an arena with
@@ -140,10 +157,12 @@ struct rt_arena_view {
 struct rt_arena_result {
 	uint64_t top_bytes;   /* given back from top chunks (whole pages, resident or not) */
 	uint64_t bin_bytes;   /* given back from binned free chunks */
+	uint64_t fast_chunks; /* fastbin chunks consolidated (merged and binned, or into top) */
 	uint64_t chunks;      /* chunks looked at (counted, by rt_arena_count) */
 	unsigned arenas;      /* arenas visited */
 	unsigned skipped;     /* arenas skipped (too many heaps, not yet used) */
-	unsigned holds;       /* lock holds, all arenas together */
+	unsigned holds;       /* lock holds, all arenas together (a renewed budget counts) */
+	unsigned renewed;     /* budgets renewed without dropping the lock: nobody waited */
 	unsigned contended;   /* holds that ended with a waiter */
 	unsigned lost_places; /* bin walks that started over */
 	int64_t longest_hold_ns;
@@ -162,7 +181,8 @@ const char *rt_arena_check_ring(const struct rt_arena_env *env, uintptr_t main_a
 const char *rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
                              struct rt_arena_view *view);
 
-/* Gives back the free pages of every arena, one at a time, in bounded lock holds; the top of
+/* Consolidates the fastbins of every arena as malloc_consolidate does, a chunk at a time, then
+ * gives back the free pages of every arena, one at a time, in bounded lock holds; the top of
  * each arena keeps `keep` bytes. Returns 0, or -1 with res->failure set when something did not
  * match the layout (nothing more is released then). `view` is scratch space. */
 int rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,

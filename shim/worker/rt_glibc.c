@@ -10,6 +10,7 @@
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -26,7 +27,8 @@
 /* An arena's bins are mostly empty when the library starts; a main arena shows at least this
  * many of its 127 bins pointing at themselves. */
 #define RT_GLIBC_MIN_EMPTY_BINS 32
-/* The sleep before each lock hold (the timer slack makes it about 70 us). */
+/* The sleep before a lock hold that follows one a waiting thread ended (the timer slack makes
+ * it about 70 us). */
 #define RT_GLIBC_REST_NS (20 * 1000)
 /* After an unlock that woke a waiter, how long the worker stays away from the lock. */
 #define RT_GLIBC_HANDOVER_NS (200 * 1000)
@@ -34,6 +36,7 @@
 static struct {
 	bool ready;     /* found at start and not stood down since */
 	bool validated; /* every arena was locked, read and checked once, on the worker */
+	bool consolidate; /* glibc's malloc_consolidate is the one rt_arena follows */
 	void *(*malloc_fn)(size_t);
 	void (*free_fn)(void *);
 	pid_t pid; /* for process_vm_readv: a live task of this process */
@@ -57,6 +60,22 @@ rt_glibc_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords)
 	(void)ctx;
 	struct iovec local = {out, nwords * 8}, remote = {(void *)addr, nwords * 8};
 	return process_vm_readv(rt_g.pid, &local, 1, &remote, 1, 0) == (ssize_t)(nwords * 8);
+}
+
+static void
+rt_glibc_store(void *ctx, uintptr_t addr, uint64_t value)
+{
+	(void)ctx;
+	__atomic_store_n((uint64_t *)addr, value, __ATOMIC_RELEASE);
+}
+
+/* As glibc's catomic_compare_and_exchange_val_acq on a fastbin's head. */
+static bool
+rt_glibc_cas(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired)
+{
+	(void)ctx;
+	return __atomic_compare_exchange_n((uint64_t *)addr, &expected, desired, false,
+	                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /* glibc's __libc_lock_lock: lll_lock(LLL_PRIVATE) on an int, 0 free, 1 locked, 2 locked with
@@ -119,6 +138,13 @@ rt_glibc_rest(void *ctx)
 }
 
 static void
+rt_glibc_yield(void *ctx)
+{
+	(void)ctx;
+	sched_yield();
+}
+
+static void
 rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
 {
 	(void)ctx;
@@ -128,10 +154,13 @@ rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
 static const struct rt_arena_ops rt_glibc_ops = {
     .load = rt_glibc_load,
     .peek = rt_glibc_peek,
+    .store = rt_glibc_store,
+    .cas = rt_glibc_cas,
     .lock = rt_glibc_lock,
     .unlock = rt_glibc_unlock,
     .let_waiter_in = rt_glibc_let_waiter_in,
     .rest = rt_glibc_rest,
+    .yield = rt_glibc_yield,
     .release = rt_glibc_release_pages,
     .now_ns = rt_glibc_now_ns,
 };
@@ -144,6 +173,7 @@ rt_glibc_env(void)
 	    .budget = rt_arena_default_budget(),
 	    .page = rt_g.page,
 	    .heap_max = RT_ARENA_HEAP_MAX,
+	    .consolidate = rt_g.consolidate,
 	};
 }
 
@@ -219,6 +249,7 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 	    libc.dli_fbase != served.dli_fbase)
 		return rt_glibc_off("malloc is not served by glibc's libc itself",
 		                    served.dli_fname);
+	rt_g.consolidate = rt_arena_consolidation_checked(version);
 	rt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt_g.pid = getpid();
 	uint64_t probe = 0x726f756e64747269, seen = 0;

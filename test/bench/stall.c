@@ -17,7 +17,11 @@
  * process took its core. On a busy machine W is mostly the latter; U is what the release itself
  * costs the thread (a lock holder that is preempted still counts, as it should).
  *
- * usage: stall --mib M [--threads T] --action self|roundtrim|none */
+ * --min and --max set the blocks' sizes (log-uniform; 64 B..256 KiB), --keep N keeps one block in
+ * N (10).
+ *
+ * usage: stall --mib M [--threads T] [--min BYTES] [--max BYTES] [--keep N]
+ *              --action self|roundtrim|none */
 #include "bench_read.h"
 
 #include <dlfcn.h>
@@ -60,11 +64,15 @@ stall_next(uint64_t *s)
 	return *s * 2685821657736338717ull;
 }
 
+/* The blocks' sizes (log-uniform between them) and which of them stay: one in stall_keep. */
+static double stall_min = 64, stall_max = 256 * 1024;
+static long stall_keep = 10;
+
 static size_t
 stall_size(uint64_t *rng)
 {
 	double u = (double)(stall_next(rng) >> 11) / (double)(1ull << 53);
-	return (size_t)(64.0 * exp(u * log(256.0 * 1024 / 64)));
+	return (size_t)(stall_min * exp(u * log(stall_max / stall_min)));
 }
 
 static void
@@ -87,7 +95,7 @@ stall_build(struct stall_thread *t)
 	}
 	/* The survivors are leaked on purpose: they pin the heap until the program exits. */
 	for (size_t i = 0; i < n; i++)
-		if (i % 10)
+		if (i % (size_t)stall_keep)
 			free(blocks[i]);
 }
 
@@ -188,12 +196,20 @@ main(int argc, char **argv)
 			mib = bench_arg_long(argv[i], argv[i + 1], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--threads"))
 			threads = bench_arg_long(argv[i], argv[i + 1], 1, 64);
+		else if (!strcmp(argv[i], "--min"))
+			stall_min = (double)bench_arg_long(argv[i], argv[i + 1], 16, 1 << 30);
+		else if (!strcmp(argv[i], "--max"))
+			stall_max = (double)bench_arg_long(argv[i], argv[i + 1], 16, 1 << 30);
+		else if (!strcmp(argv[i], "--keep"))
+			stall_keep = bench_arg_long(argv[i], argv[i + 1], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--action") && i + 1 < argc)
 			action = argv[i + 1];
 		else
-			bench_die(
-			    "usage: stall --mib M [--threads T] --action self|roundtrim|none");
+			bench_die("usage: stall --mib M [--threads T] [--min BYTES] [--max BYTES] "
+			          "[--keep N] --action self|roundtrim|none");
 	}
+	if (stall_max < stall_min)
+		bench_die("--max is below --min");
 	if (!action ||
 	    (strcmp(action, "self") && strcmp(action, "roundtrim") && strcmp(action, "none")))
 		bench_die("--action takes self, roundtrim or none");

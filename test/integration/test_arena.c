@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 TestSuite(arena, .timeout = 120, .fini = th_cleanup);
@@ -186,4 +187,73 @@ Test(arena, live_heap_of_many_small_free_chunks_is_skipped_from_the_first_round)
 {
 	cr_assert(arena_first_round_skips_live("100000"));
 	cr_assert_not(arena_first_round_skips_live("1000"));
+}
+
+/* shapes under the library: each round's randomized heap shape is released once (a FIFO round)
+ * while the program's threads allocate, free across arenas and fork; then the workload checks
+ * every live block, walks every arena chunk by chunk and lets glibc's own checks run over the
+ * whole heap (malloc_trim, frees of everything, the shape built again). */
+static void
+arena_shapes(unsigned long seed, int rounds)
+{
+	const char *dir = th_tmpdir();
+	char env_preload[PATH_MAX], env_stats[PATH_MAX + 32], env_fifo[PATH_MAX], stats[PATH_MAX],
+	    fifo[PATH_MAX], seed_text[32], rounds_text[16];
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(stats, sizeof(stats), "%s/shapes-%lu.jsonl", dir, seed);
+	snprintf(env_stats, sizeof(env_stats), "ROUNDTRIM_STATS=%s", stats);
+	snprintf(env_fifo, sizeof(env_fifo), "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
+	snprintf(seed_text, sizeof(seed_text), "%lu", seed);
+	snprintf(rounds_text, sizeof(rounds_text), "%d", rounds);
+	const char *argv[] = {th_workload("shapes"), "--seed", seed_text, "--threads", "3",
+	                      "--mib", "6", "--rounds", rounds_text, NULL};
+	const char *env[] = {env_preload, env_stats, env_fifo, "ROUNDTRIM_GC_ROUNDS=1", NULL};
+	struct th_proc proc;
+	th_spawn(&proc, argv, env);
+	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", dir, proc.pid);
+	char line[1024], err[4096];
+	for (int r = 1; r <= rounds; r++) {
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "seed %lu: no round %d", seed, r);
+		cr_assert_not_null(strstr(line, "built"), "seed %lu: %s", seed, line);
+		cr_assert(th_wait_path(fifo, false, TH_TIMEOUT_MS) &&
+		              th_fifo_write(fifo, "round\n", 6),
+		          "FIFO %s not served", fifo);
+		char needle[32];
+		snprintf(needle, sizeof(needle), "\"round\":%d,", r);
+		cr_assert(th_wait_line(stats, needle, line, sizeof(line), TH_TIMEOUT_MS),
+		          "seed %lu: round %d never reported", seed, r);
+		cr_assert_not_null(strstr(line, "\"action\":\"glibc_release\""), "seed %lu: %s",
+		                   seed, line);
+		th_write(&proc, "next\n");
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "seed %lu: round %d not checked", seed, r);
+		cr_assert_not_null(strstr(line, " errors=0"), "seed %lu: %s", seed, line);
+	}
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	th_close_stdin(&proc);
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS), "seed %lu: shapes did not end", seed);
+	th_read_stderr(&proc, err, sizeof(err));
+	cr_assert_eq(proc.status, 0, "seed %lu: %s %s", seed, line, err);
+	cr_assert_not_null(strstr(line, "shapes errors=0"), "seed %lu: %s", seed, line);
+	cr_assert_gt(th_field(line, "forks"), 0, "seed %lu: no fork ran: %s", seed, line);
+	cr_assert_null(strstr(err, "arena release off"), "seed %lu: stood down: %s", seed, err);
+}
+
+/* make check: a fixed list of seeds (make stress runs many more: stress/heap_shapes_*). */
+Test(arena, heap_shapes_stay_whole_under_the_release)
+{
+	static const unsigned long seeds[] = {1, 7, 26};
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		arena_shapes(seeds[i], 2);
+}
+
+/* make stress: 64 more seeds (STRESS_DIVISOR divides them, as the stress suite's sizes). */
+Test(stress, heap_shapes_of_many_seeds_stay_whole_under_the_release, .timeout = 1200)
+{
+	const char *text = getenv("STRESS_DIVISOR");
+	long divisor = text ? strtol(text, NULL, 10) : 100;
+	long seeds = divisor >= 1 ? 64 / divisor : 0;
+	for (long s = 0; s < (seeds > 0 ? seeds : 1); s++)
+		arena_shapes(1000 + (unsigned long)s, 3);
 }

@@ -24,7 +24,7 @@ struct t_world {
 	uintptr_t main, thread;
 	uintptr_t main_first, thread_first; /* first chunk of each */
 	/* the operations' record */
-	unsigned locks, releases, bad_releases;
+	unsigned locks, releases, bad_releases, rests;
 	int held;
 	int64_t clock, step;
 	bool contended;
@@ -222,6 +222,7 @@ t_rest(void *ctx)
 {
 	(void)ctx;
 	cr_assert_eq(w.held, 0, "a rest with the lock held");
+	w.rests++;
 	w.clock += 70 * 1000;
 }
 
@@ -556,6 +557,14 @@ Test(arena, short_holds_in_pieces)
 	t_check_everything_released(w.main, w.main_first, true);
 }
 
+/* A thread is always waiting: every lock is taken with the word at 2. */
+static void
+t_lock_contended(void *ctx, uintptr_t mutex)
+{
+	t_lock(ctx, mutex);
+	*(int *)mutex = 2;
+}
+
 static bool
 t_is_bin(uintptr_t a, uintptr_t q)
 {
@@ -594,6 +603,10 @@ Test(arena, chunks_taken_between_holds_are_left_alone)
 {
 	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
 	struct rt_arena_env env = t_env(3000, 2 * T_PAGE);
+	/* A thread waits for the lock at every hold: the release drops it after each step. */
+	struct rt_arena_ops ops = t_ops;
+	ops.lock = t_lock_contended;
+	env.ops = &ops;
 	w.between = t_take_free_chunks;
 	struct rt_arena_result res;
 	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
@@ -634,6 +647,9 @@ Test(arena, top_that_moves_between_holds)
 {
 	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
 	struct rt_arena_env env = t_env(2000, T_PAGE);
+	struct rt_arena_ops ops = t_ops;
+	ops.lock = t_lock_contended;
+	env.ops = &ops;
 	w.between = t_carve_top;
 	t_carves = 0;
 	struct rt_arena_result res;
@@ -784,7 +800,7 @@ t_release_counting(void *ctx, uintptr_t start, uintptr_t end)
 		t_most_releases = t_hold_releases;
 }
 
-Test(arena, a_hold_visits_a_bounded_number_of_chunks)
+Test(arena, with_nobody_waiting_the_lock_is_kept_and_the_budget_renewed)
 {
 	t_many_chunks(50);
 	struct rt_arena_ops ops = t_ops;
@@ -792,15 +808,17 @@ Test(arena, a_hold_visits_a_bounded_number_of_chunks)
 	struct rt_arena_env env = t_env(1000000000, 1 << 20);
 	env.ops = &ops;
 	env.budget.hold_chunks = 8;
-	w.between = t_count_per_hold;
 	struct rt_arena_result res;
 	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
 	             res.failure ? res.failure : "");
 	cr_assert_eq(w.bad_releases, 0);
 	cr_assert_geq(res.chunks, 49);
-	cr_assert_geq(res.holds, 49 / 8);
-	/* The top's release and up to 8 chunks' in one hold. */
-	cr_assert_leq(t_most_releases, 9);
+	/* One lock per arena, no rest: a renewal at every 8 chunks. */
+	cr_assert_eq(w.locks, 2);
+	cr_assert_eq(res.contended, 0);
+	cr_assert_geq(res.renewed, 49 / 8);
+	cr_assert_eq(res.holds, 2 + res.renewed);
+	cr_assert_eq(w.rests, 0, "a rest without a waiter");
 	t_check_everything_released(w.thread, w.thread_first, true);
 }
 
@@ -834,14 +852,6 @@ Test(arena, a_waiting_thread_ends_the_hold_at_once)
 	t_check_everything_released(w.main, w.main_first, true);
 }
 
-/* A thread is always waiting: every lock is taken with the word at 2. */
-static void
-t_lock_contended(void *ctx, uintptr_t mutex)
-{
-	t_lock(ctx, mutex);
-	*(int *)mutex = 2;
-}
-
 Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
 {
 	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
@@ -858,7 +868,7 @@ Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
 	t_check_everything_released(w.main, w.main_first, true);
 }
 
-static uintptr_t t_fast[64];
+static uintptr_t t_fast[2048];
 static size_t t_nfast;
 
 /* In use, then free small chunks (bins 6 and 13), then the large ones of t_sizes. */
@@ -1002,4 +1012,374 @@ Test(arena, an_arena_left_out_counts_as_too_many)
 	cr_assert_eq(rt_arena_count(&env, w.main, 100000, &t_view, &res), 0);
 	cr_assert_eq(res.skipped, 1);
 	cr_assert_eq(res.chunks, 100001);
+}
+
+/* The fastbins, consolidated: glibc's malloc_consolidate a chunk at a time. */
+
+static struct rt_arena_env t_store_env;
+
+static void
+t_store(void *ctx, uintptr_t addr, uint64_t value)
+{
+	(void)ctx;
+	cr_assert(w.held, "a write to the heap without the lock");
+	cr_assert(t_mapped(addr, 8), "a write to an unmapped address %#lx", (unsigned long)addr);
+	*W(addr) = value;
+}
+
+static unsigned t_cas_calls;
+static void (*t_before_cas)(void);
+
+static bool
+t_cas(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired)
+{
+	(void)ctx;
+	cr_assert(w.held, "a fastbin taken from without the lock");
+	t_cas_calls++;
+	if (t_before_cas)
+		t_before_cas();
+	if (*W(addr) != expected)
+		return false;
+	*W(addr) = desired;
+	return true;
+}
+
+static const struct rt_arena_ops t_write_ops = {
+    .load = t_load,
+    .peek = t_peek,
+    .store = t_store,
+    .cas = t_cas,
+    .lock = t_lock,
+    .unlock = t_unlock,
+    .let_waiter_in = t_let_waiter_in,
+    .rest = t_rest,
+    .release = t_release,
+    .now_ns = t_now,
+};
+
+static struct rt_arena_env *
+t_consolidating_env(const struct rt_arena_ops *ops)
+{
+	t_store_env = t_env(1000000000, 1 << 20);
+	t_store_env.ops = ops ? ops : &t_write_ops;
+	t_store_env.consolidate = true;
+	t_cas_calls = 0;
+	t_before_cas = NULL;
+	return &t_store_env;
+}
+
+/* Every chunk of a large bin heads its own group in a ring of nextsize links (the same size as
+ * the one before it: not a head, links NULL), as glibc's sorted large bins keep them. */
+static void
+t_nextsize_rings(uintptr_t a)
+{
+	for (int i = 64; i < RT_ARENA_NBINS; i++) {
+		uintptr_t bin = rt_arena_bin_at(a, i), heads[64];
+		size_t n = 0, prev = 0;
+		for (uintptr_t c = *W(bin + 16); c != bin; c = *W(c + 16)) {
+			*W(c + 32) = *W(c + 40) = 0;
+			if (t_chunk_size(c) != prev && n < 64)
+				heads[n++] = c;
+			prev = t_chunk_size(c);
+		}
+		for (size_t k = 0; k < n; k++) {
+			*W(heads[k] + 32) = heads[(k + 1) % n];
+			*W(heads[k] + 40) = heads[(k + n - 1) % n];
+		}
+	}
+}
+
+/* A full walk of one arena, as glibc's do_check_malloc_state would make it: chunk by chunk from
+ * the first to the top, every header and footer right, no two free chunks side by side, every
+ * free chunk in exactly one list of a bin and every listed chunk free, each list linked both
+ * ways, the nextsize rings too, every fastbin chunk in use and of its bin's size. Returns the
+ * number of fastbin chunks. */
+static size_t
+t_check_heap(uintptr_t a, uintptr_t first)
+{
+	uintptr_t top = t_top(a);
+	size_t free_walked = 0, free_listed = 0, fast = 0;
+	bool prev_free = false;
+	size_t prev_size = 0;
+	for (uintptr_t c = first; c < top; c += t_chunk_size(c)) {
+		size_t size = t_chunk_size(c);
+		cr_assert(size >= 32 && size % 16 == 0, "chunk %#lx: size %zu", (unsigned long)c,
+		          size);
+		cr_assert_eq(!(*W(c + 8) & RT_ARENA_PREV_INUSE), prev_free,
+		             "chunk %#lx: PREV_INUSE wrong", (unsigned long)c);
+		if (prev_free)
+			cr_assert_eq(*W(c), prev_size, "chunk %#lx: prev_size wrong", (unsigned long)c);
+		bool f = t_free(c);
+		cr_assert(!(f && prev_free), "two free chunks side by side at %#lx", (unsigned long)c);
+		free_walked += f;
+		prev_free = f;
+		prev_size = size;
+	}
+	cr_assert(!prev_free, "a free chunk borders the top");
+	cr_assert(*W(top + 8) & RT_ARENA_PREV_INUSE, "the top's PREV_INUSE");
+	for (int i = 1; i < RT_ARENA_NBINS; i++) {
+		uintptr_t bin = rt_arena_bin_at(a, i);
+		for (uintptr_t c = *W(bin + 16); c != bin; c = *W(c + 16)) {
+			cr_assert(c >= first && c < top && t_free(c), "bin %d: %#lx is not free", i,
+			          (unsigned long)c);
+			cr_assert_eq(*W(*W(c + 16) + 24), c, "bin %d: links broken at %#lx", i,
+			             (unsigned long)c);
+			if (i >= 2)
+				cr_assert_eq(rt_arena_bin_index(t_chunk_size(c)), i);
+			if (i >= 64 && *W(c + 32)) {
+				cr_assert_eq(*W(*W(c + 32) + 40), c, "nextsize ring broken");
+				cr_assert_eq(*W(*W(c + 40) + 32), c, "nextsize ring broken");
+			}
+			if (i == 1 && t_chunk_size(c) >= 1024)
+				cr_assert(!*W(c + 32) && !*W(c + 40), "unsorted with nextsize links");
+			free_listed++;
+		}
+	}
+	cr_assert_eq(free_walked, free_listed, "free chunks walked %zu, listed %zu", free_walked,
+	             free_listed);
+	for (int f = 0; f < RT_ARENA_NFASTBINS; f++) {
+		uintptr_t head = a + RT_ARENA_FASTBINS + (uintptr_t)f * 8;
+		for (uintptr_t c = *W(head); c; c = ((c + 16) >> 12) ^ *W(c + 16)) {
+			cr_assert_eq(t_chunk_size(c), (size_t)(f + 2) * 16);
+			cr_assert(!t_free(c), "a fastbin chunk marked free");
+			fast++;
+		}
+	}
+	return fast;
+}
+
+static void
+t_check_both_heaps(struct t_world *tw, unsigned hold)
+{
+	(void)hold;
+	t_check_heap(tw->thread, tw->thread_first);
+	t_check_heap(tw->main, tw->main_first);
+}
+
+Test(arena, fastbin_chunks_merge_with_their_free_neighbours_as_glibc_merges_them)
+{
+	/* 64-byte chunks between small free ones: no whole page is free until they merge. */
+	static long sizes[4 * 200 + T_NSIZES];
+	size_t n = 0;
+	for (int i = 0; i < 200; i++) {
+		sizes[n++] = 64;
+		sizes[n++] = i % 3 ? -208 : -96;
+		sizes[n++] = 64;
+		sizes[n++] = i % 5 ? 64 : -1040;
+	}
+	for (size_t i = 0; i < T_NSIZES; i++)
+		sizes[n++] = t_sizes[i];
+	t_world_init(sizes, n, sizes, n, 0);
+	t_nfast = 0;
+	t_nextsize_rings(w.thread);
+	t_nextsize_rings(w.main);
+	size_t nfast = t_fastbin(w.thread, w.thread_first, 1000);
+	cr_assert_eq(t_fastbin(w.main, w.main_first, 1000), nfast);
+	cr_assert_gt(nfast, 500);
+	cr_assert_eq(t_check_heap(w.thread, w.thread_first), nfast);
+	/* Without consolidation: the fastbin chunks pin the pages around them. */
+	struct rt_arena_env plain = t_env(1000000000, 1 << 20);
+	struct rt_arena_result before, res;
+	cr_assert_eq(rt_arena_release(&plain, w.main, 0, &t_view, &before), 0);
+	cr_assert_eq(before.fast_chunks, 0);
+	w.nranges = 0;
+	struct rt_arena_env *env = t_consolidating_env(NULL);
+	cr_assert_eq(rt_arena_release(env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(w.held, 0);
+	cr_assert_eq(res.fast_chunks, 2 * nfast);
+	cr_assert_eq(t_check_heap(w.thread, w.thread_first), 0, "fastbins left");
+	cr_assert_eq(t_check_heap(w.main, w.main_first), 0, "fastbins left");
+	/* 64 + 96 + 64 + 64 + 208 + ... merged: whole pages that were pinned come back. */
+	cr_assert_gt(res.bin_bytes, before.bin_bytes);
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
+
+Test(arena, a_fastbin_chunk_beside_the_top_goes_into_the_top)
+{
+	static const long sizes[] = {4096, -8192, 64};
+	t_world_init(sizes, 3, sizes, 3, 0);
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 100), 1);
+	uintptr_t c = t_fast[0], old_top = t_top(w.thread);
+	size_t old_top_size = t_chunk_size(old_top);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), 0);
+	/* The 64-byte chunk and the free one before it are the top's now. */
+	cr_assert_eq(t_top(w.thread), c - 8192);
+	cr_assert_eq(t_chunk_size(t_top(w.thread)), 8192 + 64 + old_top_size);
+	t_check_heap(w.thread, w.thread_first);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+Test(arena, large_neighbours_leave_their_nextsize_rings_whole)
+{
+	/* Heads and a second chunk of the same size in large bins, each beside a fastbin chunk;
+	 * 4096 and 4160 share a bin as two heads. */
+	static const long sizes[] = {64,    -2048, 64,  -2048, 64,    -2048, 64,  -4096, 64,
+	                             -4160, 64,    512, -3072, 64,    -3072, 64};
+	t_world_init(sizes, sizeof(sizes) / sizeof(sizes[0]), sizes, 1, 0);
+	t_nextsize_rings(w.thread);
+	t_check_heap(w.thread, w.thread_first);
+	t_fastbin(w.thread, w.thread_first, 100);
+	struct rt_arena_env *env = t_consolidating_env(NULL);
+	struct rt_arena_ops ops = t_write_ops;
+	ops.lock = t_lock_contended; /* one chunk a hold: the heap is checked at every lock */
+	env->ops = &ops;
+	w.between = t_check_both_heaps;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(t_check_heap(w.thread, w.thread_first), 0);
+	cr_assert_gt(res.holds, 7);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+static uintptr_t t_pushed;
+
+/* free() of another thread pushes a chunk onto the fastbin right before the swap. */
+static void
+t_push_before_cas(void)
+{
+	t_before_cas = NULL;
+	uintptr_t *head = (uintptr_t *)(w.thread + RT_ARENA_FASTBINS + 2 * 8);
+	*W(t_pushed + 16) = ((t_pushed + 16) >> 12) ^ *head;
+	*head = t_pushed;
+}
+
+Test(arena, a_chunk_freed_onto_the_fastbin_meanwhile_is_taken_too)
+{
+	t_small_world();
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 3), 3);
+	/* An in-use 64-byte chunk not yet in the fastbin. */
+	for (uintptr_t c = w.thread_first;; c += t_chunk_size(c))
+		if (t_chunk_size(c) == 64 && !t_free(c) && !t_in_fastbin(c)) {
+			t_pushed = c;
+			break;
+		}
+	struct rt_arena_env *env = t_consolidating_env(NULL);
+	t_before_cas = t_push_before_cas;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(res.fast_chunks, 4);
+	cr_assert_eq(t_cas_calls, 5, "the lost swap is tried again");
+	t_check_heap(w.thread, w.thread_first);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write)
+{
+	t_small_world();
+	t_fastbin(w.main, w.main_first, 3);
+	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8);
+	/* The head sits in the 64-byte fastbin with a size of 80. */
+	*W(head + 8) += 16;
+	size_t span = 16 * 1024;
+	unsigned char *state = malloc(RT_ARENA_STATE_SIZE), *chunks = malloc(span);
+	memcpy(state, (void *)w.main, RT_ARENA_STATE_SIZE);
+	memcpy(chunks, w.sbrk, span);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.held, 0);
+	cr_assert_eq(t_cas_calls, 0);
+	cr_assert_eq(w.releases, 0);
+	cr_assert_eq(*(int *)w.main, 0);
+	/* Nothing of the main arena nor of its first chunks changed, the lock word aside. */
+	cr_assert_eq(memcmp(state + 4, (void *)(w.main + 4), RT_ARENA_STATE_SIZE - 4), 0);
+	cr_assert_eq(memcmp(chunks, w.sbrk, span), 0);
+	free(state);
+	free(chunks);
+}
+
+Test(arena, a_free_neighbour_that_is_not_linked_stops_the_release)
+{
+	t_small_world();
+	t_fastbin(w.thread, w.thread_first, 100);
+	/* The free chunk after the first 64-byte chunk no longer points back into its list. */
+	uintptr_t c = w.thread_first + 64;
+	cr_assert(t_free(c));
+	*W(c + 24) = c;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_eq(w.held, 0);
+}
+
+Test(arena, fastbins_of_an_unchecked_glibc_are_left_alone)
+{
+	cr_assert(rt_arena_consolidation_checked("2.36"));
+	cr_assert_not(rt_arena_consolidation_checked("2.35"));
+	cr_assert_not(rt_arena_consolidation_checked("2.37"));
+	cr_assert_not(rt_arena_consolidation_checked("2.3"));
+	cr_assert_not(rt_arena_consolidation_checked("2.36x"));
+	cr_assert(rt_arena_consolidation_checked("2.36.1"));
+}
+
+static unsigned t_yields;
+
+static void
+t_yield(void *ctx)
+{
+	(void)ctx;
+	cr_assert_eq(w.held, 0, "a yield with the lock held");
+	t_yields++;
+}
+
+/* A thread waits for the lock once, at the first hold's end. */
+static bool t_waited_once;
+
+static void
+t_release_wait_once(void *ctx, uintptr_t start, uintptr_t end)
+{
+	t_release(ctx, start, end);
+	if (!t_waited_once && start >= (uintptr_t)w.heaps &&
+	    start < (uintptr_t)w.heaps + T_HEAP_MAX) {
+		t_waited_once = true;
+		*(int *)w.thread = 2;
+	}
+}
+
+Test(arena, with_a_thread_that_waited_the_lock_is_dropped_after_run_ns_and_the_core_yielded)
+{
+	t_many_chunks(50);
+	struct rt_arena_ops ops = t_ops;
+	ops.yield = t_yield;
+	ops.release = t_release_wait_once;
+	t_waited_once = false;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	env.budget.hold_chunks = 4;
+	env.budget.run_ns = 10 * 1000; /* each clock reading advances 1 µs */
+	t_yields = 0;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	/* The main arena first: nobody waited there, one hold. Then the thread arena: one hold
+	 * that a waiter ended (a rest follows it), then holds of run_ns each, a yield before
+	 * each but the first. */
+	cr_assert_eq(res.contended, 1);
+	cr_assert_eq(w.rests, 1);
+	cr_assert_gt(w.locks, 6);
+	cr_assert_eq(t_yields, w.locks - 3, "%u yields, %u locks", t_yields, w.locks);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+Test(arena, without_a_waiter_the_worker_never_yields)
+{
+	t_many_chunks(50);
+	struct rt_arena_ops ops = t_ops;
+	ops.yield = t_yield;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	env.budget.hold_chunks = 4;
+	env.budget.run_ns = 10 * 1000;
+	t_yields = 0;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0);
+	cr_assert_eq(w.locks, 2);
+	cr_assert_eq(t_yields, 0);
 }

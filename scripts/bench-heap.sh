@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# bench-heap.sh: figure 11 of `make bench`, the release against the program's own call across heap
+# shapes (issue 26). test/bench/stall builds each shape: T threads allocate M MiB in blocks of a
+# size mix (fastbin only 16-128 B, mixed 32-2,048 B, large only 1-128 KiB; log-uniform), touch
+# them and keep one in K (2, 16, 256), interleaved; then one of them times each malloc+free of its
+# loop while the release runs. Per cell, side by side in one run: on glibc the program's own
+# malloc_trim(0), roundtrim's release and roundtrim with ROUNDTRIM_GLIBC=trim; on jemalloc the
+# program's own arena.4096.purge and roundtrim's purge. Each cell: RSS after, time of the release
+# (for roundtrim the library's duration_us), the worst malloc+free of the allocating thread.
+# Raw data: $RAW/heap/. See bench-lib.sh for the files it hands to bench.sh.
+# Environment (each a space-separated list): HEAP_MIXES (fast mixed large), HEAP_KEEPS (2 16 256),
+# HEAP_MIBS (256 1024 4096), HEAP_THREADS (2 16); BENCH_QUICK=1: 64 MiB, 2 threads, 1 in 16.
+# The machine should hold the largest heap twice (the program's and the kernel's page cache).
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
+
+GLIBC_CONFIGS=(glibc-self glibc-roundtrim glibc-roundtrim-trim)
+JEMALLOC_CONFIGS=(jemalloc-self jemalloc-roundtrim)
+
+# mix_sizes MIX: the stall options of a size mix.
+mix_sizes() {
+	case $1 in
+	fast) echo --min 16 --max 128 ;;
+	mixed) echo --min 32 --max 2048 ;;
+	large) echo --min 1024 --max 131072 ;;
+	*) die "unknown size mix $1" ;;
+	esac
+}
+
+mix_words() {
+	case $1 in
+	fast) echo "16–128 B" ;;
+	mixed) echo "32–2,048 B" ;;
+	large) echo "1–128 KiB" ;;
+	esac
+}
+
+# run_cell CONFIG MIX KEEP MIB THREADS: one stall line.
+run_cell() {
+	local config=$1 env=() action=roundtrim args
+	case $config in
+	*-self) action=self ;;
+	esac
+	case $config in
+	jemalloc-self) env=(LD_PRELOAD="$JEMALLOC") ;;
+	glibc-roundtrim) env=(LD_PRELOAD="$LIB") ;;
+	glibc-roundtrim-trim) env=(LD_PRELOAD="$LIB" ROUNDTRIM_GLIBC=trim) ;;
+	jemalloc-roundtrim) env=(LD_PRELOAD="$LIB:$JEMALLOC") ;;
+	esac
+	if [[ $action == roundtrim ]]; then
+		env+=("ROUNDTRIM_FIFO=$ROUNDS_DIR/heap/%p.fifo" "ROUNDTRIM_STATS=$ROUNDS_DIR/heap/%p.jsonl"
+			ROUNDTRIM_GC_ROUNDS=1)
+	fi
+	read -r -a args <<<"$(mix_sizes "$2") --keep $3 --mib $4 --threads $5 --action $action"
+	if [[ ${RECORD:-0} == 1 ]]; then
+		record_command env "${env[@]}" "$BENCH_BIN/stall" "${args[@]}"
+		return
+	fi
+	env "${CLEAN_ENV[@]}" "${env[@]}" "$BENCH_BIN/stall" "${args[@]}" || die "stall failed: $config $*"
+}
+
+# value CONFIG CELL FIELD: a field of the cell's line.
+value() {
+	awk -v cell="$2" -v f="$3" '$1 == cell {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == f) print kv[2] } }' \
+		"$RAW/heap/$1.txt"
+}
+
+# ratio_of A B [FLOOR]: A / B, each taken as at least FLOOR.
+ratio_of() {
+	awk -v a="$1" -v b="$2" -v f="${3:-0}" 'BEGIN {
+		if (a < f) a = f; if (b < f) b = f
+		printf "%.3f\n", (b > 0 ? a / b : (a > 0 ? 999 : 1)) }'
+}
+
+mib_of() {
+	awk -v k="$1" 'BEGIN { printf "%.0f\n", k / 1024 }'
+}
+
+# table ALLOCATOR SELF RT [TRIM]: the figure's table for one allocator; the ratios of RT against
+# SELF go to $RAW/heap/ALLOCATOR-{rss,time,stall}.txt, one per cell.
+table() {
+	local alloc=$1 self=$2 rt=$3 trim=${4:-} cell c rss time stall trim_cols="" trim_head=""
+	rm -f "$RAW/heap/$alloc-rss.txt" "$RAW/heap/$alloc-time.txt" "$RAW/heap/$alloc-stall.txt"
+	if [[ -n $trim ]]; then
+		trim_head=" ROUNDTRIM_GLIBC=trim: RSS (MiB) / ms / worst op (ms) |"
+	fi
+	echo "| sizes | kept | heap (MiB) | threads | program's own: RSS after (MiB) / ms / worst op (ms) | roundtrim: RSS after (MiB) / ms / ms per GiB / worst op (ms) |$trim_head RSS ratio | time ratio | stall ratio |"
+	echo "|---|---|---|---|---|---|$([[ -n $trim ]] && echo '---|')---|---|---|"
+	for cell in "${CELLS[@]}"; do
+		local mix keep mib threads
+		IFS=: read -r mix keep mib threads <<<"$cell"
+		rss=$(ratio_of "$(value "$rt" "$cell" rss_after_kib)" "$(value "$self" "$cell" rss_after_kib)")
+		time=$(ratio_of "$(value "$rt" "$cell" action_ms)" "$(value "$self" "$cell" action_ms)")
+		stall=$(ratio_of "$(value "$rt" "$cell" worst_op_ms)" "$(value "$self" "$cell" worst_op_ms)" 0.1)
+		echo "$rss" >>"$RAW/heap/$alloc-rss.txt"
+		echo "$time" >>"$RAW/heap/$alloc-time.txt"
+		echo "$stall" >>"$RAW/heap/$alloc-stall.txt"
+		if [[ -n $trim ]]; then
+			trim_cols=" $(mib_of "$(value "$trim" "$cell" rss_after_kib)") / $(fmt "$(value "$trim" "$cell" action_ms)" 0) / $(fmt "$(value "$trim" "$cell" worst_op_ms)" 1) |"
+		fi
+		c=$(value "$rt" "$cell" action_ms)
+		echo "| $(mix_words "$mix") | 1 in $keep | $mib | $threads | $(mib_of "$(value "$self" "$cell" rss_after_kib)") / $(fmt "$(value "$self" "$cell" action_ms)" 0) / $(fmt "$(value "$self" "$cell" worst_op_ms)" 1) | $(mib_of "$(value "$rt" "$cell" rss_after_kib)") / $(fmt "$c" 0) / $(fmt "$(awk -v t="$c" -v m="$mib" 'BEGIN { print t * 1024 / m }')" 0) / $(fmt "$(value "$rt" "$cell" worst_op_ms)" 1) |$trim_cols $(fmt "$rss" 2) | $(fmt "$time" 2) | $(fmt "$stall" 3) |"
+	done
+	echo
+}
+
+# goal_rows ALLOCATOR WORDS: the summary rows and the losses of one allocator.
+goal_rows() {
+	local alloc=$1 words=$2 m lo hi verdict kind goal n
+	for kind in rss time stall; do
+		case $kind in
+		rss) goal=1.00 what="RSS after roundtrim's $words / after the program's own (ratio per cell)" ;;
+		time) goal=1.00 what="time of roundtrim's $words / of the program's own (ratio per cell)" ;;
+		stall) goal=0.10 what="worst malloc+free of an allocating thread during roundtrim's $words / during the program's own (ratio per cell)" ;;
+		esac
+		read -r m lo hi < <(spread <"$RAW/heap/$alloc-$kind.txt")
+		verdict=met
+		at_most "$hi" "$goal" || verdict=missed
+		summary_row 11 "heap shapes, $alloc: $what; the verdict is the worst cell's" "≤ $goal in every cell" \
+			"$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
+		n=$(awk -v g="$goal" '$1 > g' "$RAW/heap/$alloc-$kind.txt" | wc -l)
+		[[ $verdict == met ]] ||
+			loss "figure 11 ($alloc): the $kind ratio is above $goal in $n of ${#CELLS[@]} heap shapes (worst $(fmt "$hi" 2)); the table names them"
+	done
+}
+
+main() {
+	local mixes keeps mibs threads mix keep mib t cell c
+	declare -gA RECORDED=()
+	mixes=${HEAP_MIXES:-fast mixed large}
+	keeps=${HEAP_KEEPS:-2 16 256}
+	mibs=${HEAP_MIBS:-256 1024 4096}
+	threads=${HEAP_THREADS:-2 16}
+	if [[ $QUICK == 1 ]]; then
+		keeps=${HEAP_KEEPS:-16} mibs=${HEAP_MIBS:-64} threads=${HEAP_THREADS:-2}
+	fi
+	JEMALLOC=$(find_preload libjemalloc.so.2 libjemalloc2)
+	[[ -x $BENCH_BIN/stall && -r $LIB ]] || die "stall or $LIB is not built"
+	rm -rf "$RAW/heap"
+	mkdir -p "$RAW/heap" "$ROUNDS_DIR/heap"
+	CELLS=()
+	for mib in $mibs; do
+		for t in $threads; do
+			for mix in $mixes; do
+				for keep in $keeps; do
+					CELLS+=("$mix:$keep:$mib:$t")
+				done
+			done
+		done
+	done
+	note_load "heap shapes: before"
+	for cell in "${CELLS[@]}"; do
+		IFS=: read -r mix keep mib t <<<"$cell"
+		for c in "${GLIBC_CONFIGS[@]}" "${JEMALLOC_CONFIGS[@]}"; do
+			note "heap shapes: $c, $(mix_words "$mix"), 1 in $keep kept, $mib MiB, $t threads"
+			# The page shows each configuration's command once, for its first cell.
+			[[ -n ${RECORDED[$c]:-} ]] || RECORD=1 run_cell "$c" "$mix" "$keep" "$mib" "$t"
+			RECORDED[$c]=1
+			line=$(run_cell "$c" "$mix" "$keep" "$mib" "$t")
+			[[ $line == action=* ]] || die "unexpected stall output: $line"
+			echo "$cell $line" >>"$RAW/heap/$c.txt"
+		done
+	done
+	note_load "heap shapes: after"
+	{
+		echo "## Figure 11: heap shapes"
+		echo
+		echo "test/bench/stall builds each heap: T threads allocate the heap's size in blocks of the"
+		echo "size mix (log-uniform), touch them, keep one block in K (interleaved), free the rest and"
+		echo "stay alive; one thread then times each malloc+free of a loop while the release runs."
+		echo "Per cell the configurations run back to back (one run each: the ratios are noisy on a"
+		echo "shared machine). Time: the program's own call's, or the library's duration_us. RSS"
+		echo "ratio and time ratio: roundtrim's release against the program's own call; stall ratio:"
+		echo "the worst malloc+free during each (goal ≤ 0.10), each taken as at least 0.1 ms (the"
+		echo "worst op of the same loop with no release at all, figure 4)."
+		echo
+		echo "### glibc: roundtrim's release against the program's own \`malloc_trim(0)\`"
+		echo
+		table glibc glibc-self glibc-roundtrim glibc-roundtrim-trim
+		echo "### jemalloc: roundtrim's purge against the program's own \`arena.4096.purge\`"
+		echo
+		table jemalloc jemalloc-self jemalloc-roundtrim
+	} >"$RAW/fig11.md"
+	goal_rows glibc "release"
+	goal_rows jemalloc "purge"
+}
+
+main "$@"
