@@ -6,7 +6,8 @@
 # FIFO of every process that carries it every STORM_MS milliseconds (default 5), so that the
 # Python steps run all the time, on the main thread or, while it waits in a C call, on the
 # library's thread. Prints, for each run, regrtest's result and the test cases it counted
-# (its JUnit XML). Not part of make check: it takes minutes.
+# (its JUnit XML), the tests that failed, and how many rounds acted and how many steps ran.
+# STORM_KEEP=DIR keeps both runs' logs and XML there. Not part of make check: it takes minutes.
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -55,7 +56,11 @@ run() {
 		>"$WORK/$name.log" 2>&1 || status=$?
 	printf '%-8s exit=%d %s %s\n' "$name" "$status" "$(count "$WORK/$name.xml")" \
 		"$(grep -E '^(Tests result|== Tests result)' "$WORK/$name.log" | tail -1)"
-	grep -E '^(test_[a-z_]+ failed|[0-9]+ tests? failed)' "$WORK/$name.log" || true
+	grep -E -A1 '^[0-9]+ tests? failed' "$WORK/$name.log" || true
+	grep -E '^(FAIL|ERROR): ' "$WORK/$name.log" || true
+	if [[ -n ${STORM_KEEP:-} ]]; then
+		cp "$WORK/$name.log" "$WORK/$name.xml" "$STORM_KEEP/"
+	fi
 }
 
 run plain
