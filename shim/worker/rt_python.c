@@ -391,6 +391,9 @@ rt_python_thread(void *arg)
 	(void)arg;
 	atomic_store(&rt_py_thread_tid, gettid());
 	uint32_t seen = atomic_load(&rt_py_thread_asks);
+	/* Counted among the library's tasks only once it is one: the worker ends the process when
+	 * the program's threads are gone, from a count of the tasks that remain. */
+	atomic_store(&rt_py_thread_runs, true);
 	while (!atomic_load(&rt_py_thread_leave)) {
 		uint32_t asks = atomic_load(&rt_py_thread_asks);
 		if (asks == seen) {
@@ -423,13 +426,11 @@ rt_python_thread_start(const struct rt_config *cfg)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_store(&rt_py_thread_leave, false);
 	atomic_store(&rt_py_thread_out, false);
-	atomic_store(&rt_py_thread_runs, true);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int err = rt_tasks_create_thread(&thread, &attr, rt_python_thread, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
-		atomic_store(&rt_py_thread_runs, false);
 		rt_warn("Python steps wait for the main thread: cannot start a thread: %s",
 		        strerror(err));
 		return false;
