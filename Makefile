@@ -151,6 +151,7 @@ $(BUILD)/test/workloads/libifunc_alloc.so: test/workloads/dso/ifunc_alloc.c
 
 stress: $(LIB) $(INTEGRATION) $(WORKLOADS) $(NOSHARE)
 	STRESS_DIVISOR=1 $(INTEGRATION) --filter 'stress/*' --jobs 1
+	STRESS_DIVISOR=1 $(INTEGRATION) --filter 'python/exits_during*' --jobs 1
 
 # Figure 5's floor: what preloading any shared object costs.
 $(BUILD)/test/bench/libempty.so: test/bench/preload/empty.c

@@ -293,7 +293,9 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	cfg->jemalloc = (enum rt_jemalloc_action)rt_config_value(r, RT_SETTING_JEMALLOC);
 	cfg->glibc = (enum rt_glibc_action)rt_config_value(r, RT_SETTING_GLIBC);
 	cfg->trim_pad = rt_config_value(r, RT_SETTING_TRIM_PAD);
-	cfg->python = rt_config_value(r, RT_SETTING_PYTHON) != 0;
+	uint64_t python = rt_config_value(r, RT_SETTING_PYTHON);
+	cfg->python = python != RT_PYTHON_WHERE_OFF;
+	cfg->python_main_only = python == RT_PYTHON_WHERE_MAIN;
 	cfg->auto_rounds = rt_config_value(r, RT_SETTING_AUTO) != 0;
 	cfg->interval_us = rt_config_value(r, RT_SETTING_INTERVAL) * 1000;
 	cfg->pressure_percent = (uint32_t)rt_config_value(r, RT_SETTING_PRESSURE);

@@ -29,6 +29,7 @@ struct rt_config {
 	bool cuda_empty_cache; /* for the Python actions */
 	bool profile;          /* one [RSS] line per round */
 	bool python;           /* ROUNDTRIM_PYTHON: Python steps on (issue 4) */
+	bool python_main_only; /* ROUNDTRIM_PYTHON=main: never from a thread of ours (issue 24) */
 	enum rt_role role;
 	unsigned arena_max;             /* 0 = leave glibc's arena limit alone */
 	int signal;                     /* 0 = no signal trigger */

@@ -127,6 +127,8 @@ rt_python_cuda_word(enum rt_python_cuda cuda)
 		return "not-initialized";
 	case RT_PYTHON_CUDA_EMPTIED:
 		return "emptied";
+	case RT_PYTHON_CUDA_MAIN_ONLY:
+		return "main-thread-only";
 	case RT_PYTHON_CUDA_ERROR:
 	case RT_PYTHON_CUDA_EMPTY:
 		break;
@@ -159,13 +161,26 @@ rt_python_word_generation(uint32_t word)
 	return word >> RT_PYTHON_WORD_GENERATION_SHIFT;
 }
 
+bool
+rt_python_word_queued(uint32_t word)
+{
+	return (word & RT_PYTHON_WORD_QUEUED) != 0;
+}
+
+/* The word with another state, its generation and queued flag kept. */
+static uint32_t
+rt_python_moved(uint32_t word, enum rt_python_state state)
+{
+	return (word & ~RT_PYTHON_WORD_STATE_MASK) | ((uint32_t)state & RT_PYTHON_WORD_STATE_MASK);
+}
+
 enum rt_python_ask
 rt_python_ask(uint32_t word, uint32_t *next)
 {
 	switch (rt_python_word_state(word)) {
 	case RT_PYTHON_IDLE:
-		*next = rt_python_word(rt_python_word_generation(word), RT_PYTHON_ARMED);
-		return RT_PYTHON_ASK_ADD;
+		*next = rt_python_moved(word, RT_PYTHON_ARMED) | RT_PYTHON_WORD_QUEUED;
+		return rt_python_word_queued(word) ? RT_PYTHON_ASK_ARM : RT_PYTHON_ASK_ADD;
 	case RT_PYTHON_ARMED:
 		return RT_PYTHON_ASK_JOIN;
 	case RT_PYTHON_RUNNING:
@@ -186,31 +201,45 @@ rt_python_collect_answer(uint32_t word, uint32_t *next)
 {
 	if (rt_python_word_state(word) != RT_PYTHON_DONE)
 		return false;
-	*next = rt_python_word(rt_python_word_generation(word), RT_PYTHON_IDLE);
+	*next = rt_python_moved(word, RT_PYTHON_IDLE);
 	return true;
+}
+
+static bool
+rt_python_own(uint32_t word, uint32_t generation)
+{
+	return rt_python_word_generation(word) == (generation & RT_PYTHON_GENERATION_MASK);
 }
 
 enum rt_python_call
 rt_python_called(uint32_t word, uint32_t generation, uint32_t *next)
 {
-	uint32_t own = rt_python_word_generation(word);
 	/* A fork child inherits its parent's queue, our call in it included. Within one
-	 * generation a call is added only on IDLE -> ARMED and is the only one until it runs. */
-	if (own != (generation & RT_PYTHON_GENERATION_MASK) ||
-	    rt_python_word_state(word) != RT_PYTHON_ARMED)
+	 * generation a call is added only while none is queued, so this one is the only one. */
+	if (!rt_python_own(word, generation))
 		return RT_PYTHON_CALL_STALE;
-	*next = rt_python_word(own, RT_PYTHON_RUNNING);
+	*next = word & ~RT_PYTHON_WORD_QUEUED;
+	if (rt_python_word_state(word) != RT_PYTHON_ARMED)
+		return RT_PYTHON_CALL_TAKEN;
+	*next = rt_python_moved(*next, RT_PYTHON_RUNNING);
 	return RT_PYTHON_CALL_RUN;
+}
+
+bool
+rt_python_claim(uint32_t word, uint32_t generation, uint32_t *next)
+{
+	if (!rt_python_own(word, generation) || rt_python_word_state(word) != RT_PYTHON_ARMED)
+		return false;
+	*next = rt_python_moved(word, RT_PYTHON_RUNNING);
+	return true;
 }
 
 bool
 rt_python_finish(uint32_t word, uint32_t generation, uint32_t *next)
 {
-	uint32_t own = rt_python_word_generation(word);
-	if (own != (generation & RT_PYTHON_GENERATION_MASK) ||
-	    rt_python_word_state(word) != RT_PYTHON_RUNNING)
+	if (!rt_python_own(word, generation) || rt_python_word_state(word) != RT_PYTHON_RUNNING)
 		return false;
-	*next = rt_python_word(own, RT_PYTHON_DONE);
+	*next = rt_python_moved(word, RT_PYTHON_DONE);
 	return true;
 }
 
@@ -219,6 +248,16 @@ rt_python_forget(uint32_t word)
 {
 	/* Whatever the parent had queued may sit in the child's copy of CPython's queue, or not
 	 * (the fork can fall inside Py_AddPendingCall): the child cannot know, so it counts on
-	 * none and any inherited call finds a generation that is not its own. */
+	 * none and any inherited call finds a generation that is not its own. Its parent's
+	 * thread is not in the child. */
 	return rt_python_word(rt_python_word_generation(word) + 1u, RT_PYTHON_IDLE);
+}
+
+bool
+rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
+                    uint64_t grace_us, bool thread_out)
+{
+	/* A main thread that runs bytecode takes the pending call within milliseconds; one that
+	 * sits in a C call (a blocking wait, a read) takes none until the call returns. */
+	return !main_only && state == RT_PYTHON_ARMED && waited_us >= grace_us && !thread_out;
 }

@@ -41,7 +41,9 @@ enum rt_python_cuda {
 	RT_PYTHON_CUDA_NOT_INITIALIZED,
 	RT_PYTHON_CUDA_EMPTIED,
 	RT_PYTHON_CUDA_ERROR,
-	RT_PYTHON_CUDA_EMPTY, /* a step, not an outcome: call empty_cache now */
+	RT_PYTHON_CUDA_MAIN_ONLY, /* the library's thread ran the steps: the CUDA step is the main
+	                           * thread's, at the next round it takes */
+	RT_PYTHON_CUDA_EMPTY,     /* a step, not an outcome: call empty_cache now */
 };
 
 enum rt_python_plan rt_python_plan(const struct rt_python_readings *r);
@@ -74,30 +76,35 @@ const char *rt_python_cuda_word(enum rt_python_cuda cuda);
  * found unreachable objects, or the CUDA cache was emptied (its host-side bookkeeping). */
 bool rt_python_freed(int64_t gc_collected, enum rt_python_cuda cuda);
 
-/* The hand-off word (32 bits, for futex waits): a state and the process's generation (bumped in
- * every fork child). Only the worker moves IDLE -> ARMED and DONE -> IDLE; only the pending call
- * moves ARMED -> RUNNING -> DONE. No deadline takes a request back: a main thread that sits in
- * one C call for an hour runs the steps when it returns, and every round that comes meanwhile
- * joins the armed request, so that at most one call of ours is ever in CPython's queue. */
+/* The hand-off word (32 bits): a state, whether a call of ours sits in CPython's queue, and the
+ * process's generation (bumped in every fork child). Only the worker moves IDLE -> ARMED and
+ * DONE -> IDLE; whichever of the pending call and the library's thread claims an ARMED word
+ * first moves it ARMED -> RUNNING -> DONE, and the other finds it taken. At most one call of
+ * ours is ever in CPython's queue (QUEUED): a request armed while it is there is served by it
+ * or by the thread, and never queues another; the call clears QUEUED when it runs, whatever it
+ * finds. Rounds that come while a request is armed or running join it. */
 enum rt_python_state {
 	RT_PYTHON_IDLE,
-	RT_PYTHON_ARMED,   /* a call is in CPython's queue and will run the steps */
-	RT_PYTHON_RUNNING, /* the pending call took it and runs the steps */
+	RT_PYTHON_ARMED,   /* the steps are asked for: the queued call or the thread runs them */
+	RT_PYTHON_RUNNING, /* one of them claimed the request and runs the steps */
 	RT_PYTHON_DONE,    /* the answer is published */
 };
 
 #define RT_PYTHON_WORD_STATE_MASK 3u
-#define RT_PYTHON_WORD_GENERATION_SHIFT 2
+#define RT_PYTHON_WORD_QUEUED 4u
+#define RT_PYTHON_WORD_GENERATION_SHIFT 3
 #define RT_PYTHON_GENERATION_MASK ((1u << (32 - RT_PYTHON_WORD_GENERATION_SHIFT)) - 1u)
 
 uint32_t rt_python_word(uint32_t generation, enum rt_python_state state);
 enum rt_python_state rt_python_word_state(uint32_t word);
 uint32_t rt_python_word_generation(uint32_t word);
+bool rt_python_word_queued(uint32_t word);
 
 /* Worker, at an action round: what asking for the steps means for the word. */
 enum rt_python_ask {
-	RT_PYTHON_ASK_ADD,  /* IDLE -> ARMED (*next): add a call to CPython's queue */
-	RT_PYTHON_ASK_JOIN, /* already armed: the queued call serves this round too */
+	RT_PYTHON_ASK_ADD,  /* IDLE -> ARMED|QUEUED (*next): add a call to CPython's queue */
+	RT_PYTHON_ASK_ARM,  /* IDLE -> ARMED (*next): our call is still queued and will serve it */
+	RT_PYTHON_ASK_JOIN, /* already armed: whoever claims it serves this round too */
 	RT_PYTHON_ASK_BUSY, /* the steps run now, or just ended: they serve this round */
 };
 enum rt_python_ask rt_python_ask(uint32_t word, uint32_t *next);
@@ -109,13 +116,29 @@ bool rt_python_collect_answer(uint32_t word, uint32_t *next);
 /* The pending call, with the generation it was added with: what it may do. */
 enum rt_python_call {
 	RT_PYTHON_CALL_STALE, /* another generation's call (a fork parent's): touch nothing */
-	RT_PYTHON_CALL_RUN,   /* ours, armed: *next is RUNNING, the steps run */
+	RT_PYTHON_CALL_RUN,   /* ours, armed: *next is RUNNING, no longer queued; the steps run */
+	RT_PYTHON_CALL_TAKEN, /* ours, but nothing armed (the thread took it): *next, not queued */
 };
 enum rt_python_call rt_python_called(uint32_t word, uint32_t generation, uint32_t *next);
-/* The pending call, steps done: RUNNING -> DONE in its own generation only (a fork made during
+/* The library's thread, with the GIL: claims an armed request of its generation (ARMED ->
+ * RUNNING in *next); false when there is none (the main thread took it first). */
+bool rt_python_claim(uint32_t word, uint32_t generation, uint32_t *next);
+/* The one that ran the steps: RUNNING -> DONE in its own generation only (a fork made during
  * the steps leaves a child whose word has moved on). */
 bool rt_python_finish(uint32_t word, uint32_t generation, uint32_t *next);
-/* In a fork child: the next generation, IDLE. */
+/* In a fork child: the next generation, IDLE, nothing queued. */
 uint32_t rt_python_forget(uint32_t word);
+
+/* How long the main thread has to claim an armed request before the library's thread takes it
+ * over. A main thread that runs bytecode runs a pending call at its next eval-loop check: within
+ * a switch interval (5 ms) when other threads hold the GIL (roundtrim(7), PYTHON, has the
+ * measurements); one inside a C call, not before the call returns. */
+#define RT_PYTHON_GRACE_US 50000u
+
+/* Worker: whether the library's thread is to take an armed request over now: the steps may run
+ * off the main thread (ROUNDTRIM_PYTHON=on), the main thread has not claimed them within the
+ * grace (waited_us since they were armed), and no thread of ours is already out. */
+bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
+                         uint64_t grace_us, bool thread_out);
 
 #endif

@@ -38,6 +38,13 @@ const struct rt_role_row rt_roles[RT_ROLE_COUNT] = {
     [RT_ROLE_SERVER] = {.gc_rounds = 5, .arena_max = 4},
 };
 
+/* Indexed by enum rt_python_where: off, on (the main thread first, then a thread of the
+ * library's), or the main thread only. */
+static const char *const rt_main_words[] = {"main", NULL};
+static const char *const *const rt_python_words[] = {rt_off_words, rt_on_words, rt_main_words};
+_Static_assert(sizeof(rt_python_words) / sizeof(rt_python_words[0]) == RT_PYTHON_WHERE_COUNT,
+               "a place a word");
+
 /* Indexed by enum rt_glibc_action. */
 static const char *const rt_release_words[] = {"release", NULL};
 static const char *const rt_trim_words[] = {"trim", NULL};
@@ -133,13 +140,15 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
     [RT_SETTING_PYTHON] =
         {
             .name = "ROUNDTRIM_PYTHON",
-            RT_WORDS(rt_switch_words),
-            .values = "on/off: the Python steps (gc, CUDA cache)",
-            .default_value = 1,
+            RT_WORDS(rt_python_words),
+            .values = "on/off: the Python steps (gc, CUDA cache); `main`: on the main thread "
+                      "only",
+            .default_value = RT_PYTHON_WHERE_ON,
             .default_text = "on",
-            .doc = "the Python steps of an action round",
+            .doc = "the Python steps of an action round: the main thread first, then a thread of "
+                   "the library's",
             .option = "--python",
-            .option_arg = "on|off",
+            .option_arg = "on|off|main",
             .patch = true,
         },
     [RT_SETTING_SIGNAL] =

@@ -13,6 +13,13 @@
 enum rt_role { RT_ROLE_NONE, RT_ROLE_CLIENT, RT_ROLE_SERVER, RT_ROLE_COUNT };
 enum rt_jemalloc_action { RT_JEMALLOC_PURGE, RT_JEMALLOC_DECAY };
 enum rt_glibc_action { RT_GLIBC_RELEASE, RT_GLIBC_TRIM };
+/* ROUNDTRIM_PYTHON: where the Python steps may run. */
+enum rt_python_where {
+	RT_PYTHON_WHERE_OFF,
+	RT_PYTHON_WHERE_ON,   /* the main thread first, then a thread of the library's */
+	RT_PYTHON_WHERE_MAIN, /* the main thread only */
+	RT_PYTHON_WHERE_COUNT
+};
 
 enum rt_setting_id {
 	RT_SETTING_DISABLE,

@@ -1,26 +1,38 @@
-/* The Python steps. No thread of the library calls into Python or holds a Python thread state:
- * the worker adds one pending call (Py_AddPendingCall), which CPython runs on the interpreter's
- * main thread at its next safe point between bytecodes, with the GIL, exactly where the
- * program's own gc.collect() could run (roundtrim(7), PYTHON). The worker never waits for it:
- * the allocator's action runs at once, and when the steps have run, the worker releases what
- * they freed in a record of its own. A call cannot be taken back out of CPython's queue, and
- * none needs to be: rounds that come before it runs join it. The hand-off is one atomic word
- * (policy's rt_python_ask ... rt_python_forget); a generation in it, bumped in every fork child,
- * makes a parent's call that the child inherited do nothing. No lock of ours exists, so none is
- * held while CPython runs. The Python module's round() runs the same steps in its own thread,
- * which holds the GIL (rt_python_run_here). */
+/* The Python steps. The main thread first: the worker adds one pending call (Py_AddPendingCall),
+ * which CPython runs on the interpreter's main thread at its next safe point between bytecodes,
+ * with the GIL, exactly where the program's own gc.collect() could run (roundtrim(7), PYTHON).
+ * A main thread that sits in one C call (Event.wait, time.sleep, a read) takes none until the
+ * call returns: when it has not claimed the request within RT_PYTHON_GRACE_US, a thread of the
+ * library's (never the worker) takes the GIL with PyGILState_Ensure and runs the same steps, unless
+ * ROUNDTRIM_PYTHON=main. Whichever claims the request first runs it; the other finds it taken.
+ * The worker never waits for either: the allocator's action runs at once, and when the steps
+ * have run, the worker releases what they freed in a record of its own. A call cannot be taken
+ * back out of CPython's queue, and none needs to be: at most one of ours is ever there, and rounds
+ * that come before a request is claimed join it. The hand-off is one atomic word (policy's
+ * rt_python_ask ... rt_python_forget); a generation in it, bumped in every fork child, makes a
+ * parent's call that the child inherited do nothing. No lock of ours exists, so none is held
+ * while CPython runs. The Python module's round() runs the same steps in its own thread, which
+ * holds the GIL (rt_python_run_here). */
 #include "rt_python.h"
 #include "rt_config.h"
 #include "rt_out.h"
 #include "rt_python_rules.h"
 #include "rt_worker_life.h"
 
+#include "rt_tasks.h"
+
 #include <dlfcn.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef void *rt_pyobj;
 
@@ -48,6 +60,15 @@ struct rt_python_api {
 	void (*err_fetch)(rt_pyobj *, rt_pyobj *, rt_pyobj *);
 	void (*err_restore)(rt_pyobj, rt_pyobj, rt_pyobj);
 	rt_pyobj none; /* _Py_NoneStruct: sys.modules maps a blocked import to None */
+	/* For the library's thread; without all of them the steps stay on the main thread. */
+	int (*gil_ensure)(void); /* PyGILState_Ensure: an enum, returned as an int */
+	void (*gil_release)(int);
+	unsigned long (*thread_ident)(void);          /* PyThread_get_thread_ident */
+	rt_pyobj (*long_from_ulong)(unsigned long);   /* PyLong_FromUnsignedLong */
+	rt_pyobj (*dict_item)(rt_pyobj, rt_pyobj);    /* PyDict_GetItem: borrowed, never raises */
+	int (*dict_del)(rt_pyobj, rt_pyobj);          /* PyDict_DelItem */
+	int (*is_instance)(rt_pyobj, rt_pyobj);       /* PyObject_IsInstance */
+	bool threads;                                 /* all of the above were found */
 };
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
@@ -63,8 +84,20 @@ static struct rt_python_api rt_py;
 static atomic_int rt_py_state;
 static _Atomic uint32_t rt_py_word;
 static atomic_bool rt_py_cuda_option;
-/* The worker's own: the last round the armed request serves. */
+/* The worker's own: the last round the armed request serves, and when it was armed
+ * (CLOCK_MONOTONIC, µs; 0: none armed by this worker since its last answer). */
 static uint64_t rt_py_round;
+static uint64_t rt_py_armed_us;
+static bool rt_py_main_only;
+/* The library's thread: whether it runs (started by rt_python_thread_start, in this process),
+ * the futex word the worker bumps to send it to a request, and whether it is out on one (set by
+ * the worker, cleared by the thread as its last step; a thread CPython ended at finalisation
+ * leaves it set, and nothing asks again). */
+static atomic_bool rt_py_thread_runs;
+static _Atomic uint32_t rt_py_thread_asks;
+static atomic_bool rt_py_thread_out;
+static atomic_bool rt_py_thread_leave;
+static atomic_int rt_py_thread_tid;
 
 static void *
 rt_python_sym(const char *name)
@@ -112,6 +145,15 @@ rt_python_resolve(void)
 	*(void **)&a.err_fetch = rt_python_sym("PyErr_Fetch");
 	*(void **)&a.err_restore = rt_python_sym("PyErr_Restore");
 	a.none = rt_python_sym("_Py_NoneStruct");
+	*(void **)&a.gil_ensure = rt_python_sym("PyGILState_Ensure");
+	*(void **)&a.gil_release = rt_python_sym("PyGILState_Release");
+	*(void **)&a.thread_ident = rt_python_sym("PyThread_get_thread_ident");
+	*(void **)&a.long_from_ulong = rt_python_sym("PyLong_FromUnsignedLong");
+	*(void **)&a.dict_item = rt_python_sym("PyDict_GetItem");
+	*(void **)&a.dict_del = rt_python_sym("PyDict_DelItem");
+	*(void **)&a.is_instance = rt_python_sym("PyObject_IsInstance");
+	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
+	            a.dict_item && a.dict_del && a.is_instance;
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
 	if (!a.is_finalizing || !a.add_pending || !a.gil_held || !a.gc_collect || !a.as_long_long ||
@@ -204,9 +246,11 @@ rt_python_collect(enum rt_python_gc step, rt_pyobj gc)
 	return found;
 }
 
-/* The steps, on a thread that holds the GIL: a full collection, then the CUDA cache. */
+/* The steps, on a thread that holds the GIL: a full collection, then the CUDA cache. cuda_here:
+ * false on the library's thread, where empty_cache() could create a CUDA context on a device the
+ * program never used (the current device is per thread): the CUDA step is the main thread's. */
 static void
-rt_python_steps(struct rt_python_outcome *out, bool cuda_option)
+rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here)
 {
 	*out = (struct rt_python_outcome){
 	    .plan = RT_PYTHON_RUN, .gc_collected = -1, .cuda = RT_PYTHON_CUDA_SKIPPED};
@@ -228,7 +272,9 @@ rt_python_steps(struct rt_python_outcome *out, bool cuda_option)
 		if (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C)
 			out->gc_collected = rt_python_collect(step, gc);
 		if (rt_python_cuda_runs(step))
-			out->cuda = rt_python_cuda(cuda_option);
+			out->cuda = cuda_here ? rt_python_cuda(cuda_option)
+			          : cuda_option ? RT_PYTHON_CUDA_MAIN_ONLY
+			                        : RT_PYTHON_CUDA_OFF;
 		rt_py.err_clear();
 		if (rt_py.err_set_raised)
 			rt_py.err_set_raised(raised);
@@ -239,6 +285,24 @@ rt_python_steps(struct rt_python_outcome *out, bool cuda_option)
 		rt_py.decref(gc);
 }
 
+/* Publishes the answer of steps that ran in `generation`: false when a finalizer forked during
+ * them (in that child the word's generation has moved on, and the answer is nobody's). */
+static bool
+rt_python_publish(const struct rt_python_outcome *answer, uint32_t generation)
+{
+	uint32_t word = atomic_load(&rt_py_word), next;
+	if (rt_python_word_generation(word) != (generation & RT_PYTHON_GENERATION_MASK))
+		return false;
+	rt_py_answer = *answer;
+	do {
+		if (!rt_python_finish(word, generation, &next))
+			return false;
+	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
+	/* The worker releases what the steps freed as soon as it sees the answer. */
+	rt_worker_life_wake();
+	return true;
+}
+
 /* The pending call. arg is the generation it was added in. Returns 0 always: a pending call
  * that returns -1 must set an exception, which the program would see. */
 static int
@@ -246,26 +310,161 @@ rt_python_pending(void *arg)
 {
 	uint32_t generation = (uint32_t)(uintptr_t)arg;
 	uint32_t word = atomic_load(&rt_py_word), next;
+	enum rt_python_call call;
 	do {
-		if (rt_python_called(word, generation, &next) == RT_PYTHON_CALL_STALE)
+		call = rt_python_called(word, generation, &next);
+		if (call == RT_PYTHON_CALL_STALE)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
-
-	struct rt_python_outcome answer;
-	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option));
-	/* A finalizer may have forked during the steps: in that child the word's generation has
-	 * moved on, and this answer is nobody's. */
-	word = atomic_load(&rt_py_word);
-	if (rt_python_word_generation(word) != (generation & RT_PYTHON_GENERATION_MASK))
+	if (call != RT_PYTHON_CALL_RUN)
 		return 0;
-	rt_py_answer = answer;
-	do {
-		if (!rt_python_finish(word, generation, &next))
-			return 0;
-	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
-	/* The worker releases what the steps freed as soon as it sees the answer. */
-	rt_worker_life_wake();
+	struct rt_python_outcome answer;
+	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true);
+	rt_python_publish(&answer, generation);
 	return 0;
+}
+
+/* --- The library's thread: the steps while the main thread sits in a C call. */
+
+/* A finalizer that called threading.current_thread() during the collection made a _DummyThread
+ * for this thread and registered it in threading._active for good (CPython never removes a
+ * dummy): it goes, in the same hold of the GIL, so that threading.enumerate() and
+ * active_count() never list a thread of ours. Only an entry of this thread's ident that is a
+ * dummy; nothing is imported. */
+static void
+rt_python_forget_dummy(void)
+{
+	rt_pyobj threading = rt_python_module("threading");
+	if (!threading)
+		return;
+	rt_pyobj active = rt_py.getattr(threading, "_active");
+	rt_pyobj dummy = active ? rt_py.getattr(threading, "_DummyThread") : NULL;
+	rt_pyobj ident = dummy ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
+	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
+	if (entry && rt_py.is_instance(entry, dummy) == 1)
+		rt_py.dict_del(active, ident);
+	rt_py.err_clear();
+	if (ident)
+		rt_py.decref(ident);
+	if (dummy)
+		rt_py.decref(dummy);
+	if (active)
+		rt_py.decref(active);
+	rt_py.decref(threading);
+}
+
+/* One request, on the library's thread: the GIL, the claim, the steps, the GIL given back. It
+ * holds no lock of the library's at any point, so that CPython may end the thread (pthread_exit
+ * inside PyGILState_Ensure, once the interpreter finalises) or the process may exit around it at
+ * any step. Its thread state is CPython's automatic one: PyGILState_Release deletes it, so
+ * nothing of it outlives the round (a faulthandler dump, sys._current_frames()). */
+static void
+rt_python_take(uint32_t generation)
+{
+	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
+	 * then ends a thread that asks for the GIL; this thread has nothing to undo). */
+	if (!rt_py.is_initialized() || rt_py.is_finalizing())
+		return;
+	int gil = rt_py.gil_ensure();
+	uint32_t word = atomic_load(&rt_py_word), next;
+	bool claimed;
+	while ((claimed = rt_python_claim(word, generation, &next)) &&
+	       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
+	}
+	struct rt_python_outcome answer;
+	if (claimed) {
+		rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), false);
+		rt_python_forget_dummy();
+	}
+	rt_py.gil_release(gil);
+	if (claimed)
+		rt_python_publish(&answer, generation);
+}
+
+/* The library's thread: started by a program thread, so that it shares the program's descriptor
+ * table (the worker's holds only the library's files, and a finalizer that writes to stdout must
+ * find the program's). Detached, every signal blocked, never joined or waited for. It sleeps on a
+ * futex until the worker sends it to a request. */
+static void *
+rt_python_thread(void *arg)
+{
+	(void)arg;
+	atomic_store(&rt_py_thread_tid, gettid());
+	uint32_t seen = atomic_load(&rt_py_thread_asks);
+	/* Counted among the library's tasks only once it is one: the worker ends the process when
+	 * the program's threads are gone, from a count of the tasks that remain. */
+	atomic_store(&rt_py_thread_runs, true);
+	while (!atomic_load(&rt_py_thread_leave)) {
+		uint32_t asks = atomic_load(&rt_py_thread_asks);
+		if (asks == seen) {
+			syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, seen, NULL, NULL,
+			        0);
+			continue;
+		}
+		seen = asks;
+		rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)));
+		atomic_store(&rt_py_thread_out, false);
+		/* The worker may have a request waiting for the thread: it looks again now. */
+		rt_worker_life_wake();
+	}
+	atomic_store(&rt_py_thread_runs, false);
+	return NULL;
+}
+
+bool
+rt_python_thread_start(const struct rt_config *cfg)
+{
+	/* Only where the steps may leave the main thread and the process is CPython (a library
+	 * loaded later keeps them on the main thread). */
+	if (!cfg->python || cfg->python_main_only || !rt_python_resolve() || !rt_py.threads)
+		return false;
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	atomic_store(&rt_py_thread_leave, false);
+	atomic_store(&rt_py_thread_out, false);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = rt_tasks_create_thread(&thread, &attr, rt_python_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (err != 0) {
+		rt_warn("Python steps wait for the main thread: cannot start a thread: %s",
+		        strerror(err));
+		return false;
+	}
+	return true;
+}
+
+bool
+rt_python_thread_is_self(void)
+{
+	return atomic_load(&rt_py_thread_tid) == gettid();
+}
+
+unsigned
+rt_python_thread_held(void)
+{
+	return atomic_load(&rt_py_thread_runs) ? 1u : 0u;
+}
+
+void
+rt_python_thread_stop(void)
+{
+	/* Never waited for: it may be waiting for the GIL that the caller holds. */
+	atomic_store(&rt_py_thread_leave, true);
+	atomic_fetch_add(&rt_py_thread_asks, 1);
+	syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static uint64_t
+rt_python_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* --- The worker's side. */
@@ -298,17 +497,20 @@ rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python
 		return;
 	}
 	atomic_store(&rt_py_cuda_option, cfg->cuda_empty_cache);
+	rt_py_main_only = cfg->python_main_only || !atomic_load(&rt_py_thread_runs);
 	uint32_t word = atomic_load(&rt_py_word), next = 0;
 	enum rt_python_ask ask;
 	do {
 		ask = rt_python_ask(word, &next);
-	} while (ask == RT_PYTHON_ASK_ADD &&
+	} while ((ask == RT_PYTHON_ASK_ADD || ask == RT_PYTHON_ASK_ARM) &&
 	         !atomic_compare_exchange_weak(&rt_py_word, &word, next));
 	enum rt_python_end end = RT_PYTHON_END_PENDING;
 	if (ask == RT_PYTHON_ASK_BUSY) {
 		end = RT_PYTHON_END_BUSY;
 	} else {
 		rt_py_round = round;
+		if (ask != RT_PYTHON_ASK_JOIN)
+			rt_py_armed_us = rt_python_now_us();
 		uint32_t generation = rt_python_word_generation(next);
 		if (ask == RT_PYTHON_ASK_ADD &&
 		    rt_py.add_pending(rt_python_pending, (void *)(uintptr_t)generation) != 0) {
@@ -328,9 +530,33 @@ rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
 		return false;
 	*out = rt_py_answer;
 	*round = rt_py_round;
-	/* Only the worker moves a DONE word. */
-	atomic_store(&rt_py_word, next);
+	rt_py_armed_us = 0;
+	/* Only the worker moves a DONE word; the pending call may clear QUEUED meanwhile. */
+	while (!atomic_compare_exchange_weak(&rt_py_word, &word, next))
+		rt_python_collect_answer(word, &next);
 	return true;
+}
+
+uint64_t
+rt_python_tend(void)
+{
+	if (!rt_py_armed_us)
+		return UINT64_MAX;
+	uint32_t word = atomic_load(&rt_py_word);
+	uint64_t now = rt_python_now_us(), waited = now - rt_py_armed_us;
+	enum rt_python_state state = rt_python_word_state(word);
+	bool out = atomic_load(&rt_py_thread_out);
+	if (rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+		atomic_store(&rt_py_thread_out, true);
+		atomic_fetch_add(&rt_py_thread_asks, 1);
+		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		return UINT64_MAX;
+	}
+	/* Armed within the grace: look again when it ends. A thread out wakes the worker as it
+	 * ends; the main thread's answer wakes it too. */
+	if (!rt_py_main_only && state == RT_PYTHON_ARMED && !out && waited < RT_PYTHON_GRACE_US)
+		return RT_PYTHON_GRACE_US - waited;
+	return UINT64_MAX;
 }
 
 bool
@@ -348,7 +574,7 @@ rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 	 * would corrupt the interpreter, so the steps go to the main thread instead. */
 	if (!rt_py.gil_held())
 		return false;
-	rt_python_steps(out, cfg->cuda_empty_cache);
+	rt_python_steps(out, cfg->cuda_empty_cache, true);
 	return true;
 }
 
@@ -399,7 +625,13 @@ void
 rt_python_forget_parent(void)
 {
 	/* The API's addresses stay valid in the child. Nothing else of the parent's is here: no
-	 * thread, no thread state; only, perhaps, its call in CPython's copied queue. */
+	 * thread, no thread state (CPython deletes the other threads' states in the child); only,
+	 * perhaps, its call in CPython's copied queue. */
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
 	rt_py_round = 0;
+	rt_py_armed_us = 0;
+	/* The parent's thread is not in the child: the child's start makes its own. */
+	atomic_store(&rt_py_thread_runs, false);
+	atomic_store(&rt_py_thread_out, false);
+	atomic_store(&rt_py_thread_tid, 0);
 }

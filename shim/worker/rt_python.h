@@ -1,6 +1,7 @@
 /* rt_python: the Python steps of an action round (gc, CUDA cache) in a CPython host.
  * Owns the lookup of the C API, the pending call that runs the steps on the interpreter's main
- * thread, the hand-off between the worker and that call, and the steps run in an API caller. */
+ * thread, the thread of the library's that runs them while the main thread sits in a C call, the
+ * hand-off between the worker and those two, and the steps run in an API caller. */
 #ifndef RT_PYTHON_H
 #define RT_PYTHON_H
 
@@ -26,6 +27,23 @@ struct rt_python_outcome {
  * RT_PYTHON_NOT_PYTHON when the host is not CPython). Never runs Python code or takes the GIL.
  * cfg: whether the steps are on (python), and which (cuda_empty_cache). */
 void rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python_outcome *out);
+/* In the program thread that starts the worker (the program's descriptor table): starts the
+ * library's thread that runs the steps while the main thread sits in a C call, where the process
+ * is CPython and ROUNDTRIM_PYTHON allows it. False when none runs (the steps then stay on the
+ * main thread). */
+bool rt_python_thread_start(const struct rt_config *cfg);
+/* 1 while the library's thread runs in this process, else 0: a task of the library's. */
+unsigned rt_python_thread_held(void);
+/* Whether the calling thread is the library's Python thread. */
+bool rt_python_thread_is_self(void);
+/* The library stands down: the thread leaves at once when idle, else after its request. Never
+ * waits for it. */
+void rt_python_thread_stop(void);
+/* Worker thread only, at each look: when the main thread has not claimed an armed request
+ * within the grace, starts the library's thread to take the GIL and run the steps (unless
+ * ROUNDTRIM_PYTHON=main). Returns how long the worker may wait before it looks again
+ * (UINT64_MAX: no need). */
+uint64_t rt_python_tend(void);
 /* Worker thread only: true once for each hand-off whose steps have run since, with their
  * outcome and the last round they served. */
 bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);

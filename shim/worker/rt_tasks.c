@@ -5,6 +5,7 @@
  * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
  * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */
 #include "rt_tasks.h"
+#include "rt_python.h"
 #include "rt_config.h"
 #include "rt_file_rules.h"
 #include "rt_files.h"
@@ -52,7 +53,8 @@ rt_tasks_needed(void)
 unsigned
 rt_tasks_held(void)
 {
-	return (rt_worker_life_running() ? 1U : 0U) + (rt_keeper_tid() ? 1U : 0U);
+	return (rt_worker_life_running() ? 1U : 0U) + (rt_keeper_tid() ? 1U : 0U) +
+	       rt_python_thread_held();
 }
 
 bool
@@ -234,6 +236,7 @@ rt_tasks_stand_down(const char *why)
 	/* The worker first: it may be asking the keeper for a call. */
 	bool gone = rt_worker_life_stop();
 	gone = rt_keeper_stop() && gone;
+	rt_python_thread_stop();
 	bool was_active = atomic_exchange(&rt_shim_active, false);
 	if (was_active) {
 		/* Nobody would serve a request sent through them any more. */

@@ -89,6 +89,8 @@ struct rt_worker {
 	uint64_t events_us; /* when they last changed */
 	struct rt_trigger_reading reading;
 	enum rt_trigger due;
+	/* How long before rt_python_tend must look again at steps handed to the main thread. */
+	uint64_t python_wait_us;
 	/* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the
 	 * Python steps where it is called when the round acts (the module, which holds the GIL),
 	 * and posts: the steps' outcome first, then whether the round acts, then the count, so that
@@ -395,6 +397,8 @@ rt_worker_wait_us(const struct rt_worker *w)
 {
 	uint64_t wait =
 	    rt_triggers_wait_us(&w->triggers, rt_worker_now_us(CLOCK_MONOTONIC), w->events_us);
+	if (w->python_wait_us < wait)
+		wait = w->python_wait_us;
 	return wait < RT_WORKER_LONGEST_WAIT_US ? wait : RT_WORKER_LONGEST_WAIT_US;
 }
 
@@ -621,7 +625,10 @@ rt_worker_thread_exits(void)
 	bool self_is_main = gettid() == getpid();
 	if (self_is_main)
 		atomic_store(&w->main_gone, true);
-	return rt_worker_life_running() && rt_worker_caller_is_last(w, self_is_main);
+	/* The library's Python thread is no thread of the program's (CPython ends it at exit). */
+	if (!rt_worker_life_running() || rt_python_thread_is_self())
+		return false;
+	return rt_worker_caller_is_last(w, self_is_main);
 }
 
 static void *
@@ -654,6 +661,8 @@ rt_worker_main(void *arg)
 		/* What earlier steps freed first: it is the older memory. */
 		rt_worker_python_follow_up(w);
 		rt_worker_handle(w, &batch, given_valid ? &given : NULL);
+		/* Steps the main thread has left past the grace go to the library's thread. */
+		w->python_wait_us = rt_python_tend();
 		rt_worker_wait(w, seen);
 		rt_worker_alone();
 	}
@@ -733,6 +742,8 @@ rt_worker_start(const struct rt_worker_setup *setup)
 		return false;
 	}
 	atomic_store(&rt_worker_life.running, true);
+	/* From this thread, which has the program's descriptor table, never from the worker. */
+	rt_python_thread_start(setup->cfg);
 	return true;
 }
 

@@ -224,6 +224,7 @@ fuzz_check_matched(const struct rt_config *cfg, const struct fuzz_env *env,
 	fuzz_check_bool("cuda_empty_cache", &cfg->cuda_empty_cache);
 	fuzz_check_bool("profile", &cfg->profile);
 	fuzz_check_bool("python", &cfg->python);
+	fuzz_check_bool("python_main_only", &cfg->python_main_only);
 	FUZZ_CHECK(cfg->role <= RT_ROLE_SERVER, "role %d", (int)cfg->role);
 	FUZZ_CHECK(cfg->jemalloc <= RT_JEMALLOC_DECAY, "jemalloc %d", (int)cfg->jemalloc);
 

@@ -8,6 +8,7 @@
  * forks from other threads complete; plus the CUDA cache step against a fake torch, rounds while
  * the interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
 #include "harness.h"
+#include "rt_python_rules.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -55,6 +56,36 @@ py_start(struct py_run *run, const char *script, const char *arg, const char *co
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s%s", PY_DIR, script);
 	const char *argv[] = {PYTHON, path, arg, NULL};
+	th_spawn(&run->proc, argv, env);
+	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
+	snprintf(run->stats, sizeof(run->stats), "%s/%d.jsonl", dir, run->proc.pid);
+	char line[256];
+	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS), "%s: no first line",
+	          script);
+	cr_assert_str_eq(line, first);
+	cr_assert(th_wait_path(run->fifo, false, TH_TIMEOUT_MS), "no FIFO %s", run->fifo);
+}
+
+/* As py_start, with two arguments. */
+static void
+py_start_args(struct py_run *run, const char *script, const char *arg1, const char *arg2,
+              const char *const extra[], const char *first)
+{
+	const char *dir = th_tmpdir();
+	const char *env[12];
+	size_t n = 0;
+	snprintf(run->env[0], PATH_MAX, "LD_PRELOAD=%s", th_lib());
+	snprintf(run->env[1], PATH_MAX, "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
+	snprintf(run->env[2], PATH_MAX, "ROUNDTRIM_STATS=%s/%%p.jsonl", dir);
+	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%s", PY_DIR);
+	for (; n < 4; n++)
+		env[n] = run->env[n];
+	for (size_t i = 0; extra && extra[i] && n < 10; i++)
+		env[n++] = extra[i];
+	env[n] = NULL;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s%s", PY_DIR, script);
+	const char *argv[] = {PYTHON, path, arg1, arg2, NULL};
 	th_spawn(&run->proc, argv, env);
 	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
 	snprintf(run->stats, sizeof(run->stats), "%s/%d.jsonl", dir, run->proc.pid);
@@ -292,11 +323,11 @@ Test(python, cuda_error_is_swallowed)
  * and when the call returns the steps run, once, for both: their record names the last round
  * and a release returns what they freed. */
 static void
-blocked_case(const char *mode)
+blocked_case(const char *mode, const char *const extra[])
 {
 	struct py_run run;
 	char line[1024], answer[256];
-	py_start(&run, "blocked.py", mode, NULL, "ready");
+	py_start(&run, "blocked.py", mode, extra, "ready");
 	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"pending\"");
@@ -320,14 +351,125 @@ blocked_case(const char *mode)
 	py_finish(&run);
 }
 
-Test(python, main_thread_in_a_read_gets_the_steps_when_it_returns)
+/* ROUNDTRIM_PYTHON=main: the steps wait for the main thread, however long it sits in a read. */
+Test(python, main_only_a_main_thread_in_a_read_gets_the_steps_when_it_returns)
 {
-	blocked_case("read");
+	const char *main_only[] = {"ROUNDTRIM_PYTHON=main", NULL};
+	blocked_case("read", main_only);
 }
 
+/* A main thread that keeps the GIL inside a C call: the library's thread waits for the GIL
+ * without holding anything up (both rounds release at once, the second joins the first's
+ * request), and the main thread, back in bytecode, takes the steps before it. */
 Test(python, main_thread_holding_the_gil_gets_the_steps_when_it_returns)
 {
-	blocked_case("hold");
+	blocked_case("hold", NULL);
+}
+
+/* The main thread waits in one C call (MODE of waiting.py) with the collector disabled, as a
+ * client waits for its next model: a FIFO round's steps run on the library's thread while it
+ * still waits (the cycles' finalizers run there, on a thread Python calls Dummy), a release
+ * follows, and once the main thread is back nothing of that thread shows: not in a faulthandler
+ * dump, sys._current_frames(), threading.enumerate() or active_count(), although a finalizer
+ * called threading.current_thread() on it. */
+static void
+waiting_case(const char *mode)
+{
+	struct py_run run;
+	char line[1024], answer[256], dump[PATH_MAX];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	py_start_args(&run, "waiting.py", mode, dump, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "%s: the cycles were not collected while the main thread waited", mode);
+	cr_assert_eq(strncmp(answer, "collected 100 by=Dummy-", 23), 0, "%s: %s", mode, answer);
+	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	cr_assert_geq(th_field(line, "gc_collected"), 300, "%s", line);
+	th_expect_in(line, "\"action\":\"glibc_release\"");
+	if (strcmp(mode, "sleep") == 0)
+		kill(run.proc.pid, SIGUSR2);
+	else
+		th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
+	cr_assert_str_eq(answer, "woke dump=1 frames=1 enumerate=1 dummies=0 active=1");
+	py_finish(&run);
+}
+
+Test(python, steps_while_the_main_thread_sleeps)
+{
+	waiting_case("sleep");
+}
+
+Test(python, steps_while_the_main_thread_waits_for_an_event)
+{
+	waiting_case("event");
+}
+
+Test(python, steps_while_the_main_thread_reads)
+{
+	waiting_case("read");
+}
+
+/* ROUNDTRIM_PYTHON=main keeps the steps on the main thread: nothing is collected while it
+ * reads (several graces pass), and everything when the read returns, there. */
+Test(python, main_only_leaves_the_steps_to_the_main_thread)
+{
+	struct py_run run;
+	char line[1024], answer[256], dump[PATH_MAX];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
+	const char *main_only[] = {"ROUNDTRIM_AUTO=off", "ROUNDTRIM_PYTHON=main", NULL};
+	py_start_args(&run, "waiting.py", "read", dump, main_only, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	/* Twenty graces: the library's thread would have collected by now. */
+	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
+	              "collected while the main thread read: %s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "collected 100 by=MainThread");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "woke dump=1 frames=1 enumerate=1 dummies=0 active=1");
+	py_finish(&run);
+}
+
+/* How many exits exits_during_the_librarys_steps makes: 1,000 under make stress
+ * (STRESS_DIVISOR=1), 30 otherwise. */
+static int
+exits_to_make(void)
+{
+	const char *text = getenv("STRESS_DIVISOR");
+	return text && strtol(text, NULL, 10) == 1 ? 1000 : 30;
+}
+
+/* The program exits (status 3, through finalisation) while the library's thread runs its
+ * round's steps: in a finalizer that gives up the GIL, keeps it, or not at all. Every exit has
+ * the program's status, within the timeout, with no fatal error or traceback. */
+Test(python, exits_during_the_librarys_steps, .timeout = 1800)
+{
+	static const char *const hows[] = {"sleep", "spin", "none"};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	signal(SIGPIPE, SIG_IGN);
+	int exits = exits_to_make();
+	for (int i = 0; i < exits; i++) {
+		struct py_run run;
+		char line[256];
+		py_start(&run, "exit_during.py", hows[i % 3], manual, "ready");
+		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "exit %d: the steps never ran", i);
+		cr_assert_str_eq(line, "in-steps");
+		th_close_stdin(&run.proc);
+		cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "exit %d (%s) hung", i, hows[i % 3]);
+		char err[8192];
+		th_read_stderr(&run.proc, err, sizeof(err));
+		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
+		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status, err);
+		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
+		cr_assert_null(strstr(err, "Traceback"), "%s", err);
+	}
 }
 
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for

@@ -912,7 +912,23 @@ Test(config, python_values)
 		read_env(ENV({"ROUNDTRIM_PYTHON", on[i]}));
 		expect_no_diag();
 		cr_assert(cfg.python, "%s", on[i]);
+		cr_assert_not(cfg.python_main_only, "%s: a thread of ours may run them", on[i]);
 	}
+}
+
+/* main: on, but only ever on the interpreter's main thread (issue 24). */
+Test(config, python_main_only)
+{
+	static const char *const main_words[] = {"main", "MAIN", "Main"};
+	for (size_t i = 0; i < 3; i++) {
+		read_env(ENV({"ROUNDTRIM_PYTHON", main_words[i]}));
+		expect_no_diag();
+		cr_assert(cfg.python, "%s", main_words[i]);
+		cr_assert(cfg.python_main_only, "%s", main_words[i]);
+	}
+	read_env(ENV({"ROUNDTRIM_DISABLE", "0"}));
+	cr_assert(cfg.python);
+	cr_assert_not(cfg.python_main_only, "the default is the main thread, then ours");
 }
 
 Test(config, python_bad)
@@ -920,6 +936,7 @@ Test(config, python_bad)
 	read_env(ENV({"ROUNDTRIM_PYTHON", "maybe"}));
 	expect_diag("roundtrim: ROUNDTRIM_PYTHON=\"maybe\" is not a valid value; using on");
 	cr_assert(cfg.python);
+	cr_assert_not(cfg.python_main_only);
 	read_env(ENV({"ROUNDTRIM_PYTHON", ""}));
 	expect_diag("roundtrim: ROUNDTRIM_PYTHON=\"\" is empty; using on");
 	cr_assert(cfg.python);

@@ -155,14 +155,17 @@ Test(python_word, fields_round_trip)
 	cr_assert_eq(rt_python_word(0, RT_PYTHON_IDLE), 0u);
 }
 
+#define Q RT_PYTHON_WORD_QUEUED
+
 Test(python_word, a_request_runs_once_and_answers)
 {
 	uint32_t word = w(RT_PYTHON_IDLE), next = 0;
 	cr_assert_eq(rt_python_ask(word, &next), RT_PYTHON_ASK_ADD);
-	cr_assert_eq(next, w(RT_PYTHON_ARMED));
+	cr_assert_eq(next, w(RT_PYTHON_ARMED) | Q);
+	cr_assert(rt_python_word_queued(next));
 	word = next;
 	cr_assert_eq(rt_python_called(word, GEN, &next), RT_PYTHON_CALL_RUN);
-	cr_assert_eq(next, w(RT_PYTHON_RUNNING));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING), "the call left the queue");
 	word = next;
 	cr_assert_not(rt_python_collect_answer(word, &next), "nothing to collect yet");
 	cr_assert(rt_python_finish(word, GEN, &next));
@@ -172,11 +175,52 @@ Test(python_word, a_request_runs_once_and_answers)
 	cr_assert_eq(next, w(RT_PYTHON_IDLE));
 }
 
-/* No deadline: rounds that come while the main thread has not taken the call join it, so one
- * call serves them all and no second call is queued. */
+/* The main thread sits in a C call: the library's thread claims the request; the queued call,
+ * when it runs at last, finds it taken and only leaves the queue. */
+Test(python_word, the_thread_takes_a_request_the_main_thread_left)
+{
+	uint32_t word = w(RT_PYTHON_ARMED) | Q, next = 0;
+	cr_assert(rt_python_claim(word, GEN, &next));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING) | Q);
+	word = next;
+	cr_assert_not(rt_python_claim(word, GEN, &next), "claimed once");
+	cr_assert(rt_python_finish(word, GEN, &next));
+	cr_assert_eq(next, w(RT_PYTHON_DONE) | Q);
+	word = next;
+	cr_assert(rt_python_collect_answer(word, &next));
+	cr_assert_eq(next, w(RT_PYTHON_IDLE) | Q, "the call is still queued");
+	word = next;
+	/* The next round arms without queueing a second call. */
+	cr_assert_eq(rt_python_ask(word, &next), RT_PYTHON_ASK_ARM);
+	cr_assert_eq(next, w(RT_PYTHON_ARMED) | Q);
+	word = next;
+	/* The call at last: it serves the new request. */
+	cr_assert_eq(rt_python_called(word, GEN, &next), RT_PYTHON_CALL_RUN);
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING));
+	/* Or it found the thread's request taken, running or done: it only leaves the queue. */
+	const enum rt_python_state taken[] = {RT_PYTHON_IDLE, RT_PYTHON_RUNNING, RT_PYTHON_DONE};
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_eq(rt_python_called(w(taken[i]) | Q, GEN, &next), RT_PYTHON_CALL_TAKEN);
+		cr_assert_eq(next, w(taken[i]));
+	}
+}
+
+/* The main thread came first: the thread, once it has the GIL, finds nothing to run. */
+Test(python_word, the_thread_finds_a_request_the_main_thread_took)
+{
+	uint32_t next = 0xdeadbeef;
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_IDLE), GEN, &next));
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_RUNNING), GEN, &next));
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_DONE) | Q, GEN, &next));
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_ARMED), GEN + 1, &next), "another generation");
+	cr_assert_eq(next, 0xdeadbeef);
+}
+
+/* Rounds that come while the request waits join it, so one claim serves them all and no second
+ * call is queued. */
 Test(python_word, later_rounds_join_the_queued_call)
 {
-	uint32_t word = w(RT_PYTHON_ARMED), next = 0xdeadbeef;
+	uint32_t word = w(RT_PYTHON_ARMED) | Q, next = 0xdeadbeef;
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(rt_python_ask(word, &next), RT_PYTHON_ASK_JOIN);
 	cr_assert_eq(next, 0xdeadbeef, "joining leaves the word as it is");
@@ -191,26 +235,36 @@ Test(python_word, rounds_while_the_steps_run_are_served_by_them)
 	cr_assert_eq(next, 0xdeadbeef);
 }
 
-/* A call of this generation that finds the word not armed is not ours to run (none can exist:
- * a call is added only on IDLE -> ARMED). */
-Test(python_word, a_call_runs_only_an_armed_request)
+/* Only the one that claimed a request finishes it. */
+Test(python_word, only_a_running_request_finishes)
 {
 	uint32_t next = 0xdeadbeef;
-	cr_assert_eq(rt_python_called(w(RT_PYTHON_IDLE), GEN, &next), RT_PYTHON_CALL_STALE);
-	cr_assert_eq(rt_python_called(w(RT_PYTHON_RUNNING), GEN, &next), RT_PYTHON_CALL_STALE);
-	cr_assert_eq(rt_python_called(w(RT_PYTHON_DONE), GEN, &next), RT_PYTHON_CALL_STALE);
-	cr_assert_eq(next, 0xdeadbeef);
 	cr_assert_not(rt_python_finish(w(RT_PYTHON_ARMED), GEN, &next));
+	cr_assert_not(rt_python_finish(w(RT_PYTHON_IDLE) | Q, GEN, &next));
+	cr_assert_not(rt_python_finish(w(RT_PYTHON_DONE), GEN, &next));
+	cr_assert_eq(next, 0xdeadbeef);
 }
 
 Test(python_word, a_refused_call_leaves_nothing_queued)
 {
-	cr_assert_eq(rt_python_add_failed(w(RT_PYTHON_ARMED)), w(RT_PYTHON_IDLE));
+	cr_assert_eq(rt_python_add_failed(w(RT_PYTHON_ARMED) | Q), w(RT_PYTHON_IDLE));
+}
+
+/* The thread takes over only where it may, after the grace, once. */
+Test(python_word, the_thread_takes_over_after_the_grace)
+{
+	cr_assert(rt_python_take_over(false, RT_PYTHON_ARMED, 50000, 50000, false));
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 49999, 50000, false));
+	cr_assert_not(rt_python_take_over(true, RT_PYTHON_ARMED, 900000, 50000, false), "main");
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 900000, 50000, true), "one out");
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_RUNNING, 900000, 50000, false));
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_IDLE, 900000, 50000, false));
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_DONE, 900000, 50000, false));
 }
 
 Test(python_word, a_fork_child_never_runs_its_parents_request)
 {
-	uint32_t parent = w(RT_PYTHON_ARMED), next = 0xdeadbeef;
+	uint32_t parent = w(RT_PYTHON_ARMED) | Q, next = 0xdeadbeef;
 	uint32_t child = rt_python_forget(parent);
 	cr_assert_eq(child, rt_python_word(GEN + 1, RT_PYTHON_IDLE));
 	/* The parent's call, copied into the child's queue, touches nothing. */
@@ -220,6 +274,7 @@ Test(python_word, a_fork_child_never_runs_its_parents_request)
 	cr_assert_eq(rt_python_ask(child, &next), RT_PYTHON_ASK_ADD);
 	child = next;
 	cr_assert_eq(rt_python_called(child, GEN, &next), RT_PYTHON_CALL_STALE);
+	cr_assert_not(rt_python_claim(child, GEN, &next));
 	cr_assert_eq(rt_python_called(child, GEN + 1, &next), RT_PYTHON_CALL_RUN);
 	/* Steps the parent's call was running when a finalizer forked end without an answer. */
 	child = rt_python_word(GEN + 1, RT_PYTHON_RUNNING);
@@ -232,7 +287,7 @@ Test(python_word, a_fork_child_never_runs_its_parents_request)
 
 Test(python_word, the_generation_wraps_within_its_bits)
 {
-	uint32_t word = rt_python_word(RT_PYTHON_GENERATION_MASK, RT_PYTHON_ARMED);
+	uint32_t word = rt_python_word(RT_PYTHON_GENERATION_MASK, RT_PYTHON_ARMED) | Q;
 	uint32_t child = rt_python_forget(word), next;
 	cr_assert_eq(child, 0u);
 	cr_assert_eq(rt_python_called(child, RT_PYTHON_GENERATION_MASK, &next),
