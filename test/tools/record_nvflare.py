@@ -58,11 +58,17 @@ def patched(path, old, new):
 def job(src, out, width, sites, rounds, script_args):
     example = os.path.join(src, "examples", "hello-world", "hello-pt")
     os.makedirs(out, exist_ok=True)
-    model = patched(os.path.join(example, "model.py"), "nn.Linear(16 * 5 * 5, 120)", "nn.Linear(16 * 5 * 5, WIDTH)")
+    model = patched(
+        os.path.join(example, "model.py"),
+        "nn.Linear(16 * 5 * 5, 120)",
+        "nn.Linear(16 * 5 * 5, WIDTH)",
+    )
     model = model.replace("nn.Linear(120, 84)", "nn.Linear(WIDTH, WIDTH)").replace(
         "nn.Linear(84, 10)", "nn.Linear(WIDTH, 10)"
     )
-    model = model.replace("\n\nclass SimpleNetwork", f"\nWIDTH = {width}\n\n\nclass SimpleNetwork", 1)
+    model = model.replace(
+        "\n\nclass SimpleNetwork", f"\nWIDTH = {width}\n\n\nclass SimpleNetwork", 1
+    )
     with open(os.path.join(out, "model.py"), "w") as f:
         f.write(model)
     send = "        flare.send(output_model)\n\n\nif __name__"
@@ -182,7 +188,9 @@ def collect(raw, workspace, clock_file, out, prefix, sites):
         if len(ends) > len(server_truth):
             server_truth = list(enumerate(ends, 1))
     if len(site_truth) != sites or not server_truth:
-        sys.exit(f"record_nvflare: truth for {sorted(site_truth)} and {len(server_truth)} server rounds")
+        sys.exit(
+            f"record_nvflare: truth for {sorted(site_truth)} and {len(server_truth)} server rounds"
+        )
 
     roles = {}
     for name in sorted(os.listdir(raw)):
@@ -209,7 +217,8 @@ def collect(raw, workspace, clock_file, out, prefix, sites):
         if role in roles:
             sys.exit(f"record_nvflare: two processes for {role}: {roles[role]} and {path}")
         roles[role] = path
-    want = ["server_job", "server_parent"] + [f"{kind}_site{i + 1}" for i in range(sites) for kind in ("job", "parent")]
+    want = ["server_job", "server_parent"]
+    want += [f"{kind}_site{i + 1}" for i in range(sites) for kind in ("job", "parent")]
     missing = [r for r in want if r not in roles]
     if missing:
         sys.exit(f"record_nvflare: no trace for {missing}")
@@ -217,7 +226,10 @@ def collect(raw, workspace, clock_file, out, prefix, sites):
         name = os.path.join(out, f"{prefix}_{role}")
         start = int(read_trace(roles[role])[1][0].split()[0])
         write_trace(name + ".trace", roles[role], role)
-        truth = server_truth if role.startswith("server") else site_truth["site-" + role.rsplit("site", 1)[1]]
+        if role.startswith("server"):
+            truth = server_truth
+        else:
+            truth = site_truth["site-" + role.rsplit("site", 1)[1]]
         write_truth(name + ".truth", start, truth)
         print(f"record_nvflare: {name}.trace from {roles[role]}, {len(truth)} boundaries")
 

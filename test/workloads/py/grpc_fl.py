@@ -7,7 +7,9 @@ the global model (hello-pt's SimpleNetwork with hidden layers W wide, its state_
 torch.save bytes) to every client over its stream, waits for all their updates, averages them
 (FedAvg) and evaluates the result on a held-out set before the next round; at the end it sends
 "done". It prints "start T" once all clients have joined and "boundary R T" after each
-round's evaluation. client --port P [--train N] [--test N] [--epochs E] [--batch B] [--seed S]: per model
+round's evaluation.
+
+client --port P [--train N] [--test N] [--epochs E] [--batch B] [--seed S]: per model
 received, evaluates it, trains E epochs on a stand-in of CIFAR-10 (random images, made once),
 and sends its weights back on the stream. The client prints "start T" once connected and
 "boundary R T" right after handing each round's update to the stream (T: CLOCK_MONOTONIC
@@ -27,7 +29,10 @@ from torch import nn
 METHOD = "/roundtrim.Fl/Join"
 DONE = b"done"
 # Models of a few MiB: above gRPC's default 4 MiB limit for the larger widths.
-OPTIONS = [("grpc.max_send_message_length", 256 << 20), ("grpc.max_receive_message_length", 256 << 20)]
+OPTIONS = [
+    ("grpc.max_send_message_length", 256 << 20),
+    ("grpc.max_receive_message_length", 256 << 20),
+]
 
 
 def now_us():
@@ -99,7 +104,8 @@ class Server:
 
     def run(self, rounds, width):
         model = Net(width)
-        test_loader = torch.utils.data.DataLoader(dataset(1000, torch.Generator().manual_seed(0)), batch_size=64)
+        held_out = dataset(1000, torch.Generator().manual_seed(0))
+        test_loader = torch.utils.data.DataLoader(held_out, batch_size=64)
         outboxes = [self.joined.get() for _ in range(self.clients)]
         print("start %d" % now_us(), flush=True)
         for r in range(1, rounds + 1):
