@@ -231,7 +231,7 @@ lint: $(BUILD)/shim/io/rt_keeper.o
 		grep -E '%fs|R_X86_64_(PLT|GOT)|R_X86_64_PC32[[:space:]]+\.text([^.]|$$)' || \
 		{ echo "lint: the keeper's code calls out of its section or reads TLS" >&2; exit 1; }
 	shellcheck -x scripts/*.sh scripts/deb/*.sh scripts/deb/postinst scripts/deb/prerm \
-		test/fixtures/*.sh test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
+		test/fixtures/*.sh test/fuzz/*.sh test/tools/*.sh test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
 bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
