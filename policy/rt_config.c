@@ -301,6 +301,7 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	rt_config_path(r, RT_SETTING_TRACE, cfg->trace, NULL, "no trace file");
 	rt_config_sites(r, cfg);
 	cfg->shared_table = rt_config_value(r, RT_SETTING_SHARED_TABLE) != 0;
+	cfg->child_start_ns = rt_config_value(r, RT_SETTING_CHILD_START) * 1000 * 1000;
 }
 
 bool

@@ -338,6 +338,18 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .doc = "where neither the worker nor a keeper can have a descriptor table of its own, "
                    "run in the program's, with its races",
         },
+    [RT_SETTING_CHILD_START] =
+        {
+            .name = "ROUNDTRIM_CHILD_START",
+            .kind = RT_KIND_DURATION,
+            .max = UINT64_C(30) * 24 * 3600 * 1000,
+            .off_word = "never",
+            .values = "a duration (`500ms`, `90s`, `5m`, `2h`), `never`",
+            .default_value = 60 * 1000,
+            .default_text = "1m",
+            .doc = "how long a fork child must live, still allocating, before the library starts "
+                   "in it",
+        },
 };
 
 const char *
@@ -505,6 +517,20 @@ rt_setting_parse_twin(const struct rt_setting *s, const char *text, uint64_t *va
 	return RT_PARSE_GARBAGE;
 }
 
+/* A duration in ms, in its largest whole unit, as the setting accepts it ("1m", "1500ms"). */
+static void
+rt_setting_duration_text(uint64_t ms, char *out, size_t size)
+{
+	static const struct {
+		uint64_t ms;
+		const char *unit;
+	} units[] = {{3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}, {1, "ms"}};
+	size_t u = ms ? 0 : 3;
+	while (ms % units[u].ms)
+		u++;
+	snprintf(out, size, "%" PRIu64 "%s", ms / units[u].ms, units[u].unit);
+}
+
 void
 rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, size_t size)
 {
@@ -512,6 +538,8 @@ rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, siz
 		snprintf(out, size, "%s", s->words[value][0]);
 	else if (value == 0 && s->off_word && s->kind != RT_KIND_PATH)
 		snprintf(out, size, "%s", s->off_word);
+	else if (s->kind == RT_KIND_DURATION)
+		rt_setting_duration_text(value, out, size);
 	else
 		snprintf(out, size, "%" PRIu64, value);
 }

@@ -7,6 +7,7 @@
  * (rt_tasks), never at exit (a thread that exit-time code waited for could hang the host). It
  * serves the program's threads' requests between its steps and inside its waits (rt_creds). */
 #include "rt_worker.h"
+#include "rt_child.h"
 #include "rt_creds.h"
 #include "rt_detect.h"
 #include "rt_fd.h"
@@ -203,7 +204,7 @@ rt_worker_collect(struct rt_worker *w, struct rt_batch *b, struct rt_python_outc
 	uint64_t outcome = atomic_exchange(&w->api_outcome, 0);
 	rt_batch_counted(b, api_rounds, api_acts, "api");
 	if (api_trims)
-		rt_batch_trim(b, "api");
+		rt_batch_trim_asked(b, "api");
 	*given_valid = outcome != 0;
 	if (*given_valid)
 		rt_python_outcome_unpack(outcome, given);
@@ -343,7 +344,13 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "nothing-grew");
 	}
 	struct rt_python_outcome handed;
-	if (plan.act && !python) {
+	bool steps = plan.act && !python;
+	/* A fork child's own trigger: a collection there would copy the parent's pages. */
+	if (steps && !rt_child_python_steps(w->setup.forked, b)) {
+		steps = false;
+		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "fork-child");
+	}
+	if (steps) {
 		rt_python_hand_off(cfg, rec.round, &handed);
 		python = &handed;
 	}
@@ -679,7 +686,8 @@ rt_worker_init(struct rt_worker *w, const struct rt_worker_setup *setup)
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
 	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
-	rt_triggers_init(&w->triggers, &tp, setup->cfg->auto_rounds, now, totals.bytes);
+	rt_triggers_init(&w->triggers, &tp, rt_child_detects(setup->forked, setup->cfg->auto_rounds),
+	                 now, totals.bytes);
 	struct rt_detect_params dp;
 	rt_detect_default_params(&dp);
 	dp.want_live = rt_heap_has_live();

@@ -20,6 +20,7 @@ struct rt_worker_setup {
 	const char *program;
 	enum rt_allocator_kind allocator;
 	enum rt_action action;
+	bool forked; /* a fork child that has not exec'd (policy/rt_child) */
 };
 
 /* Starts the worker with a copy of *setup; false (one line said why) when it cannot. */
