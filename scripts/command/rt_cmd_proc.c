@@ -36,19 +36,40 @@ rt_cmd_proc_mine(uid_t owner)
 	return owner == me || me == 0;
 }
 
-static bool
-rt_cmd_proc_has_library(int pid)
+uint64_t
+rt_cmd_proc_library_base(int pid)
 {
 	char path[64], line[RT_CMD_PROC_LINE_MAX];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	FILE *f = fopen(path, "re");
-	bool found = false;
+	uint64_t base = 0;
 	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = rt_preload_maps_line_has_library(line);
+		return 0;
+	while (!base && fgets(line, sizeof(line), f))
+		if (rt_preload_maps_line_has_library(line))
+			base = strtoull(line, NULL, 16);
 	fclose(f);
-	return found;
+	return base;
+}
+
+static bool
+rt_cmd_proc_has_library(int pid)
+{
+	return rt_cmd_proc_library_base(pid) != 0;
+}
+
+bool
+rt_cmd_proc_rss_kib(int pid, uint64_t *kib)
+{
+	char path[64], text[256];
+	snprintf(path, sizeof(path), "/proc/%d/statm", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t len = rt_cmd_read_fd(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[len > 0 ? len : 0] = '\0';
+	return len > 0 && rt_procfs_statm_rss_kib(text, (uint64_t)sysconf(_SC_PAGESIZE), kib);
 }
 
 bool

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rt_cmd_status_file.h"
 #include "rt_target.h"
@@ -34,6 +35,10 @@ enum rt_cmd_proc_result rt_cmd_proc_target(int pid, struct rt_cmd_target *t, cha
 int *rt_cmd_proc_carriers(size_t *n);
 /* The process's name (/proc/PID/comm), "?" when it cannot be read. */
 void rt_cmd_proc_name(int pid, char *out, size_t size);
+/* The process's RSS now (/proc/PID/statm), in KiB; false when it is gone. */
+bool rt_cmd_proc_rss_kib(int pid, uint64_t *kib);
+/* Where the process maps libroundtrim.so (its first mapping), 0 when it does not or is gone. */
+uint64_t rt_cmd_proc_library_base(int pid);
 /* Whether the process still runs (not gone, not a zombie). */
 bool rt_cmd_proc_alive(int pid);
 /* The process's /proc/PID/stat fields; false when it is gone. */

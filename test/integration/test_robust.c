@@ -98,10 +98,12 @@ Test(robust, fork_child_that_waits_gets_no_worker_and_no_file)
 	cr_assert_eq(th_entries_in(dir), 0);
 }
 
+/* One that lives past ROUNDTRIM_CHILD_START, still allocating, starts a library of its own. */
 Test(robust, fork_child_that_keeps_working_gets_its_own_fifo_and_counts)
 {
 	const char *dir = th_tmpdir();
-	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0",
+	                     "ROUNDTRIM_CHILD_START=1s", NULL};
 	const char *argv[] = {th_workload("probe"), "forkchild", "busy", NULL};
 	struct th_proc p;
 	th_spawn(&p, argv, env);
