@@ -101,12 +101,10 @@ def bench(heap, count, seconds):
     result_r, result_w = os.pipe()
     pids = fork_workers(count, stop, result_w, seconds)
     os.close(result_w)
-    peak, ended = 0, time.monotonic() + seconds + 30
-    while time.monotonic() < ended:
-        done = [os.waitpid(pid, os.WNOHANG)[0] for pid in pids]
-        if all(done):
-            break
+    peak, ended, live = 0, time.monotonic() + seconds + 30, set(pids)
+    while live and time.monotonic() < ended:
         peak = max(peak, sum(pss_kib(p) for p in [os.getpid()] + pids))
+        live = {pid for pid in live if not os.waitpid(pid, os.WNOHANG)[0]}
         time.sleep(0.2)
     worker = sum(int(r.split("=")[1]) for r in results(result_r, count))
     print(f"peak_pss_kib={peak} parent_collections={collections[0]} "
