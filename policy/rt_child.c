@@ -1,9 +1,11 @@
 #include "rt_child.h"
 
-bool
+enum rt_child_start
 rt_child_starts(uint64_t since_fork_ns, uint64_t start_after_ns)
 {
-	return start_after_ns != 0 && since_fork_ns >= start_after_ns;
+	if (start_after_ns == 0)
+		return RT_CHILD_NEVER;
+	return since_fork_ns >= start_after_ns ? RT_CHILD_START : RT_CHILD_WAIT;
 }
 
 bool

@@ -10,10 +10,14 @@
 
 #include "rt_ledger.h"
 
-/* Whether a fork child's library starts now: the child still allocates since_fork_ns after the
- * fork, and ROUNDTRIM_CHILD_START is start_after_ns (0: never by itself, only when the program
- * calls the API). */
-bool rt_child_starts(uint64_t since_fork_ns, uint64_t start_after_ns);
+enum rt_child_start {
+	RT_CHILD_WAIT,  /* not yet: look again later */
+	RT_CHILD_START, /* now */
+	RT_CHILD_NEVER, /* never by itself (only when the program calls the API): stop looking */
+};
+/* Whether a fork child's library starts: the child still allocates since_fork_ns after the fork,
+ * and ROUNDTRIM_CHILD_START is start_after_ns (0: never). */
+enum rt_child_start rt_child_starts(uint64_t since_fork_ns, uint64_t start_after_ns);
 /* Whether the process finds rounds by itself (ROUNDTRIM_AUTO is auto_rounds): never in a fork
  * child, whose rhythm is its parent's work handed out, not rounds of its own. */
 bool rt_child_detects(bool forked, bool auto_rounds);

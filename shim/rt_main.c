@@ -143,10 +143,16 @@ rt_main_allocation_event(void)
 {
 	if (!atomic_load(&rt_main_child_waiting))
 		return RT_PERIOD_NONE;
-	if (!rt_child_starts((uint64_t)(rt_main_now_ns() - rt_main_child_forked_ns),
-	                     rt_main_config.child_start_ns))
+	switch (rt_child_starts((uint64_t)(rt_main_now_ns() - rt_main_child_forked_ns),
+	                        rt_main_config.child_start_ns)) {
+	case RT_CHILD_WAIT:
 		return RT_MAIN_CHILD_PERIOD;
-	rt_main_start_child_now();
+	case RT_CHILD_START:
+		rt_main_start_child_now();
+		break;
+	case RT_CHILD_NEVER:
+		break;
+	}
 	return RT_PERIOD_NONE;
 }
 

@@ -9,16 +9,16 @@
 
 Test(child, starts_once_it_has_lived_the_bound)
 {
-	cr_assert_not(rt_child_starts(0, 60 * S));
-	cr_assert_not(rt_child_starts(60 * S - 1, 60 * S));
-	cr_assert(rt_child_starts(60 * S, 60 * S));
-	cr_assert(rt_child_starts(3600 * S, 60 * S));
+	cr_assert_eq(rt_child_starts(0, 60 * S), RT_CHILD_WAIT);
+	cr_assert_eq(rt_child_starts(60 * S - 1, 60 * S), RT_CHILD_WAIT);
+	cr_assert_eq(rt_child_starts(60 * S, 60 * S), RT_CHILD_START);
+	cr_assert_eq(rt_child_starts(3600 * S, 60 * S), RT_CHILD_START);
 }
 
 Test(child, never_starts_by_itself_with_never)
 {
-	cr_assert_not(rt_child_starts(0, 0));
-	cr_assert_not(rt_child_starts(UINT64_MAX, 0));
+	cr_assert_eq(rt_child_starts(0, 0), RT_CHILD_NEVER);
+	cr_assert_eq(rt_child_starts(UINT64_MAX, 0), RT_CHILD_NEVER);
 }
 
 Test(child, detects_rounds_only_outside_a_fork_child)
