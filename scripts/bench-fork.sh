@@ -25,11 +25,11 @@ config_env() {
 	esac
 }
 
-# fork_run CONFIG PAIR MIB SECONDS: one run; its line goes to $RAW/fork/CONFIG.PAIR.txt.
+# fork_run CONFIG PAIR MIB BURSTS: one run; its line goes to $RAW/fork/CONFIG.PAIR.txt.
 fork_run() {
-	local config=$1 pair=$2 mib=$3 seconds=$4 env=() line
+	local config=$1 pair=$2 mib=$3 bursts=$4 env=() line
 	mapfile -t env < <(config_env "$config")
-	local cmd=("$PYTHON" "$WORKERS" "$mib" 4 "$seconds")
+	local cmd=("$PYTHON" "$WORKERS" "$mib" 4 "$bursts")
 	[[ $pair == 1 ]] && record_command env "${env[@]}" PYTHONPATH=test/workloads/py "${cmd[@]}"
 	line=$(env "${CLEAN_ENV[@]}" "${env[@]}" PYTHONPATH="$ROOT/test/workloads/py" \
 		ROUNDTRIM_FIFO="$ROUNDS_DIR/fork/%p.fifo" "${cmd[@]}" </dev/null) ||
@@ -71,24 +71,24 @@ fork_row() {
 }
 
 main() {
-	local mib=300 seconds=20 pairs=3 p config
+	local mib=300 bursts=30 pairs=3 p config
 	if [[ $QUICK == 1 ]]; then
-		mib=40 seconds=4 pairs=1
+		mib=40 bursts=6 pairs=1
 	fi
 	mkdir -p "$RAW/fork" "$ROUNDS_DIR/fork"
 	note_load "fork: before"
 	for ((p = 1; p <= pairs; p++)); do
 		for config in "${CONFIGS[@]}"; do
 			note "fork: $config, pair $p of $pairs"
-			fork_run "$config" "$p" "$mib" "$seconds"
+			fork_run "$config" "$p" "$mib" "$bursts"
 		done
 	done
 	{
 		echo "## Figure 11: fork children"
 		echo
 		echo "A Python parent holding $mib MiB of small objects (dicts, strings, ints) forks 4"
-		echo "workers that allocate in bursts (8 MiB in 2 KiB buffers, an eighth kept) with pauses of"
-		echo "0.6 s for $seconds s, as a DataLoader's fork workers do (test/workloads/py/fork_workers.py)."
+		echo "workers that each make $bursts bursts of allocation (8 MiB in 2 KiB buffers, an eighth kept)"
+		echo "with pauses of 0.6 s, as a DataLoader's fork workers do (test/workloads/py/fork_workers.py)."
 		echo "The parent reads the PSS of itself and its workers every 0.2 s; the figure is the peak of"
 		echo "their sum. Runs alternate without the library, with it (its defaults), and with"
 		echo "ROUNDTRIM_CHILD_START=1s (the workers start the library); $pairs pairs. Ratio with / without"

@@ -1,18 +1,19 @@
-"""fork_workers MIB [WORKERS [SECONDS]] (4 workers, 0 seconds by default): a parent that holds MIB MiB of small Python objects (dicts,
-strings, ints) forks WORKERS workers, as a DataLoader with fork workers does; each worker
-allocates in bursts (8 MiB in 2 KiB buffers, an eighth kept) with pauses of 0.6 s. Every
-collection of every process is counted through gc.callbacks.
+"""fork_workers MIB [WORKERS [BURSTS]] (4 workers, 0 bursts by default): a parent that holds MIB
+MiB of small Python objects (dicts that hold a list, strings, ints) forks WORKERS workers, as a
+DataLoader with fork workers does; each worker allocates in bursts (8 MiB in 2 KiB buffers, an
+eighth kept) with pauses of 0.6 s. Every collection of every process is counted through
+gc.callbacks.
 
-SECONDS > 0 (the bench): the workers run that long; the parent reads the PSS of itself and its
-workers every 0.2 s meanwhile and prints "peak_pss_kib=P parent_collections=C
+BURSTS > 0 (the bench): each worker makes that many bursts and exits; the parent reads the PSS of
+itself and its workers every 0.2 s meanwhile and prints "peak_pss_kib=P parent_collections=C
 worker_collections=W" once they have exited.
 
-SECONDS = 0 (the tests): the collector is disabled (every collection counted is then someone's
+BURSTS = 0 (the tests): the collector is disabled (every collection counted is then someone's
 gc.collect()); the parent prints "ready" and reads lines: "go" forks the workers and prints
 "child PID" for each, then "forked"; "?" prints "parent=N bursts=B", its collections so far and
-the fewest bursts a worker has made (a count in memory they share); "stop" ends
-the workers and prints "workers PID=N ..." with each worker's collections, once all have exited.
-Its main thread waits in bytecode (mainloop), so that rounds find it."""
+the fewest bursts a worker has made (a count in memory they share); "stop" ends the workers and
+prints "workers PID=N ..." with each worker's collections, once all have exited. Its main thread
+waits in bytecode (mainloop), so that rounds find it."""
 import gc
 import mmap
 import os
@@ -49,20 +50,20 @@ def rss_kib():
 
 
 def build_heap(mib):
-    """Small objects until RSS has grown by mib MiB."""
+    """Small objects until RSS has grown by mib MiB: dicts that hold a list, so that the collector
+    keeps tracking both (it stops tracking a dict or tuple of atoms such as ints and strings)."""
     heap, start, i = [], rss_kib(), 0
     while rss_kib() - start < mib * 1024:
-        heap.extend({"i": i + k, "s": str(i + k), "t": (i + k, k)} for k in range(20000))
+        heap.extend({"i": i + k, "s": str(i + k), "l": [i + k, k]} for k in range(20000))
         i += 20000
     return heap
 
 
-def work(index, stop_fd, seconds):
-    """A worker's bursts until stop_fd is readable (or seconds have passed, when > 0)."""
-    kept, end = [], time.monotonic() + seconds
-    while not select.select([stop_fd], [], [], 0)[0]:
-        if seconds and time.monotonic() >= end:
-            break
+def work(index, stop_fd, count):
+    """A worker's bursts until stop_fd is readable, or count of them when count > 0."""
+    kept, made = [], 0
+    while not select.select([stop_fd], [], [], 0)[0] and (not count or made < count):
+        made += 1
         burst = [bytearray(2048) for _ in range(4096)]
         kept.extend(burst[::8])
         del burst
@@ -70,7 +71,7 @@ def work(index, stop_fd, seconds):
         select.select([stop_fd], [], [], 0.6)
 
 
-def fork_workers(count, stop_fds, result_fd, seconds):
+def fork_workers(count, stop_fds, result_fd, burst_count):
     """stop_fds: the pipe whose write end the parent closes to stop them."""
     pids = []
     stop_fd = stop_fds[0]
@@ -79,7 +80,7 @@ def fork_workers(count, stop_fds, result_fd, seconds):
         if pid == 0:
             os.close(stop_fds[1])
             collections[0] = 0
-            work(index, stop_fd, seconds)
+            work(index, stop_fd, burst_count)
             os.write(result_fd, f"{os.getpid()}={collections[0]}\n".encode())
             os._exit(0)
         pids.append(pid)
@@ -96,12 +97,12 @@ def results(result_fd, count):
     return text.decode().split()
 
 
-def bench(heap, count, seconds):
+def bench(heap, count, burst_count):
     stop = os.pipe()
     result_r, result_w = os.pipe()
-    pids = fork_workers(count, stop, result_w, seconds)
+    pids = fork_workers(count, stop, result_w, burst_count)
     os.close(result_w)
-    peak, ended, live = 0, time.monotonic() + seconds + 30, set(pids)
+    peak, ended, live = 0, time.monotonic() + 10 * burst_count + 30, set(pids)
     while live and time.monotonic() < ended:
         peak = max(peak, sum(pss_kib(p) for p in [os.getpid()] + pids))
         live = {pid for pid in live if not os.waitpid(pid, os.WNOHANG)[0]}
@@ -138,11 +139,11 @@ def interactive(heap, count):
 
 def main():
     args = [int(a) for a in sys.argv[1:]] + [4, 0][len(sys.argv) - 2:]
-    mib, count, seconds = args[:3]
+    mib, count, burst_count = args[:3]
     gc.callbacks.append(counted)
     heap = build_heap(mib)
-    if seconds:
-        bench(heap, count, seconds)
+    if burst_count:
+        bench(heap, count, burst_count)
     else:
         interactive(heap, count)
 
