@@ -1,6 +1,6 @@
-/* rt_child: what a fork child that has not exec'd gets of the library, and how the command shows it.
- * Owns when such a child's library starts, whether it finds rounds by itself, which of its rounds
- * run the Python steps, and which processes a status shows as a parent's children. */
+/* rt_child: what a fork child that has not exec'd gets of the library, and how status shows it.
+ * Owns when such a child's library starts, whether it finds rounds by itself, which of its
+ * rounds run the Python steps, and which processes a status shows as a parent's children. */
 #ifndef RT_CHILD_H
 #define RT_CHILD_H
 

@@ -39,9 +39,8 @@ enum {
 };
 
 static const char *const rt_cmd_status_header[RT_COL_COUNT] = {
-    "PID",           "PROGRAM",  "ALLOC",        "FDS",  "ROUNDS",   "N",
-    "LAST ACTION@ROUND", "WHEN", "RSS MiB", "RSS@ROUND MiB", "LIVE MiB", "RELEASED MiB",
-    "LOST",          "TRIGGERS",
+    "PID",  "PROGRAM", "ALLOC",         "FDS",      "ROUNDS",       "N",    "LAST ACTION@ROUND",
+    "WHEN", "RSS MiB", "RSS@ROUND MiB", "LIVE MiB", "RELEASED MiB", "LOST", "TRIGGERS",
 };
 
 static void
@@ -56,11 +55,11 @@ rt_cmd_status_help(void)
 	      "holds the\n"
 	      "library's files (private, keeper, shared), rounds counted, N, last action and when, "
 	      "RSS now\n"
-	      "and after the last round, live heap, memory released so far, records its files could "
-	      "not take\n"
-	      "(a full volume), and the triggers (FIFO, signal). A fork child is shown under its "
-	      "parent once\n"
-	      "its library has started, and not at all before.\n"
+	      "and after the last round, live heap, memory released so far, records its files "
+	      "could not\n"
+	      "take (a full volume), and the triggers (FIFO, signal). A fork child is shown under "
+	      "its\n"
+	      "parent once its library has started, and not at all before.\n"
 	      "\n"
 	      "  --json           a JSON array of the processes' status objects (roundtrim(7), "
 	      "STATUS FILE)\n"
@@ -223,7 +222,8 @@ rt_cmd_status_look(struct rt_cmd_status_args *a, int pid, struct rt_cmd_status_e
 	e->shown = e->r == RT_CMD_PROC_TARGET || e->r == RT_CMD_PROC_NO_FIFO;
 	if (e->shown && a->sel.first)
 		e->shown = rt_cmd_select_takes(
-		    &a->sel, pid, e->r == RT_CMD_PROC_TARGET ? e->t.status.read.st.program : e->name);
+		    &a->sel, pid,
+		    e->r == RT_CMD_PROC_TARGET ? e->t.status.read.st.program : e->name);
 	if (e->r != RT_CMD_PROC_TARGET && a->explicit) {
 		rt_cmd_say("pid %d: %s", pid, why);
 		*status = RT_CMD_FAIL;

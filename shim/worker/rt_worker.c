@@ -686,8 +686,9 @@ rt_worker_init(struct rt_worker *w, const struct rt_worker_setup *setup)
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
 	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
-	rt_triggers_init(&w->triggers, &tp, rt_child_detects(setup->forked, setup->cfg->auto_rounds),
-	                 now, totals.bytes);
+	rt_triggers_init(&w->triggers, &tp,
+	                 rt_child_detects(setup->forked, setup->cfg->auto_rounds), now,
+	                 totals.bytes);
 	struct rt_detect_params dp;
 	rt_detect_default_params(&dp);
 	dp.want_live = rt_heap_has_live();

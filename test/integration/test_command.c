@@ -512,11 +512,12 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	char pid[16], program[16], alloc[16], fds[16], last[32], when[16], rss_now[16], rss[16],
 	    live[16], released[16], fifo_seen[PATH_MAX], signal[32];
 	int rounds, n, lost;
-	cr_assert_eq(sscanf(row + 1,
-	                    "%15s %15s %15s %15s %d %d %31s %15s %15s %15s %15s %15s %d %4095s %31s",
-	                    pid, program, alloc, fds, &rounds, &n, last, when, rss_now, rss, live,
-	                    released, &lost, fifo_seen, signal),
-	             15, "%s", out);
+	cr_assert_eq(
+	    sscanf(row + 1,
+	           "%15s %15s %15s %15s %d %d %31s %15s %15s %15s %15s %15s %d %4095s %31s", pid,
+	           program, alloc, fds, &rounds, &n, last, when, rss_now, rss, live, released,
+	           &lost, fifo_seen, signal),
+	    15, "%s", out);
 	/* RSS now is the process's, read from /proc: sh's, not the status file's 1.1. */
 	cr_assert_gt(strtod(rss_now, NULL), 0.0, "%s", out);
 	cr_assert_str_eq(pid, th_pid_text(p.pid));
