@@ -4,9 +4,9 @@ DataLoader with fork workers does; each worker allocates in bursts (8 MiB in 2 K
 eighth kept) with pauses of 0.6 s. Every collection of every process is counted through
 gc.callbacks.
 
-BURSTS > 0 (the bench): each worker makes that many bursts and exits; the parent reads the PSS of
-itself and its workers every 0.2 s meanwhile and prints "peak_pss_kib=P parent_collections=C
-worker_collections=W" once they have exited.
+BURSTS > 0 (the bench): each worker makes that many bursts and waits; the parent reads the PSS of
+itself and its workers every 0.2 s meanwhile, last once all have made theirs, ends them and prints
+"peak_pss_kib=P parent_collections=C worker_collections=W".
 
 BURSTS = 0 (the tests): the collector is disabled (every collection counted is then someone's
 gc.collect()); the parent prints "ready" and reads lines: "go" forks the workers and prints
@@ -69,6 +69,9 @@ def work(index, stop_fd, count):
         del burst
         bursts[index] = min(bursts[index] + 1, 255)
         select.select([stop_fd], [], [], 0.6)
+    # A counted run holds what it kept until the parent has read it.
+    if count:
+        select.select([stop_fd], [], [])
 
 
 def fork_workers(count, stop_fds, result_fd, burst_count):
@@ -102,11 +105,15 @@ def bench(heap, count, burst_count):
     result_r, result_w = os.pipe()
     pids = fork_workers(count, stop, result_w, burst_count)
     os.close(result_w)
-    peak, ended, live = 0, time.monotonic() + 10 * burst_count + 30, set(pids)
-    while live and time.monotonic() < ended:
+    peak, ended, last = 0, time.monotonic() + 10 * burst_count + 30, False
+    while not last and time.monotonic() < ended:
+        # The last reading comes once every worker has made its bursts and holds what it kept.
+        last = min(bursts[:count]) >= min(burst_count, 255)
         peak = max(peak, sum(pss_kib(p) for p in [os.getpid()] + pids))
-        live = {pid for pid in live if not os.waitpid(pid, os.WNOHANG)[0]}
         time.sleep(0.2)
+    os.close(stop[1])
+    for pid in pids:
+        os.waitpid(pid, 0)
     worker = sum(int(r.split("=")[1]) for r in results(result_r, count))
     print(f"peak_pss_kib={peak} parent_collections={collections[0]} "
           f"worker_collections={worker} heap_objects={len(heap)}", flush=True)
