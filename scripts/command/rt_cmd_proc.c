@@ -1,5 +1,6 @@
 #include "rt_cmd_proc.h"
 
+#include "rt_child.h"
 #include "rt_cmd.h"
 #include "rt_preload.h"
 #include "rt_target.h"
@@ -56,6 +57,19 @@ static bool
 rt_cmd_proc_has_library(int pid)
 {
 	return rt_cmd_proc_library_base(pid) != 0;
+}
+
+bool
+rt_cmd_proc_is_fork_child(int pid)
+{
+	struct rt_procfs_stat st;
+	if (!rt_cmd_proc_stat(pid, &st))
+		return false;
+	struct rt_child_proc child = {
+	    .pid = pid, .ppid = st.ppid, .library_base = rt_cmd_proc_library_base(pid)};
+	struct rt_child_proc parent = {.pid = st.ppid,
+	                               .library_base = rt_cmd_proc_library_base(st.ppid)};
+	return rt_child_is_fork_of(&child, &parent);
 }
 
 bool

@@ -39,6 +39,8 @@ void rt_cmd_proc_name(int pid, char *out, size_t size);
 bool rt_cmd_proc_rss_kib(int pid, uint64_t *kib);
 /* Where the process maps libroundtrim.so (its first mapping), 0 when it does not or is gone. */
 uint64_t rt_cmd_proc_library_base(int pid);
+/* Whether the process is a fork child of its parent that has not exec'd (policy/rt_child). */
+bool rt_cmd_proc_is_fork_child(int pid);
 /* Whether the process still runs (not gone, not a zombie). */
 bool rt_cmd_proc_alive(int pid);
 /* The process's /proc/PID/stat fields; false when it is gone. */

@@ -661,8 +661,9 @@ Test(python, fork_workers_get_nothing_of_their_own)
 }
 
 /* Workers that live past ROUNDTRIM_CHILD_START start the library, find no rounds of their own
- * and never collect; `roundtrim status` shows them under their parent, with their RSS now. A
- * round announced to one of them through its FIFO is counted and runs its Python steps there. */
+ * and never collect; `roundtrim status` shows them under their parent, and `roundtrim round`
+ * for the parent's tree reaches the parent alone. A round announced to one of them through its
+ * FIFO is counted and runs its Python steps there. */
 Test(python, started_fork_workers_collect_only_when_announced)
 {
 	struct py_run run;
@@ -691,6 +692,13 @@ Test(python, started_fork_workers_collect_only_when_announced)
 		th_expect_in(out, expect);
 	}
 	cr_assert_eq(th_count_in(out, "\n"), 6, "%s", out);
+	/* A round for the parent's tree goes to the parent alone. */
+	const char *round[] = {RT_BUILD_DIR "/roundtrim", "round", "--wait", "--under",
+	                       th_pid_text(run.proc.pid), NULL};
+	cr_assert_eq(th_run(round, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	snprintf(expect, sizeof(expect), "%d python3: round ", run.proc.pid);
+	cr_assert_eq(strncmp(out, expect, strlen(expect)), 0, "%s", out);
+	cr_assert_eq(th_count_in(out, "\n"), 1, "%s", out);
 	for (int i = 0; i < 4; i++)
 		cr_assert_not(has_file(pids[i], "jsonl"), "worker %d counted rounds", pids[i]);
 	py_round_pid(th_tmpdir(), pids[0], 1, line, sizeof(line));
