@@ -6,7 +6,8 @@
  * that came meanwhile; the collection is gc.collect()'s, enabled collector or not, leaving it as
  * it was; the Python module runs them in the caller's thread, even while the main thread waits;
  * forks from other threads complete; plus the CUDA cache step against a fake torch, rounds while
- * the interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
+ * the interpreter exits, multiprocessing children, fork workers that share their parent's heap
+ * (no rounds and no collection of their own), and ROUNDTRIM_PYTHON=0. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
