@@ -715,3 +715,28 @@ Test(python, started_fork_workers_collect_only_when_announced)
 	}
 	py_finish(&run);
 }
+
+/* A started worker's own trigger (ROUNDTRIM_INTERVAL) takes the allocator's action alone: its
+ * records note fork-child and report no Python steps, and the worker never collects. */
+Test(python, started_fork_workers_own_triggers_never_collect)
+{
+	struct py_run run;
+	int pids[4];
+	long collections[4];
+	char line[1024], stats[PATH_MAX];
+	const char *extra[] = {"ROUNDTRIM_CHILD_START=1s", "ROUNDTRIM_INTERVAL=300ms", NULL};
+	fork_workers_start(&run, extra, pids);
+	for (int i = 0; i < 4; i++) {
+		snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), pids[i]);
+		cr_assert(th_wait_line(stats, "\"trigger\":\"interval\"", line, sizeof(line),
+		                       TH_TIMEOUT_MS),
+		          "worker %d: no interval record", pids[i]);
+		th_expect_in(line, "fork-child");
+		cr_assert_null(strstr(line, "\"python\":"), "%s", line);
+	}
+	fork_workers_stop(&run, pids, collections);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(collections[i], 0, "worker %d collected %ld times", pids[i],
+		             collections[i]);
+	py_finish(&run);
+}
