@@ -52,7 +52,7 @@ struct rt_config {
 	 * where no table of the library's own can be had (roundtrim(7), DESCRIPTORS). */
 	bool shared_table;
 	/* ROUNDTRIM_CHILD_START: a fork child's library starts once the child has lived this long
-	 * (policy/rt_child); 0: only when it calls the API. */
+	 * (policy/rt_child); 0: at once; RT_CHILD_START_NEVER: only when it calls the API. */
 	uint64_t child_start_ns;
 };
 

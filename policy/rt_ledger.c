@@ -218,6 +218,7 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	    .unknown_lines = l->unknown_lines,
 	    .oversized_lines = l->oversized_lines,
 	    .lost_records = f->lost_records,
+	    .fork_of = f->fork_of,
 	};
 }
 

@@ -114,6 +114,7 @@ struct rt_ledger_facts {
 	int signal;
 	uint64_t lost_records;   /* records the library's files could not take (rt_report) */
 	const char *descriptors; /* policy/rt_file_rules' word */
+	int fork_of;             /* policy/rt_child_fork_of: 0 in a process of its own */
 };
 
 /* The next status record (its seq counts rewrites). */

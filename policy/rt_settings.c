@@ -344,7 +344,8 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .kind = RT_KIND_DURATION,
             .max = UINT64_C(30) * 24 * 3600 * 1000,
             .off_word = "never",
-            .values = "a duration (`500ms`, `90s`, `5m`, `2h`), `never`",
+            .off_max = true,
+            .values = "a duration (`500ms`, `90s`, `5m`, `2h`; `0` for at once), `never`",
             .default_value = 60 * 1000,
             .default_text = "1m",
             .doc = "how long a fork child must live, still allocating, before the library starts "
@@ -441,15 +442,19 @@ rt_setting_parse(const struct rt_setting *s, const char *text, const struct rt_s
 	case RT_KIND_SIZE:
 	case RT_KIND_PERCENT: {
 		const char *const off[] = {s->off_word, NULL};
-		if (rt_parse_word_in(text, off))
+		if (rt_parse_word_in(text, off)) {
+			*value = rt_setting_off_value(s);
 			return RT_PARSE_OK;
+		}
 		enum rt_parse_result r =
 		    s->kind == RT_KIND_DURATION ? rt_parse_duration_ms(text, s->max, value)
 		    : s->kind == RT_KIND_SIZE   ? rt_parse_size(text, s->max, value)
 		                                : rt_parse_percent(text, value);
 		/* Where 0 stands for the off word, a 0 written as a number is a mistake: "0s" would
 		 * turn the interval off without a word. */
-		return r == RT_PARSE_OK && *value == 0 && s->off_word ? RT_PARSE_GARBAGE : r;
+		return r == RT_PARSE_OK && *value == 0 && s->off_word && !s->off_max
+		           ? RT_PARSE_GARBAGE
+		           : r;
 	}
 	}
 	return RT_PARSE_GARBAGE;
@@ -517,18 +522,10 @@ rt_setting_parse_twin(const struct rt_setting *s, const char *text, uint64_t *va
 	return RT_PARSE_GARBAGE;
 }
 
-/* A duration in ms, in its largest whole unit, as the setting accepts it ("1m", "1500ms"). */
-static void
-rt_setting_duration_text(uint64_t ms, char *out, size_t size)
+uint64_t
+rt_setting_off_value(const struct rt_setting *s)
 {
-	static const struct {
-		uint64_t ms;
-		const char *unit;
-	} units[] = {{3600 * 1000, "h"}, {60 * 1000, "m"}, {1000, "s"}, {1, "ms"}};
-	size_t u = ms ? 0 : 3;
-	while (ms % units[u].ms)
-		u++;
-	snprintf(out, size, "%" PRIu64 "%s", ms / units[u].ms, units[u].unit);
+	return s->off_max ? UINT64_MAX : 0;
 }
 
 void
@@ -536,10 +533,10 @@ rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, siz
 {
 	if (s->kind == RT_KIND_WORDS && value < s->nwords && s->words[value][0])
 		snprintf(out, size, "%s", s->words[value][0]);
-	else if (value == 0 && s->off_word && s->kind != RT_KIND_PATH)
+	else if (value == rt_setting_off_value(s) && s->off_word && s->kind != RT_KIND_PATH)
 		snprintf(out, size, "%s", s->off_word);
 	else if (s->kind == RT_KIND_DURATION)
-		rt_setting_duration_text(value, out, size);
+		rt_parse_duration_text(value, out, size);
 	else
 		snprintf(out, size, "%" PRIu64, value);
 }

@@ -54,6 +54,9 @@ static struct rt_config rt_main_config;
 static char rt_main_program[64];
 /* This process is a fork child of one where the library was active. */
 static bool rt_main_forked;
+/* This process's pid, kept through forks: in a child it is the parent's pid at the fork, which
+ * getppid() no longer says once a parent that exits at once (a double fork) is gone. */
+static pid_t rt_main_pid;
 
 static int64_t
 rt_main_now_ns(void)
@@ -116,7 +119,9 @@ rt_main_atfork_child(void)
 	rt_files_forget_parent();
 	rt_signal_forget_parent();
 	rt_python_forget_parent();
-	rt_main_worker.forked = true;
+	rt_main_worker.fork_parent = rt_main_pid;
+	rt_main_worker.fork_session = getsid(0);
+	rt_main_pid = getpid();
 	rt_main_child_forked_ns = rt_main_now_ns();
 	atomic_store(&rt_main_child_waiting, true);
 	atomic_store(&rt_hooks.allocation_event, rt_main_allocation_event);
@@ -198,6 +203,7 @@ rt_main_init(void)
 	if (cfg->signal)
 		rt_signal_setup(cfg->signal);
 	rt_signal_note_inherited();
+	rt_main_pid = getpid();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim_active = rt_main_start(w);
 	if (rt_shim_active && rt_sampler_init(cfg)) {

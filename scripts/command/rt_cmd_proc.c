@@ -37,39 +37,55 @@ rt_cmd_proc_mine(uid_t owner)
 	return owner == me || me == 0;
 }
 
-uint64_t
-rt_cmd_proc_library_base(int pid)
+static bool
+rt_cmd_proc_has_library(int pid)
 {
 	char path[64], line[RT_CMD_PROC_LINE_MAX];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	FILE *f = fopen(path, "re");
-	uint64_t base = 0;
+	bool found = false;
 	if (!f)
-		return 0;
-	while (!base && fgets(line, sizeof(line), f))
-		if (rt_preload_maps_line_has_library(line))
-			base = strtoull(line, NULL, 16);
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = rt_preload_maps_line_has_library(line);
 	fclose(f);
-	return base;
-}
-
-static bool
-rt_cmd_proc_has_library(int pid)
-{
-	return rt_cmd_proc_library_base(pid) != 0;
+	return found;
 }
 
 bool
-rt_cmd_proc_is_fork_child(int pid)
+rt_cmd_proc_is_fork_child(int pid, int fork_of)
 {
 	struct rt_procfs_stat st;
-	if (!rt_cmd_proc_stat(pid, &st))
+	if (!fork_of || !rt_cmd_proc_stat(pid, &st))
 		return false;
-	struct rt_child_proc child = {
-	    .pid = pid, .ppid = st.ppid, .library_base = rt_cmd_proc_library_base(pid)};
-	struct rt_child_proc parent = {.pid = st.ppid,
-	                               .library_base = rt_cmd_proc_library_base(st.ppid)};
+	struct rt_child_proc child = {.pid = pid, .ppid = st.ppid, .fork_of = fork_of};
+	struct rt_child_proc parent = {.pid = st.ppid};
 	return rt_child_is_fork_of(&child, &parent);
+}
+
+bool
+rt_cmd_proc_has_library_thread(int pid)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *tasks = opendir(path);
+	bool found = false;
+	struct dirent *e;
+	while (tasks && !found && (e = readdir(tasks)) != NULL) {
+		char comm[32] = "";
+		/* The main thread bears the program's name, which may be anything. */
+		if (e->d_name[0] == '.' || atoi(e->d_name) == pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		found = fgets(comm, sizeof(comm), f) && rt_target_is_library_comm(comm);
+		fclose(f);
+	}
+	if (tasks)
+		closedir(tasks);
+	return found;
 }
 
 bool

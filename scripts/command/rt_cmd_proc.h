@@ -37,10 +37,12 @@ int *rt_cmd_proc_carriers(size_t *n);
 void rt_cmd_proc_name(int pid, char *out, size_t size);
 /* The process's RSS now (/proc/PID/statm), in KiB; false when it is gone. */
 bool rt_cmd_proc_rss_kib(int pid, uint64_t *kib);
-/* Where the process maps libroundtrim.so (its first mapping), 0 when it does not or is gone. */
-uint64_t rt_cmd_proc_library_base(int pid);
-/* Whether the process is a fork child of its parent that has not exec'd (policy/rt_child). */
-bool rt_cmd_proc_is_fork_child(int pid);
+/* Whether the process is a fork child of its parent that has not exec'd: its status record says
+ * fork_of, and that process is still its parent (policy/rt_child). */
+bool rt_cmd_proc_is_fork_child(int pid, int fork_of);
+/* Whether a thread of the library's runs in the process: its library has started, with or
+ * without a FIFO. */
+bool rt_cmd_proc_has_library_thread(int pid);
 /* Whether the process still runs (not gone, not a zombie). */
 bool rt_cmd_proc_alive(int pid);
 /* The process's /proc/PID/stat fields; false when it is gone. */

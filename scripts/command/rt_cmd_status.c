@@ -254,24 +254,27 @@ rt_cmd_status_order(const struct rt_cmd_status_args *a, const struct rt_cmd_stat
 {
 	size_t m = 0;
 	size_t *index = rt_cmd_alloc((n ? n : 1) * sizeof(*index));
+	size_t *work = rt_cmd_alloc(RT_CHILD_ORDER_WORK(n) * sizeof(*work));
 	struct rt_child_proc *procs = rt_cmd_alloc((n ? n : 1) * sizeof(*procs));
 	for (size_t i = 0; i < n; i++) {
 		if (!e[i].shown)
 			continue;
 		struct rt_procfs_stat st = {.ppid = 0};
 		int pid = e[i].t.pid;
+		bool target = e[i].r == RT_CMD_PROC_TARGET;
 		procs[m] = (struct rt_child_proc){
 		    .pid = pid,
 		    .ppid = !a->explicit && rt_cmd_proc_stat(pid, &st) ? st.ppid : 0,
-		    .library_base = a->explicit ? 0 : rt_cmd_proc_library_base(pid),
-		    .started = e[i].r == RT_CMD_PROC_TARGET,
+		    .fork_of = target ? e[i].t.status.read.st.fork_of : 0,
+		    .started = target || a->explicit || rt_cmd_proc_has_library_thread(pid),
 		};
 		index[m++] = i;
 	}
-	size_t shown = rt_child_order(procs, m, order, depth);
+	size_t shown = rt_child_order(procs, m, order, depth, work);
 	for (size_t k = 0; k < shown; k++)
 		order[k] = index[order[k]];
 	free(procs);
+	free(work);
 	free(index);
 	return shown;
 }

@@ -244,7 +244,7 @@ rt_cmd_trigger_selected(struct rt_cmd_select *sel, size_t *ntold)
 		struct rt_cmd_target *t = &told[*ntold].target;
 		if (rt_cmd_proc_target(carriers[i], t, why, sizeof(why)) == RT_CMD_PROC_TARGET &&
 		    rt_cmd_select_takes(sel, carriers[i], t->status.read.st.program) &&
-		    !rt_cmd_proc_is_fork_child(carriers[i]))
+		    !rt_cmd_proc_is_fork_child(carriers[i], t->status.read.st.fork_of))
 			(*ntold)++;
 	}
 	free(carriers);

@@ -120,6 +120,20 @@ rt_worker_clock_us(clockid_t clock)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The parent's pid while this is a fork child that shares its parent's heap, else 0: asked at
+ * each batch and status, since the parent may go or the child leave its session meanwhile. */
+static int
+rt_worker_fork_of(const struct rt_worker *w)
+{
+	if (!w->setup.fork_parent)
+		return 0;
+	struct rt_child_fork f = {.parent = w->setup.fork_parent,
+	                          .session = w->setup.fork_session,
+	                          .ppid_now = getppid(),
+	                          .session_now = getsid(0)};
+	return rt_child_fork_of(&f);
+}
+
 static struct rt_ledger_facts
 rt_worker_facts(const struct rt_worker *w)
 {
@@ -135,6 +149,7 @@ rt_worker_facts(const struct rt_worker *w)
 	    .signal = rt_signal_number(),
 	    .lost_records = rt_record_dropped(),
 	    .descriptors = rt_file_table_word(w->descriptors),
+	    .fork_of = rt_worker_fork_of(w),
 	};
 }
 
@@ -346,7 +361,7 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 	struct rt_python_outcome handed;
 	bool steps = plan.act && !python;
 	/* A fork child's own trigger: a collection there would copy the parent's pages. */
-	if (steps && !rt_child_python_steps(w->setup.forked, b)) {
+	if (steps && !rt_child_python_steps(rt_worker_fork_of(w), b)) {
 		steps = false;
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "fork-child");
 	}
@@ -686,9 +701,7 @@ rt_worker_init(struct rt_worker *w, const struct rt_worker_setup *setup)
 	struct rt_alloc_totals totals;
 	rt_tally_totals(&totals);
 	uint64_t now = rt_worker_now_us(CLOCK_MONOTONIC);
-	rt_triggers_init(&w->triggers, &tp,
-	                 rt_child_detects(setup->forked, setup->cfg->auto_rounds), now,
-	                 totals.bytes);
+	rt_triggers_init(&w->triggers, &tp, setup->cfg->auto_rounds, now, totals.bytes);
 	struct rt_detect_params dp;
 	rt_detect_default_params(&dp);
 	dp.want_live = rt_heap_has_live();

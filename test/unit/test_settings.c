@@ -86,8 +86,14 @@ Test(settings, parse_by_kind)
 	cr_assert_str_eq(text, "1m");
 	rt_setting_value_text(child, 1500, text, sizeof(text));
 	cr_assert_str_eq(text, "1500ms");
-	rt_setting_value_text(child, 0, text, sizeof(text));
+	rt_setting_value_text(child, UINT64_MAX, text, sizeof(text));
 	cr_assert_str_eq(text, "never");
+	rt_setting_value_text(child, 0, text, sizeof(text));
+	cr_assert_str_eq(text, "0s");
+	cr_assert_eq(rt_setting_parse(child, "never", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert_eq(rt_setting_parse(child, "0", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 0);
 	rt_setting_value_text(interval, 7200000, text, sizeof(text));
 	cr_assert_str_eq(text, "2h");
 }
