@@ -4,8 +4,9 @@
 # DataLoader with fork workers does (test/workloads/py/fork_workers.py); the parent reads the PSS
 # of itself and its workers every 0.2 s and reports the peak of their sum. Runs alternate without
 # the library, with it (its defaults: workers that live less than ROUNDTRIM_CHILD_START get
-# nothing of it), and with ROUNDTRIM_CHILD_START=1s (the workers start the library and find no
-# rounds of their own). Ratio of the peaks with / without per pair; median [min–max] over pairs.
+# nothing of it), and with ROUNDTRIM_CHILD_START=1s (the workers start the library; the rounds
+# they find take the allocator's action alone, never a collection). Ratio of the peaks with /
+# without per pair; median [min–max] over pairs.
 # Writes $RAW/fig11.md and summary rows (see bench-lib.sh).
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -96,7 +97,8 @@ main() {
 		echo "with pauses of 0.6 s, as a DataLoader's fork workers do (test/workloads/py/fork_workers.py)."
 		echo "The parent reads the PSS of itself and its workers every 0.2 s; the figure is the peak of"
 		echo "their sum. Runs alternate without the library, with it (its defaults), and with"
-		echo "ROUNDTRIM_CHILD_START=1s (the workers start the library); $pairs pairs. Ratio with / without"
+		echo "ROUNDTRIM_CHILD_START=1s (the workers start the library, and the rounds they find take the"
+		echo "allocator's action alone); $pairs pairs. Ratio with / without"
 		echo "per pair, median [min–max]; worker collections: gc.collect()s counted in the workers"
 		echo "through gc.callbacks, all runs; parent collections added: the parent's beyond those it makes"
 		echo "without the library (the library's rounds in it; a collection there after the fork copies"
