@@ -27,7 +27,8 @@ rt_child_python_steps(int fork_of, const struct rt_batch *b)
 bool
 rt_child_is_fork_of(const struct rt_child_proc *c, const struct rt_child_proc *p)
 {
-	return c->fork_of != 0 && c->fork_of == p->pid && c->ppid == p->pid && c->pid != p->pid;
+	return c->fork_of != 0 && c->fork_of == p->pid && c->ppid == p->pid && c->pid != p->pid &&
+	       c->session == p->session;
 }
 
 static int

@@ -44,12 +44,14 @@ bool rt_child_python_steps(int fork_of, const struct rt_batch *b);
 struct rt_child_proc {
 	int pid;
 	int ppid;
+	int session;  /* its session now */
 	int fork_of;  /* its status record's "fork_of" (0: none, or no record) */
 	bool started; /* its library runs (a status record, or the library's thread, was found) */
 };
 
 /* Whether c is a fork child of p that has not exec'd: its record names p as the process it is a
- * fork child of, and p is still its parent. */
+ * fork child of, p is still its parent, and the two share a session (a record is rewritten only
+ * after a batch: one written before the child called setsid still names its parent). */
 bool rt_child_is_fork_of(const struct rt_child_proc *c, const struct rt_child_proc *p);
 
 /* The order in which a status shows procs[0..n): each process, then the fork children of it

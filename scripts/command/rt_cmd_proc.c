@@ -55,11 +55,12 @@ rt_cmd_proc_has_library(int pid)
 bool
 rt_cmd_proc_is_fork_child(int pid, int fork_of)
 {
-	struct rt_procfs_stat st;
-	if (!fork_of || !rt_cmd_proc_stat(pid, &st))
+	struct rt_procfs_stat st, pst;
+	if (!fork_of || !rt_cmd_proc_stat(pid, &st) || !rt_cmd_proc_stat(st.ppid, &pst))
 		return false;
-	struct rt_child_proc child = {.pid = pid, .ppid = st.ppid, .fork_of = fork_of};
-	struct rt_child_proc parent = {.pid = st.ppid};
+	struct rt_child_proc child = {
+	    .pid = pid, .ppid = st.ppid, .session = st.sid, .fork_of = fork_of};
+	struct rt_child_proc parent = {.pid = st.ppid, .session = pst.sid};
 	return rt_child_is_fork_of(&child, &parent);
 }
 

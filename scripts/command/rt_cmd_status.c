@@ -262,9 +262,11 @@ rt_cmd_status_order(const struct rt_cmd_status_args *a, const struct rt_cmd_stat
 		struct rt_procfs_stat st = {.ppid = 0};
 		int pid = e[i].t.pid;
 		bool target = e[i].r == RT_CMD_PROC_TARGET;
+		bool read = !a->explicit && rt_cmd_proc_stat(pid, &st);
 		procs[m] = (struct rt_child_proc){
 		    .pid = pid,
-		    .ppid = !a->explicit && rt_cmd_proc_stat(pid, &st) ? st.ppid : 0,
+		    .ppid = read ? st.ppid : 0,
+		    .session = read ? st.sid : 0,
 		    .fork_of = target ? e[i].t.status.read.st.fork_of : 0,
 		    .started = target || a->explicit || rt_cmd_proc_has_library_thread(pid),
 		};

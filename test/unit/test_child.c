@@ -91,10 +91,12 @@ Test(child, fork_of_needs_its_record_and_the_parent_still_there)
 	struct rt_child_proc exec = {.pid = 102, .ppid = 100, .fork_of = 0};
 	struct rt_child_proc other = {.pid = 103, .ppid = 7, .fork_of = 100};
 	struct rt_child_proc stale = {.pid = 104, .ppid = 100, .fork_of = 99};
+	struct rt_child_proc left = {.pid = 105, .ppid = 100, .session = 105, .fork_of = 100};
 	cr_assert(rt_child_is_fork_of(&fork, &p));
 	cr_assert_not(rt_child_is_fork_of(&exec, &p), "an exec'd child's record names none");
 	cr_assert_not(rt_child_is_fork_of(&other, &p), "re-parented since its record");
 	cr_assert_not(rt_child_is_fork_of(&stale, &p));
+	cr_assert_not(rt_child_is_fork_of(&left, &p), "setsid since its record");
 	cr_assert_not(rt_child_is_fork_of(&p, &p));
 }
 
