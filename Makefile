@@ -202,7 +202,7 @@ bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 	scripts/bench-detect.sh
 
 test: check
-KEEPER_SUITES := @(@(invisible|stress|robust|privileges|limits)/*|python/@(forks|multiprocessing)*|pymod/fork*)
+KEEPER_SUITES := @(@(invisible|stress|robust|privileges|limits)/*|python/@(forks|multiprocessing|fork_workers|started_fork)*|pymod/fork*)
 # Unit tests first: they are fast and say precisely which rule broke.
 check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BENCHES) $(BAKED_COMMAND) \
 		lint fuzz-check

@@ -1,5 +1,6 @@
 #include "rt_config.h"
 
+#include "rt_child.h"
 #include "rt_parse.h"
 #include "rt_path.h"
 #include "rt_report.h"
@@ -303,6 +304,11 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	rt_config_path(r, RT_SETTING_TRACE, cfg->trace, NULL, "no trace file");
 	rt_config_sites(r, cfg);
 	cfg->shared_table = rt_config_value(r, RT_SETTING_SHARED_TABLE) != 0;
+	uint64_t child_start_ms = rt_config_value(r, RT_SETTING_CHILD_START);
+	cfg->child_start_ns =
+	    child_start_ms == rt_setting_off_value(&rt_settings[RT_SETTING_CHILD_START])
+	        ? RT_CHILD_START_NEVER
+	        : child_start_ms * 1000 * 1000;
 }
 
 bool

@@ -52,6 +52,9 @@ struct rt_config {
 	/* ROUNDTRIM_SHARED_TABLE: the program's descriptor table, with its races, is accepted
 	 * where no table of the library's own can be had (roundtrim(7), DESCRIPTORS). */
 	bool shared_table;
+	/* ROUNDTRIM_CHILD_START: a fork child's library starts once the child has lived this long
+	 * (policy/rt_child); 0: at once; RT_CHILD_START_NEVER: only when it calls the API. */
+	uint64_t child_start_ns;
 };
 
 /* Returns the value of an environment variable, or NULL when unset. */

@@ -63,6 +63,13 @@ rt_batch_trim(struct rt_batch *b, const char *trigger)
 	b->trigger = trigger;
 }
 
+void
+rt_batch_trim_asked(struct rt_batch *b, const char *trigger)
+{
+	rt_batch_trim(b, trigger);
+	b->trim_asked = true;
+}
+
 enum rt_ledger_say
 rt_ledger_line(struct rt_ledger *l, struct rt_batch *b, const struct rt_proto_cmd *cmd)
 {
@@ -71,7 +78,7 @@ rt_ledger_line(struct rt_ledger *l, struct rt_batch *b, const struct rt_proto_cm
 		rt_batch_count(b, 1, "fifo");
 		break;
 	case RT_PROTO_TRIM:
-		rt_batch_trim(b, "fifo");
+		rt_batch_trim_asked(b, "fifo");
 		break;
 	case RT_PROTO_GC_ROUNDS:
 		rt_ledger_close(l, b);
@@ -211,6 +218,7 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	    .unknown_lines = l->unknown_lines,
 	    .oversized_lines = l->oversized_lines,
 	    .lost_records = f->lost_records,
+	    .fork_of = f->fork_of,
 	};
 }
 

@@ -36,6 +36,7 @@ struct rt_batch {
 	bool trim;
 	bool stats;
 	bool announced;      /* some of its rounds came through the FIFO, the signal or the API */
+	bool trim_asked;     /* a trim came through the FIFO or the API (not a trigger's) */
 	const char *trigger; /* the last source that added to it */
 	/* The record of Python steps that ran on the main thread after their round's action
 	 * (rt_batch_python): it counts no round, and releases only what the steps freed. */
@@ -69,7 +70,10 @@ void rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger);
 void rt_batch_counted(struct rt_batch *b, uint64_t n, bool acts, const char *trigger);
 /* One round whose end the library found itself ("auto"). */
 void rt_batch_detected(struct rt_batch *b);
+/* A trim of a trigger of the library's own (the interval, pressure, the RSS limit). */
 void rt_batch_trim(struct rt_batch *b, const char *trigger);
+/* A trim someone asked for through trigger ("fifo", "api"). */
+void rt_batch_trim_asked(struct rt_batch *b, const char *trigger);
 /* The Python steps handed off at round `round` have run ("python"); freed: they freed something
  * that a release should return. */
 void rt_batch_python(struct rt_batch *b, uint64_t round, bool freed);
@@ -110,6 +114,7 @@ struct rt_ledger_facts {
 	int signal;
 	uint64_t lost_records;   /* records the library's files could not take (rt_report) */
 	const char *descriptors; /* policy/rt_file_rules' word */
+	int fork_of;             /* policy/rt_child_fork_of: 0 in a process of its own */
 };
 
 /* The next status record (its seq counts rewrites). */

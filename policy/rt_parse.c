@@ -1,5 +1,6 @@
 #include "rt_parse.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -87,7 +88,8 @@ rt_parse_with_unit(const char *text, const char *const *units, const uint64_t *s
 	if (s == text)
 		return RT_PARSE_GARBAGE;
 	uint64_t unit = 1;
-	if (*s || unit_needed) {
+	/* Nothing needs no unit: "0" is 0 of any. */
+	if (*s || (unit_needed && value != 0)) {
 		size_t i = 0;
 		for (; units[i]; i++)
 			if (rt_parse_word(s, units[i]))
@@ -102,12 +104,27 @@ rt_parse_with_unit(const char *text, const char *const *units, const uint64_t *s
 	return RT_PARSE_OK;
 }
 
+/* A duration's units, the one list that reads and writes them. */
+static const char *const rt_parse_duration_units[] = {"ms", "s", "m", "h", NULL};
+static const uint64_t rt_parse_duration_scale[] = {1, 1000, 60000, 3600000};
+
 enum rt_parse_result
 rt_parse_duration_ms(const char *text, uint64_t max_ms, uint64_t *out)
 {
-	static const char *const units[] = {"ms", "s", "m", "h", NULL};
-	static const uint64_t scale[] = {1, 1000, 60000, 3600000};
-	return rt_parse_with_unit(text, units, scale, true, max_ms, out);
+	return rt_parse_with_unit(text, rt_parse_duration_units, rt_parse_duration_scale, true,
+	                          max_ms, out);
+}
+
+size_t
+rt_parse_duration_text(uint64_t ms, char *out, size_t size)
+{
+	size_t u =
+	    ms ? sizeof(rt_parse_duration_scale) / sizeof(rt_parse_duration_scale[0]) - 1 : 1;
+	while (u > 0 && ms % rt_parse_duration_scale[u])
+		u--;
+	int n = snprintf(out, size, "%" PRIu64 "%s", ms / rt_parse_duration_scale[u],
+	                 rt_parse_duration_units[u]);
+	return n < 0 ? 0 : (size_t)n;
 }
 
 enum rt_parse_result

@@ -28,9 +28,13 @@ enum rt_parse_result rt_parse_u64(const char *text, uint64_t max, uint64_t *out)
  * saturate. */
 enum rt_parse_result rt_parse_python_int(const char *text, int64_t *out);
 
-/* A duration with its unit: "250ms", "90s", "5m", "2h" (one number, one unit, no blank).
+/* A duration with its unit: "250ms", "90s", "5m", "2h" (one number, one unit, no blank; "0"
+ * needs none).
  * Values above max_ms are OVERFLOW. */
 enum rt_parse_result rt_parse_duration_ms(const char *text, uint64_t max_ms, uint64_t *out);
+/* A duration in ms as rt_parse_duration_ms reads it, in its largest whole unit ("1m",
+ * "1500ms", "0ms"); returns the length snprintf would. */
+size_t rt_parse_duration_text(uint64_t ms, char *out, size_t size);
 /* A size: bytes, or a number with K, M, G or T (binary multiples; "KiB", "MiB", ... too). */
 enum rt_parse_result rt_parse_size(const char *text, uint64_t max, uint64_t *out);
 /* A percentage from 1 to 100, with or without a trailing '%'. */

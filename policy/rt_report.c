@@ -198,7 +198,7 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    ",\"released_total_kib\":%" PRIu64
 	    ",\"action_limits\":\"%s\",\"fifo\":\"%s\",\"signal\":%d,\"stats\":\"%s\",\"unknown_"
 	    "lines\":%" PRIu64 ",\"oversized_lines\":%" PRIu64 ",\"lost_records\":%" PRIu64
-	    ",\"seq_end\":%" PRIu64 "}\n",
+	    ",\"fork_of\":%d,\"seq_end\":%" PRIu64 "}\n",
 	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator,
 	    st->descriptors ? st->descriptors : "none", st->rounds, st->gc_rounds, st->actions,
 	    st->last_action_round, st->last_action, st->last_trigger ? st->last_trigger : "none",
@@ -207,7 +207,7 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
 	    st->last_duration_us, note, st->rss_kib, st->live_kib, st->released_total_kib, limits,
 	    fifo, st->signal, stats, st->unknown_lines, st->oversized_lines, st->lost_records,
-	    st->seq);
+	    st->fork_of, st->seq);
 	return rt_report_clamp(n, size);
 }
 

@@ -75,6 +75,9 @@ struct rt_status_record {
 	/* Records of the library's files (stats, log, sites, trace, status, Prometheus) dropped
 	 * whole because the file could not take them (a full volume, a file-size limit). */
 	uint64_t lost_records;
+	/* The pid of the parent whose heap it shares, a fork child that has not exec'd
+	 * (policy/rt_child); 0 in a process of its own, and in a record of a version without it. */
+	int fork_of;
 };
 
 uint64_t rt_report_released_kib(const struct rt_round_record *rec);

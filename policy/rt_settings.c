@@ -347,6 +347,19 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .doc = "where neither the worker nor a keeper can have a descriptor table of its own, "
                    "run in the program's, with its races",
         },
+    [RT_SETTING_CHILD_START] =
+        {
+            .name = "ROUNDTRIM_CHILD_START",
+            .kind = RT_KIND_DURATION,
+            .max = UINT64_C(30) * 24 * 3600 * 1000,
+            .off_word = "never",
+            .off_max = true,
+            .values = "a duration (`500ms`, `90s`, `5m`, `2h`; `0` for at once), `never`",
+            .default_value = 60 * 1000,
+            .default_text = "1m",
+            .doc = "how long a fork child must live, still allocating, before the library starts "
+                   "in it",
+        },
 };
 
 const char *
@@ -438,15 +451,19 @@ rt_setting_parse(const struct rt_setting *s, const char *text, const struct rt_s
 	case RT_KIND_SIZE:
 	case RT_KIND_PERCENT: {
 		const char *const off[] = {s->off_word, NULL};
-		if (rt_parse_word_in(text, off))
+		if (rt_parse_word_in(text, off)) {
+			*value = rt_setting_off_value(s);
 			return RT_PARSE_OK;
+		}
 		enum rt_parse_result r =
 		    s->kind == RT_KIND_DURATION ? rt_parse_duration_ms(text, s->max, value)
 		    : s->kind == RT_KIND_SIZE   ? rt_parse_size(text, s->max, value)
 		                                : rt_parse_percent(text, value);
 		/* Where 0 stands for the off word, a 0 written as a number is a mistake: "0s" would
 		 * turn the interval off without a word. */
-		return r == RT_PARSE_OK && *value == 0 && s->off_word ? RT_PARSE_GARBAGE : r;
+		return r == RT_PARSE_OK && *value == 0 && s->off_word && !s->off_max
+		           ? RT_PARSE_GARBAGE
+		           : r;
 	}
 	}
 	return RT_PARSE_GARBAGE;
@@ -514,13 +531,21 @@ rt_setting_parse_twin(const struct rt_setting *s, const char *text, uint64_t *va
 	return RT_PARSE_GARBAGE;
 }
 
+uint64_t
+rt_setting_off_value(const struct rt_setting *s)
+{
+	return s->off_max ? UINT64_MAX : 0;
+}
+
 void
 rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, size_t size)
 {
 	if (s->kind == RT_KIND_WORDS && value < s->nwords && s->words[value][0])
 		snprintf(out, size, "%s", s->words[value][0]);
-	else if (value == 0 && s->off_word && s->kind != RT_KIND_PATH)
+	else if (value == rt_setting_off_value(s) && s->off_word && s->kind != RT_KIND_PATH)
 		snprintf(out, size, "%s", s->off_word);
+	else if (s->kind == RT_KIND_DURATION)
+		rt_parse_duration_text(value, out, size);
 	else
 		snprintf(out, size, "%" PRIu64, value);
 }

@@ -45,6 +45,7 @@ enum rt_setting_id {
 	RT_SETTING_SITES,
 	RT_SETTING_SAMPLE_BYTES,
 	RT_SETTING_SHARED_TABLE,
+	RT_SETTING_CHILD_START,
 	RT_SETTING_COUNT,
 };
 
@@ -78,6 +79,7 @@ struct rt_setting {
 	unsigned nwords;
 	uint64_t max;         /* NUMBER, DURATION (ms), SIZE (bytes) */
 	const char *off_word; /* PATH: the word that means none; DURATION, SIZE, PERCENT: 0 */
+	bool off_max;         /* the off word is UINT64_MAX, and 0 a value like any other */
 	const char *values;   /* what is accepted, for people */
 	/* The value when the variable is unset: a word's index, a number, a signal, ms, bytes or a
 	 * percentage (0: the off word); for GLOBS and PATH the text default_string, where NULL is
@@ -131,6 +133,8 @@ enum rt_parse_result rt_setting_option_value(const struct rt_setting *s, const c
 /* The twin's text read as NVFlare reads it, as a value of the setting. */
 enum rt_parse_result rt_setting_parse_twin(const struct rt_setting *s, const char *text,
                                            uint64_t *value);
+/* The value that the setting's off word stands for: 0, or UINT64_MAX with off_max. */
+uint64_t rt_setting_off_value(const struct rt_setting *s);
 /* How a value of a WORDS or NUMBER setting is written. */
 void rt_setting_value_text(const struct rt_setting *s, uint64_t value, char *out, size_t size);
 

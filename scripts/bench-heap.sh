@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-heap.sh: figure 11 of `make bench`, the release against the program's own call across heap
+# bench-heap.sh: figure 12 of `make bench`, the release against the program's own call across heap
 # shapes (issue 26). test/bench/stall builds each shape: T threads allocate M MiB in blocks of a
 # size mix (fastbin only 16-128 B, mixed 32-2,048 B, large only 1-128 KiB; log-uniform), touch
 # them and keep one in K (2, 16, 256), interleaved; then one of them times each malloc+free of its
@@ -119,11 +119,11 @@ goal_rows() {
 		read -r m lo hi < <(spread <"$RAW/heap/$alloc-$kind.txt")
 		verdict=met
 		at_most "$hi" "$goal" || verdict=missed
-		summary_row 11 "heap shapes, $alloc: $what; the verdict is the worst cell's" "≤ $goal in every cell" \
+		summary_row 12 "heap shapes, $alloc: $what; the verdict is the worst cell's" "≤ $goal in every cell" \
 			"$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
 		n=$(awk -v g="$goal" '$1 > g' "$RAW/heap/$alloc-$kind.txt" | wc -l)
 		[[ $verdict == met ]] ||
-			loss "figure 11 ($alloc): the $kind ratio is above $goal in $n of ${#CELLS[@]} heap shapes (worst $(fmt "$hi" 2)); the table names them"
+			loss "figure 12 ($alloc): the $kind ratio is above $goal in $n of ${#CELLS[@]} heap shapes (worst $(fmt "$hi" 2)); the table names them"
 	done
 }
 
@@ -166,7 +166,7 @@ main() {
 	done
 	note_load "heap shapes: after"
 	{
-		echo "## Figure 11: heap shapes"
+		echo "## Figure 12: heap shapes"
 		echo
 		echo "test/bench/stall builds each heap: T threads allocate the heap's size in blocks of the"
 		echo "size mix (log-uniform), touch them, keep one block in K (interleaved), free the rest and"
@@ -183,7 +183,7 @@ main() {
 		echo "### jemalloc: roundtrim's purge against the program's own \`arena.4096.purge\`"
 		echo
 		table jemalloc jemalloc-self jemalloc-roundtrim
-	} >"$RAW/fig11.md"
+	} >"$RAW/fig12.md"
 	goal_rows glibc "release"
 	goal_rows jemalloc "purge"
 }

@@ -18,7 +18,9 @@
 #  10 instructions  what the library adds, counted by callgrind: per malloc-family call on glibc
 #               and jemalloc, and to the start of a program, matched or not
 #               (bench-instructions.sh, which scripts/instructions.sh measures for)
-#  11 heap shapes  the release against the program's own call across size mixes, live
+#  11 fork     total PSS of a Python parent holding small objects and its 4 fork workers, with /
+#               without the library (bench-fork.sh)
+#  12 heap shapes  the release against the program's own call across size mixes, live
 #               fractions, heap sizes and thread counts, on glibc and jemalloc (bench-heap.sh)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
@@ -98,14 +100,14 @@ summary() {
 }
 
 # The figures, in the order of the page; each piece writes its own.
-FIGURES=(1 2 3 4 5 6 7 8 9 10 11)
+FIGURES=(1 2 3 4 5 6 7 8 9 10 11 12)
 
 main() {
 	local piece n start load_before load_after
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md "$RAW"/fig[0-9][0-9].md
-	for piece in overhead latency startup stall memory arena auto sites between instructions heap; do
+	for piece in overhead latency startup stall memory arena auto sites between instructions fork heap; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
 	for n in "${FIGURES[@]}"; do

@@ -2,6 +2,7 @@
  * library's files and start the worker; the fork child's deferred start; the exit wrappers and
  * the API. */
 #include "roundtrim.h"
+#include "rt_child.h"
 #include "rt_creds.h"
 #include "rt_fd.h"
 #include "rt_files.h"
@@ -34,10 +35,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A fork child starts its worker only once it is known to keep running without exec
- * (roundtrim(7), FORK AND EXEC): when it still allocates after this long. Children that exec
- * (subprocess, shells) do so within milliseconds; a multiprocessing worker runs for minutes. */
-#define RT_MAIN_CHILD_SETTLE_NS (1000 * 1000 * 1000LL)
 /* How often, in bytes asked for, a waiting child's threads look at the clock. */
 #define RT_MAIN_CHILD_PERIOD (UINT64_C(1) << 20)
 
@@ -45,7 +42,9 @@
  * (rt_hooks.allocation_event is set with it). */
 static atomic_bool rt_main_child_waiting;
 static uint64_t rt_main_allocation_event(void);
-static int64_t rt_main_child_settled_ns;
+/* When the fork happened: a child's library starts once the child has lived
+ * ROUNDTRIM_CHILD_START, still allocating (policy/rt_child; roundtrim(7), FORK AND EXEC). */
+static int64_t rt_main_child_forked_ns;
 /* What the worker is handed at each start (the process's, and a fork child's): the
  * configuration and the facts found at start-up. */
 static struct rt_worker_setup rt_main_worker;
@@ -55,6 +54,9 @@ static struct rt_config rt_main_config;
 static char rt_main_program[64];
 /* This process is a fork child of one where the library was active. */
 static bool rt_main_forked;
+/* This process's pid, kept through forks: in a child it is the parent's pid at the fork, which
+ * getppid() no longer says once a parent that exits at once (a double fork) is gone. */
+static pid_t rt_main_pid;
 
 static int64_t
 rt_main_now_ns(void)
@@ -117,7 +119,10 @@ rt_main_atfork_child(void)
 	rt_files_forget_parent();
 	rt_signal_forget_parent();
 	rt_python_forget_parent();
-	rt_main_child_settled_ns = rt_main_now_ns() + RT_MAIN_CHILD_SETTLE_NS;
+	rt_main_worker.fork_parent = rt_main_pid;
+	rt_main_worker.fork_session = getsid(0);
+	rt_main_pid = getpid();
+	rt_main_child_forked_ns = rt_main_now_ns();
 	atomic_store(&rt_main_child_waiting, true);
 	atomic_store(&rt_hooks.allocation_event, rt_main_allocation_event);
 	/* The forking thread is the child's only thread; threads it starts begin cold anyway. */
@@ -143,9 +148,16 @@ rt_main_allocation_event(void)
 {
 	if (!atomic_load(&rt_main_child_waiting))
 		return RT_PERIOD_NONE;
-	if (rt_main_now_ns() < rt_main_child_settled_ns)
+	switch (rt_child_starts((uint64_t)(rt_main_now_ns() - rt_main_child_forked_ns),
+	                        rt_main_config.child_start_ns)) {
+	case RT_CHILD_WAIT:
 		return RT_MAIN_CHILD_PERIOD;
-	rt_main_start_child_now();
+	case RT_CHILD_START:
+		rt_main_start_child_now();
+		break;
+	case RT_CHILD_NEVER:
+		break;
+	}
 	return RT_PERIOD_NONE;
 }
 
@@ -190,6 +202,7 @@ rt_main_init(void)
 	/* Before main, so that every application thread inherits the blocked signal. */
 	if (cfg->signal)
 		rt_signal_setup(cfg->signal);
+	rt_main_pid = getpid();
 	pthread_atfork(NULL, NULL, rt_main_atfork_child);
 	rt_shim_active = rt_main_start(w);
 	if (rt_shim_active && rt_sampler_init(cfg)) {

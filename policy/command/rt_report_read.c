@@ -162,7 +162,7 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	if (!obj)
 		return RT_READ_TORN;
 	int64_t pid = 0, signal = 0;
-	uint64_t gc_rounds = 0, seq_end = 0;
+	uint64_t gc_rounds = 0, seq_end = 0, fork_of = 0;
 	bool ok =
 	    rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "seq", &st->seq) &&
 	    rt_json_str(obj, "mode", out->mode, sizeof(out->mode)) &&
@@ -190,9 +190,11 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	    rt_json_str(obj, "stats", out->stats, sizeof(out->stats)) &&
 	    rt_json_u64(obj, "unknown_lines", &st->unknown_lines) &&
 	    rt_json_u64(obj, "oversized_lines", &st->oversized_lines) &&
-	    rt_read_u64_since(obj, "lost_records", &st->lost_records);
+	    rt_read_u64_since(obj, "lost_records", &st->lost_records) &&
+	    rt_read_u64_since(obj, "fork_of", &fork_of) && fork_of <= INT32_MAX;
 	json_object_put(obj);
 	st->pid = (int)pid;
+	st->fork_of = (int)fork_of;
 	st->signal = (int)signal;
 	st->gc_rounds = (uint32_t)gc_rounds;
 	if (!ok)

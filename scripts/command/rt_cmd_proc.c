@@ -1,5 +1,6 @@
 #include "rt_cmd_proc.h"
 
+#include "rt_child.h"
 #include "rt_cmd.h"
 #include "rt_preload.h"
 #include "rt_target.h"
@@ -49,6 +50,57 @@ rt_cmd_proc_has_library(int pid)
 		found = rt_preload_maps_line_has_library(line);
 	fclose(f);
 	return found;
+}
+
+bool
+rt_cmd_proc_is_fork_child(int pid, int fork_of)
+{
+	struct rt_procfs_stat st, pst;
+	if (!fork_of || !rt_cmd_proc_stat(pid, &st) || !rt_cmd_proc_stat(st.ppid, &pst))
+		return false;
+	struct rt_child_proc child = {
+	    .pid = pid, .ppid = st.ppid, .session = st.sid, .fork_of = fork_of};
+	struct rt_child_proc parent = {.pid = st.ppid, .session = pst.sid};
+	return rt_child_is_fork_of(&child, &parent);
+}
+
+bool
+rt_cmd_proc_has_library_thread(int pid)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *tasks = opendir(path);
+	bool found = false;
+	struct dirent *e;
+	while (tasks && !found && (e = readdir(tasks)) != NULL) {
+		char comm[32] = "";
+		/* The main thread bears the program's name, which may be anything. */
+		if (e->d_name[0] == '.' || atoi(e->d_name) == pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		found = fgets(comm, sizeof(comm), f) && rt_target_is_library_comm(comm);
+		fclose(f);
+	}
+	if (tasks)
+		closedir(tasks);
+	return found;
+}
+
+bool
+rt_cmd_proc_rss_kib(int pid, uint64_t *kib)
+{
+	char path[64], text[256];
+	snprintf(path, sizeof(path), "/proc/%d/statm", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t len = rt_cmd_read_fd(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[len > 0 ? len : 0] = '\0';
+	return len > 0 && rt_procfs_statm_rss_kib(text, (uint64_t)sysconf(_SC_PAGESIZE), kib);
 }
 
 bool

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rt_cmd_status_file.h"
 #include "rt_target.h"
@@ -34,6 +35,14 @@ enum rt_cmd_proc_result rt_cmd_proc_target(int pid, struct rt_cmd_target *t, cha
 int *rt_cmd_proc_carriers(size_t *n);
 /* The process's name (/proc/PID/comm), "?" when it cannot be read. */
 void rt_cmd_proc_name(int pid, char *out, size_t size);
+/* The process's RSS now (/proc/PID/statm), in KiB; false when it is gone. */
+bool rt_cmd_proc_rss_kib(int pid, uint64_t *kib);
+/* Whether the process is a fork child of its parent that has not exec'd: its status record says
+ * fork_of, and that process is still its parent (policy/rt_child). */
+bool rt_cmd_proc_is_fork_child(int pid, int fork_of);
+/* Whether a thread of the library's runs in the process: its library has started, with or
+ * without a FIFO. */
+bool rt_cmd_proc_has_library_thread(int pid);
 /* Whether the process still runs (not gone, not a zombie). */
 bool rt_cmd_proc_alive(int pid);
 /* The process's /proc/PID/stat fields; false when it is gone. */

@@ -1,5 +1,6 @@
 /* status: a table, or a JSON array, of the processes that carry the library (roundtrim(1),
  * status). */
+#include "rt_child.h"
 #include "rt_cmd.h"
 #include "rt_cmd_opt.h"
 #include "rt_cmd_proc.h"
@@ -28,6 +29,7 @@ enum {
 	RT_COL_N,
 	RT_COL_LAST,
 	RT_COL_WHEN,
+	RT_COL_RSS_NOW,
 	RT_COL_RSS,
 	RT_COL_LIVE,
 	RT_COL_RELEASED,
@@ -37,8 +39,8 @@ enum {
 };
 
 static const char *const rt_cmd_status_header[RT_COL_COUNT] = {
-    "PID",  "PROGRAM", "ALLOC",    "FDS",          "ROUNDS", "N",        "LAST ACTION@ROUND",
-    "WHEN", "RSS MiB", "LIVE MiB", "RELEASED MiB", "LOST",   "TRIGGERS",
+    "PID",  "PROGRAM", "ALLOC",         "FDS",      "ROUNDS",       "N",    "LAST ACTION@ROUND",
+    "WHEN", "RSS MiB", "RSS@ROUND MiB", "LIVE MiB", "RELEASED MiB", "LOST", "TRIGGERS",
 };
 
 static void
@@ -52,10 +54,12 @@ rt_cmd_status_help(void)
 	      "PIDs given, or those selected): pid, program, allocator, whose descriptor table "
 	      "holds the\n"
 	      "library's files (private, keeper, shared), rounds counted, N, last action and when, "
-	      "RSS, live\n"
-	      "heap, memory released so far, records its files could not take (a full volume), and "
-	      "the\n"
-	      "triggers (FIFO, signal).\n"
+	      "RSS now\n"
+	      "and after the last round, live heap, memory released so far, records its files "
+	      "could not\n"
+	      "take (a full volume), and the triggers (FIFO, signal). A fork child is shown under "
+	      "its\n"
+	      "parent once its library has started, and not at all before.\n"
 	      "\n"
 	      "  --json           a JSON array of the processes' status objects (roundtrim(7), "
 	      "STATUS FILE)\n"
@@ -80,13 +84,34 @@ rt_cmd_status_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The PID cell: a fork child's under its parent's, as ps --forest draws it. */
 static void
-rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read)
+rt_cmd_status_pid_cell(char *out, size_t size, int pid, unsigned depth)
+{
+	if (depth == 0)
+		snprintf(out, size, "%d", pid);
+	else
+		snprintf(out, size, "%*s\\_ %d", (int)(depth * 3 - 2), "", pid);
+}
+
+/* The process's RSS now, as /proc shows it, or "-" when it is gone. */
+static void
+rt_cmd_status_rss_now(char *out, size_t size, int pid)
+{
+	uint64_t kib;
+	if (rt_cmd_proc_rss_kib(pid, &kib))
+		rt_report_mib(out, size, kib);
+	else
+		snprintf(out, size, "-");
+}
+
+static void
+rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read, unsigned depth)
 {
 	const struct rt_status_record *st = &read->st;
 	char cells[RT_COL_COUNT][RT_REPORT_TEXT_MAX + 64];
 	char signal[32] = "-";
-	snprintf(cells[RT_COL_PID], sizeof(cells[0]), "%d", st->pid);
+	rt_cmd_status_pid_cell(cells[RT_COL_PID], sizeof(cells[0]), st->pid, depth);
 	snprintf(cells[RT_COL_PROGRAM], sizeof(cells[0]), "%.*s", RT_CMD_STATUS_PROGRAM_WIDTH,
 	         st->program);
 	snprintf(cells[RT_COL_ALLOCATOR], sizeof(cells[0]), "%s", st->allocator);
@@ -102,6 +127,7 @@ rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read)
 		         st->last_action_round);
 	rt_report_ago(cells[RT_COL_WHEN], sizeof(cells[0]), rt_cmd_status_now_us(),
 	              st->last_action_unix_us);
+	rt_cmd_status_rss_now(cells[RT_COL_RSS_NOW], sizeof(cells[0]), st->pid);
 	rt_report_mib(cells[RT_COL_RSS], sizeof(cells[0]), st->rss_kib);
 	rt_report_mib(cells[RT_COL_LIVE], sizeof(cells[0]), st->live_kib);
 	rt_report_mib(cells[RT_COL_RELEASED], sizeof(cells[0]), st->released_total_kib);
@@ -120,14 +146,16 @@ rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read)
 
 /* A process that carries the library without a FIFO: its name, and dashes. */
 static void
-rt_cmd_status_inactive_row(struct rt_cmd_table *table, int pid, const char *name)
+rt_cmd_status_inactive_row(struct rt_cmd_table *table, int pid, const char *name, unsigned depth)
 {
-	char pid_text[16], program[RT_CMD_STATUS_PROGRAM_WIDTH + 1];
-	snprintf(pid_text, sizeof(pid_text), "%d", pid);
+	char pid_text[64], program[RT_CMD_STATUS_PROGRAM_WIDTH + 1], rss_now[32];
+	rt_cmd_status_pid_cell(pid_text, sizeof(pid_text), pid, depth);
 	snprintf(program, sizeof(program), "%.*s", RT_CMD_STATUS_PROGRAM_WIDTH, name);
 	const char *row[RT_COL_COUNT] = {pid_text, program};
 	for (int c = RT_COL_ALLOCATOR; c < RT_COL_TRIGGERS; c++)
 		row[c] = "-";
+	rt_cmd_status_rss_now(rss_now, sizeof(rss_now), pid);
+	row[RT_COL_RSS_NOW] = rss_now;
 	row[RT_COL_TRIGGERS] = "no FIFO (inactive?)";
 	rt_cmd_table_add(table, row);
 }
@@ -173,35 +201,84 @@ rt_cmd_status_parse(int argc, char **argv, struct rt_cmd_status_args *a)
 	}
 }
 
-/* One process: its row in table, and the JSON text that stands for it (the status file's, or
- * object's for one without a FIFO); NULL when it is left out or is no carrier. A PID given that is
- * no carrier with a FIFO is said, and fails. */
-static const char *
-rt_cmd_status_one(struct rt_cmd_status_args *a, int pid, struct rt_cmd_table *table,
-                  struct rt_cmd_target *t, char *object, size_t size, int *status)
+/* One process as status found it. */
+struct rt_cmd_status_entry {
+	enum rt_cmd_proc_result r;
+	bool shown; /* selected, and a carrier */
+	char name[64];
+	struct rt_cmd_target t;
+};
+
+/* Looks at one process: whether it is shown, and what with. A PID given that is no carrier with
+ * a FIFO is said, and fails. */
+static void
+rt_cmd_status_look(struct rt_cmd_status_args *a, int pid, struct rt_cmd_status_entry *e,
+                   int *status)
 {
-	const char *text = NULL;
-	char why[512], name[64];
-	enum rt_cmd_proc_result r = rt_cmd_proc_target(pid, t, why, sizeof(why));
-	if (r == RT_CMD_PROC_NO_FIFO)
-		rt_cmd_proc_name(pid, name, sizeof(name));
-	if (a->sel.first && (r == RT_CMD_PROC_TARGET || r == RT_CMD_PROC_NO_FIFO) &&
-	    !rt_cmd_select_takes(&a->sel, pid,
-	                         r == RT_CMD_PROC_TARGET ? t->status.read.st.program : name))
-		return NULL;
-	if (r == RT_CMD_PROC_TARGET) {
-		rt_cmd_status_row(table, &t->status.read);
-		text = t->status.text;
-	} else if (r == RT_CMD_PROC_NO_FIFO) {
-		rt_cmd_status_inactive_row(table, pid, name);
-		rt_report_inactive_json(object, size, pid, name);
-		text = object;
-	}
-	if (r != RT_CMD_PROC_TARGET && a->explicit) {
+	char why[512];
+	e->r = rt_cmd_proc_target(pid, &e->t, why, sizeof(why));
+	if (e->r == RT_CMD_PROC_NO_FIFO)
+		rt_cmd_proc_name(pid, e->name, sizeof(e->name));
+	e->shown = e->r == RT_CMD_PROC_TARGET || e->r == RT_CMD_PROC_NO_FIFO;
+	if (e->shown && a->sel.first)
+		e->shown = rt_cmd_select_takes(
+		    &a->sel, pid,
+		    e->r == RT_CMD_PROC_TARGET ? e->t.status.read.st.program : e->name);
+	if (e->r != RT_CMD_PROC_TARGET && a->explicit) {
 		rt_cmd_say("pid %d: %s", pid, why);
 		*status = RT_CMD_FAIL;
 	}
-	return text;
+}
+
+/* Its row in table, and the JSON text that stands for it (the status file's, or an object for
+ * one without a FIFO). */
+static const char *
+rt_cmd_status_show(const struct rt_cmd_status_entry *e, unsigned depth, struct rt_cmd_table *table,
+                   char *object, size_t size)
+{
+	if (e->r == RT_CMD_PROC_TARGET) {
+		rt_cmd_status_row(table, &e->t.status.read, depth);
+		return e->t.status.text;
+	}
+	rt_cmd_status_inactive_row(table, e->t.pid, e->name, depth);
+	rt_report_inactive_json(object, size, e->t.pid, e->name);
+	return object;
+}
+
+/* The order in which the shown processes are listed: as given, or, listing every carrier, each
+ * with its started fork children under it and those not started left out (policy/rt_child).
+ * Returns how many; order and depth hold n. */
+static size_t
+rt_cmd_status_order(const struct rt_cmd_status_args *a, const struct rt_cmd_status_entry *e,
+                    size_t n, size_t *order, unsigned *depth)
+{
+	size_t m = 0;
+	size_t *index = rt_cmd_alloc((n ? n : 1) * sizeof(*index));
+	size_t *work = rt_cmd_alloc(RT_CHILD_ORDER_WORK(n) * sizeof(*work));
+	struct rt_child_proc *procs = rt_cmd_alloc((n ? n : 1) * sizeof(*procs));
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].shown)
+			continue;
+		struct rt_procfs_stat st = {.ppid = 0};
+		int pid = e[i].t.pid;
+		bool target = e[i].r == RT_CMD_PROC_TARGET;
+		bool read = !a->explicit && rt_cmd_proc_stat(pid, &st);
+		procs[m] = (struct rt_child_proc){
+		    .pid = pid,
+		    .ppid = read ? st.ppid : 0,
+		    .session = read ? st.sid : 0,
+		    .fork_of = target ? e[i].t.status.read.st.fork_of : 0,
+		    .started = target || a->explicit || rt_cmd_proc_has_library_thread(pid),
+		};
+		index[m++] = i;
+	}
+	size_t shown = rt_child_order(procs, m, order, depth, work);
+	for (size_t k = 0; k < shown; k++)
+		order[k] = index[order[k]];
+	free(procs);
+	free(work);
+	free(index);
+	return shown;
 }
 
 int
@@ -215,18 +292,21 @@ rt_cmd_status(int argc, char **argv)
 	struct rt_cmd_table table;
 	rt_cmd_table_init(&table, RT_COL_COUNT);
 	rt_cmd_table_add(&table, rt_cmd_status_header);
-	struct rt_cmd_target *t = rt_cmd_alloc(sizeof(*t));
+	size_t n = a.npids;
+	struct rt_cmd_status_entry *e = rt_cmd_alloc((n ? n : 1) * sizeof(*e));
+	size_t *order = rt_cmd_alloc((n ? n : 1) * sizeof(*order));
+	unsigned *depth = rt_cmd_alloc((n ? n : 1) * sizeof(*depth));
+	for (size_t i = 0; i < n; i++)
+		rt_cmd_status_look(&a, a.pids[i], &e[i], &status);
+	size_t shown = rt_cmd_status_order(&a, e, n, order, depth);
 	char object[RT_CMD_STATUS_FILE_MAX];
-	bool first = true;
 	if (a.json)
 		putchar('[');
-	for (size_t i = 0; i < a.npids; i++) {
+	for (size_t k = 0; k < shown; k++) {
 		const char *text =
-		    rt_cmd_status_one(&a, a.pids[i], &table, t, object, sizeof(object), &status);
-		if (a.json && text) {
-			printf("%s%s", first ? "" : ",", text);
-			first = false;
-		}
+		    rt_cmd_status_show(&e[order[k]], depth[k], &table, object, sizeof(object));
+		if (a.json)
+			printf("%s%s", k ? "," : "", text);
 	}
 	if (a.json)
 		puts("]");
@@ -234,7 +314,9 @@ rt_cmd_status(int argc, char **argv)
 		rt_cmd_table_print(&table, stdout);
 	rt_cmd_table_free(&table);
 	rt_cmd_select_end(&a.sel);
-	free(t);
+	free(depth);
+	free(order);
+	free(e);
 	free(a.pids);
 	return status;
 }

@@ -228,7 +228,9 @@ rt_cmd_trigger_parse(int argc, char **argv, struct rt_cmd_trigger_args *a)
 	rt_cmd_select_check(&a->sel);
 }
 
-/* The carriers with a FIFO that the selection takes; ends the command when there is none. */
+/* The carriers with a FIFO that the selection takes, fork children that share their parent's heap
+ * aside (their rounds are announced to them by pid: roundtrim(7), FORK AND EXEC); ends the
+ * command when there is none. */
 static struct rt_cmd_told *
 rt_cmd_trigger_selected(struct rt_cmd_select *sel, size_t *ntold)
 {
@@ -241,7 +243,8 @@ rt_cmd_trigger_selected(struct rt_cmd_select *sel, size_t *ntold)
 	for (size_t i = 0; i < n; i++) {
 		struct rt_cmd_target *t = &told[*ntold].target;
 		if (rt_cmd_proc_target(carriers[i], t, why, sizeof(why)) == RT_CMD_PROC_TARGET &&
-		    rt_cmd_select_takes(sel, carriers[i], t->status.read.st.program))
+		    rt_cmd_select_takes(sel, carriers[i], t->status.read.st.program) &&
+		    !rt_cmd_proc_is_fork_child(carriers[i], t->status.read.st.fork_of))
 			(*ntold)++;
 	}
 	free(carriers);

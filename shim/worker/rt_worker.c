@@ -7,6 +7,7 @@
  * (rt_tasks), never at exit (a thread that exit-time code waited for could hang the host). It
  * serves the program's threads' requests between its steps and inside its waits (rt_creds). */
 #include "rt_worker.h"
+#include "rt_child.h"
 #include "rt_creds.h"
 #include "rt_detect.h"
 #include "rt_fd.h"
@@ -124,6 +125,20 @@ rt_worker_clock_us(clockid_t clock)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The parent's pid while this is a fork child that shares its parent's heap, else 0: asked at
+ * each batch and status, since the parent may go or the child leave its session meanwhile. */
+static int
+rt_worker_fork_of(const struct rt_worker *w)
+{
+	if (!w->setup.fork_parent)
+		return 0;
+	struct rt_child_fork f = {.parent = w->setup.fork_parent,
+	                          .session = w->setup.fork_session,
+	                          .ppid_now = getppid(),
+	                          .session_now = getsid(0)};
+	return rt_child_fork_of(&f);
+}
+
 static struct rt_ledger_facts
 rt_worker_facts(const struct rt_worker *w)
 {
@@ -139,6 +154,7 @@ rt_worker_facts(const struct rt_worker *w)
 	    .signal = rt_signal_number(),
 	    .lost_records = rt_record_dropped(),
 	    .descriptors = rt_file_table_word(w->descriptors),
+	    .fork_of = rt_worker_fork_of(w),
 	};
 }
 
@@ -208,7 +224,7 @@ rt_worker_collect(struct rt_worker *w, struct rt_batch *b, struct rt_python_outc
 	uint64_t outcome = atomic_exchange(&w->api_outcome, 0);
 	rt_batch_counted(b, api_rounds, api_acts, "api");
 	if (api_trims)
-		rt_batch_trim(b, "api");
+		rt_batch_trim_asked(b, "api");
 	*given_valid = outcome != 0;
 	if (*given_valid)
 		rt_python_outcome_unpack(outcome, given);
@@ -348,7 +364,13 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "nothing-grew");
 	}
 	struct rt_python_outcome handed;
-	if (plan.act && !python) {
+	bool steps = plan.act && !python;
+	/* A fork child's own trigger: a collection there would copy the parent's pages. */
+	if (steps && !rt_child_python_steps(rt_worker_fork_of(w), b)) {
+		steps = false;
+		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "fork-child");
+	}
+	if (steps) {
 		rt_python_hand_off(cfg, rec.round, &handed);
 		python = &handed;
 	}

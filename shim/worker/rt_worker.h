@@ -20,6 +20,10 @@ struct rt_worker_setup {
 	const char *program;
 	enum rt_allocator_kind allocator;
 	enum rt_action action;
+	/* In a fork child that has not exec'd, its parent's pid and its session at the fork; 0 in a
+	 * process of its own (policy/rt_child). */
+	int fork_parent;
+	int fork_session;
 };
 
 /* Starts the worker with a copy of *setup; false (one line said why) when it cannot. */

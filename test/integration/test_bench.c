@@ -119,7 +119,7 @@ Test(bench, quick_run_writes_every_figure_and_plot)
 		          "figure %d has no row in the summary", f);
 		figures++;
 	}
-	cr_assert_geq(figures, 10, "the page shows %d figures", figures);
+	cr_assert_geq(figures, 11, "the page shows %d figures", figures);
 	int plots = 0;
 	for (char *at = strstr(page, "]("); at; at = strstr(at + 2, "](")) {
 		char name[256];

@@ -509,14 +509,17 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	cr_assert_eq(ROUNDTRIM("status", th_pid_text(p.pid)), 0, "%s", err);
 	const char *row = strstr(out, "\n");
 	cr_assert_not_null(row);
-	char pid[16], program[16], alloc[16], fds[16], last[32], when[16], rss[16], live[16],
-	    released[16], fifo_seen[PATH_MAX], signal[32];
+	char pid[16], program[16], alloc[16], fds[16], last[32], when[16], rss_now[16], rss[16],
+	    live[16], released[16], fifo_seen[PATH_MAX], signal[32];
 	int rounds, n, lost;
-	cr_assert_eq(sscanf(row + 1,
-	                    "%15s %15s %15s %15s %d %d %31s %15s %15s %15s %15s %d %4095s %31s",
-	                    pid, program, alloc, fds, &rounds, &n, last, when, rss, live, released,
-	                    &lost, fifo_seen, signal),
-	             14, "%s", out);
+	cr_assert_eq(
+	    sscanf(row + 1,
+	           "%15s %15s %15s %15s %d %d %31s %15s %15s %15s %15s %15s %d %4095s %31s", pid,
+	           program, alloc, fds, &rounds, &n, last, when, rss_now, rss, live, released,
+	           &lost, fifo_seen, signal),
+	    15, "%s", out);
+	/* RSS now is the process's, read from /proc: sh's, not the status file's 1.1. */
+	cr_assert_gt(strtod(rss_now, NULL), 0.0, "%s", out);
 	cr_assert_str_eq(pid, th_pid_text(p.pid));
 	cr_assert_str_eq(fds, "keeper", "%s", out);
 	cr_assert_str_eq(last, "-");
@@ -534,6 +537,99 @@ Test(command, status_reads_the_status_through_policy_and_rounds_mib)
 	snprintf(expect, sizeof(expect), "[%.*s]\n", (int)len - 1, text);
 	cr_assert_str_eq(out, expect);
 	expect_unharmed(&p);
+}
+
+/* RSS now, read from /proc by the command, beside the last round's: a process that grew after
+ * its start and had no round yet shows what it holds, not its size at start-up. */
+Test(command, status_shows_rss_now_beside_the_last_rounds)
+{
+	char preload[PATH_MAX + 16], line[64], status[PATH_MAX];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	const char *argv[] = {"/usr/bin/python3", "-c",
+	                      "import sys\nheld = b'x' * (96 << 20)\nprint('ready', flush=True)\n"
+	                      "sys.stdin.readline()",
+	                      NULL};
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	snprintf(status, sizeof(status), "%s/%d.status", th_tmpdir(), p.pid);
+	cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "no status file");
+	cr_assert_eq(ROUNDTRIM("status", th_pid_text(p.pid)), 0, "%s", err);
+	const char *row = strstr(out, "\n");
+	cr_assert_not_null(row);
+	char cell[8][64];
+	double now, at_round;
+	cr_assert_eq(sscanf(row + 1, "%63s %63s %63s %63s %63s %63s %63s %63s %lf %lf", cell[0],
+	                    cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7], &now,
+	                    &at_round),
+	             10, "%s", out);
+	cr_assert_str_eq(cell[0], th_pid_text(p.pid));
+	cr_assert_geq(now, 96.0, "RSS now: %s", out);
+	cr_assert_lt(at_round, 48.0, "RSS at the last round (start-up): %s", out);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}
+
+/* A child that exec'd is a process of its own, also where address space randomisation is off and
+ * the library sits at the same address in both (setarch -R): status lists it beside its parent,
+ * not under it, and a round for the parent's tree reaches it. What tells is the status record's
+ * fork_of, which the library writes, not the maps. */
+Test(command, exec_child_without_aslr_is_no_fork_child)
+{
+	char preload[PATH_MAX + 16], line[64], script[PATH_MAX * 2 + 64], expect[64];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(script, sizeof(script), "exec 3<&0; %s idle <&3 3<&- & exec %s idle 3<&-",
+	         th_workload("probe"), th_workload("probe"));
+	const char *argv[] = {"/usr/bin/setarch", "-R", "/bin/sh", "-c", script, NULL};
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	int pids[2];
+	for (int i = 0; i < 2; i++) {
+		cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+		pids[i] = (int)strtol(line + strlen("ready "), NULL, 10);
+		char status[PATH_MAX];
+		snprintf(status, sizeof(status), "%s/%d.status", th_tmpdir(), pids[i]);
+		cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "no status file: %s", line);
+	}
+	int child = pids[0] == p.pid ? pids[1] : pids[0];
+	cr_assert_eq(ROUNDTRIM("status", "--under", th_pid_text(p.pid)), 0, "%s", err);
+	snprintf(expect, sizeof(expect), "\n%d ", child);
+	th_expect_in(out, expect);
+	cr_assert_null(strstr(out, "\\_"), "%s", out);
+	cr_assert_eq(ROUNDTRIM("round", "--wait", "--under", th_pid_text(p.pid)), 0, "%s", err);
+	cr_assert_eq(th_count_in(out, "\n"), 2, "the round left the exec'd child out: %s", out);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}
+
+/* A fork child whose library started without a FIFO (the template has no %p, so the parent's path
+ * is not the child's) holds a thread of the library's: status still lists it, with dashes. */
+Test(command, started_fork_child_without_fifo_is_listed)
+{
+	char preload[PATH_MAX + 16], line[64], task[64], expect[64];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	const char *argv[] = {th_workload("probe"), "forkchild", "busy", NULL};
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "one.fifo"),
+	                     "ROUNDTRIM_CHILD_START=0", NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	int child = (int)strtol(line + strlen("child "), NULL, 10);
+	cr_assert_gt(child, 0, "%s", line);
+	/* Its start is made in the thread that allocates; the library's thread comes with it. */
+	snprintf(task, sizeof(task), "/proc/%d/task", child);
+	for (int i = 0; i < 200 && th_entries_in(task) < 2; i++)
+		usleep(10 * 1000);
+	cr_assert_geq(th_entries_in(task), 2, "the child's library never started");
+	cr_assert_eq(ROUNDTRIM("status", "--under", th_pid_text(p.pid)), 0, "%s", err);
+	snprintf(expect, sizeof(expect), "%d ", child);
+	th_expect_in(out, expect);
+	th_expect_in(out, "no FIFO");
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 }
 
 /* A status file caught in the middle of a rewrite is read again when the rewrite ends. */

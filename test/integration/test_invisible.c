@@ -606,15 +606,17 @@ Test(invisible, status_and_stats_say_shared_descriptors)
 	says_descriptors("nokeeper:probe", (const char *[]){SHARED_TABLE, NULL}, "shared");
 }
 
-/* A fork child that keeps running makes a keeper of its own (the parent's is not in it: only
- * the forking thread is copied), with its own files, and counts its own rounds. */
+/* A fork child that keeps running past ROUNDTRIM_CHILD_START makes a keeper of its own (the
+ * parent's is not in it: only the forking thread is copied), with its own files, and counts its
+ * own rounds. */
 Test(invisible, keeper_fork_child_makes_its_own_keeper)
 {
 	struct th_probe run;
 	char line[2048], path[PATH_MAX], status[PATH_MAX];
-	th_start_workload(&run, "noshare:probe", NULL, NULL,
-	                  (const char *[]){"forkchild", "busy", NULL},
-	                  (const char *[]){"ROUNDTRIM_GC_ROUNDS=0", NULL}, line, sizeof(line));
+	th_start_workload(
+	    &run, "noshare:probe", NULL, NULL, (const char *[]){"forkchild", "busy", NULL},
+	    (const char *[]){"ROUNDTRIM_GC_ROUNDS=0", "ROUNDTRIM_CHILD_START=1s", NULL}, line,
+	    sizeof(line));
 	long child = strtol(line + strlen("child "), NULL, 10);
 	cr_assert_gt(child, 0, "%s", line);
 	snprintf(path, sizeof(path), "%s/%ld.fifo", th_tmpdir(), child);

@@ -6,7 +6,8 @@
  * that came meanwhile; the collection is gc.collect()'s, enabled collector or not, leaving it as
  * it was; the Python module runs them in the caller's thread, even while the main thread waits;
  * forks from other threads complete; plus the CUDA cache step against a fake torch, rounds while
- * the interpreter exits, multiprocessing children, and ROUNDTRIM_PYTHON=0. */
+ * the interpreter exits, multiprocessing children, fork workers that share their parent's heap
+ * (no rounds and no collection of their own), and ROUNDTRIM_PYTHON=0. */
 #include "harness.h"
 #include "rt_python_rules.h"
 
@@ -657,14 +658,16 @@ Test(python, round_storm_while_exiting)
 	}
 }
 
-/* multiprocessing's three start methods: every child carries the library and a worker of its
- * own (its FIFO, its Python steps), and all run to completion. */
+/* multiprocessing's three start methods: every child carries the library and, once it has lived
+ * ROUNDTRIM_CHILD_START, a worker of its own (its FIFO; the Python steps of the rounds announced
+ * to it), and all run to completion. */
 static void
 mp_case(const char *method)
 {
 	struct py_run run;
 	char line[1024];
-	py_start(&run, "mp_children.py", method, NULL, "parent");
+	const char *child_start[] = {"ROUNDTRIM_CHILD_START=1s", NULL};
+	py_start(&run, "mp_children.py", method, child_start, "parent");
 	/* A round in the parent first, so that a fork child inherits the parent's state of the
 	 * hand-off. */
 	py_round_and_steps(&run, 1, line, sizeof(line));
@@ -704,4 +707,178 @@ Test(python, multiprocessing_forkserver)
 Test(python, multiprocessing_spawn)
 {
 	mp_case("spawn");
+}
+
+/* A parent holding small Python objects and 4 fork workers that allocate in bursts with pauses,
+ * as a DataLoader's, its collector disabled (every collection the workers count is then the
+ * library's): rounds storm into the parent, which collects, until every worker has made
+ * `bursts` bursts (on their own, a detector would have found rounds in them by then). The
+ * workers' pids go into pids. */
+static void
+fork_workers_start(struct py_run *run, const char *const extra[], int pids[4])
+{
+	char line[256];
+	py_start(run, "fork_workers.py", "24", extra, "ready");
+	th_write(&run->proc, "go\n");
+	for (int i = 0; i < 4; i++) {
+		cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS), "no worker");
+		cr_assert_eq(sscanf(line, "child %d", &pids[i]), 1, "%s", line);
+	}
+	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "forked");
+}
+
+static void
+fork_workers_storm(struct py_run *run, long bursts)
+{
+	char line[256];
+	int64_t deadline = now_ms() + 3 * TH_TIMEOUT_MS;
+	long parent = 0, fewest = 0;
+	while ((parent < 3 || fewest < bursts) && now_ms() < deadline) {
+		th_fifo_write(run->fifo, "round\n", 6);
+		py_ask(run, line, sizeof(line));
+		parent = (long)th_field(line, "parent");
+		fewest = (long)th_field(line, "bursts");
+	}
+	cr_assert_geq(parent, 3, "the parent's rounds did not collect: %s", line);
+	cr_assert_geq(fewest, bursts, "the workers did not work: %s", line);
+}
+
+/* Ends the workers; their collections, in the order of pids, into collections. */
+static void
+fork_workers_stop(struct py_run *run, const int pids[4], long collections[4])
+{
+	char line[1024], key[32];
+	th_write(&run->proc, "stop\n");
+	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS), "workers hung");
+	cr_assert_eq(strncmp(line, "workers ", 8), 0, "%s", line);
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "%d", pids[i]);
+		collections[i] = (long)th_field(line, key);
+		cr_assert_geq(collections[i], 0, "worker %d did not report: %s", pids[i], line);
+	}
+}
+
+static bool
+has_file(int pid, const char *suffix)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%d.%s", th_tmpdir(), pid, suffix);
+	return access(path, F_OK) == 0;
+}
+
+/* The number after "Threads:" in /proc/PID/status. */
+static long
+threads_of(int pid)
+{
+	char path[64], text[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	cr_assert_gt(th_read_file(path, text, sizeof(text)), 0, "no %s", path);
+	const char *at = strstr(text, "Threads:");
+	cr_assert_not_null(at);
+	return strtol(at + strlen("Threads:"), NULL, 10);
+}
+
+/* Workers that live less than ROUNDTRIM_CHILD_START get nothing of the library's: no thread, no
+ * FIFO, no status or stats file, no round and no collection. */
+Test(python, fork_workers_get_nothing_of_their_own)
+{
+	struct py_run run;
+	int pids[4];
+	long collections[4];
+	fork_workers_start(&run, NULL, pids);
+	fork_workers_storm(&run, 8);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(threads_of(pids[i]), 1, "worker %d has a thread of the library's",
+		             pids[i]);
+		cr_assert_not(has_file(pids[i], "fifo"), "worker %d has a FIFO", pids[i]);
+		cr_assert_not(has_file(pids[i], "status"), "worker %d has a status file", pids[i]);
+	}
+	fork_workers_stop(&run, pids, collections);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(collections[i], 0, "worker %d collected %ld times", pids[i],
+		             collections[i]);
+		cr_assert_not(has_file(pids[i], "jsonl"), "worker %d left a stats file", pids[i]);
+	}
+	py_finish(&run);
+}
+
+/* Workers that live past ROUNDTRIM_CHILD_START start the library; the rounds they find take the
+ * allocator's action alone and never collect; `roundtrim status` shows them under their parent,
+ * and `roundtrim round` for the parent's tree reaches the parent alone. A round announced to one
+ * of them through its FIFO is counted and runs its Python steps there. */
+Test(python, started_fork_workers_collect_only_when_announced)
+{
+	struct py_run run;
+	int pids[4];
+	long collections[4];
+	char line[1024], out[16384], err[4096], expect[64];
+	const char *child_start[] = {"ROUNDTRIM_CHILD_START=1s", NULL};
+	fork_workers_start(&run, child_start, pids);
+	for (int i = 0; i < 4; i++) {
+		char status[PATH_MAX];
+		snprintf(status, sizeof(status), "%s/%d.status", th_tmpdir(), pids[i]);
+		cr_assert(th_wait_path(status, false, TH_TIMEOUT_MS), "worker %d never started",
+		          pids[i]);
+	}
+	fork_workers_storm(&run, 8);
+	const char *argv[] = {RT_BUILD_DIR "/roundtrim", "status", "--under",
+	                      th_pid_text(run.proc.pid), NULL};
+	cr_assert_eq(th_run(argv, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	/* The header, the parent, then its workers under it. */
+	const char *row = strchr(out, '\n');
+	cr_assert_not_null(row);
+	snprintf(expect, sizeof(expect), "\n%d ", run.proc.pid);
+	cr_assert_eq(strncmp(row, expect, strlen(expect)), 0, "%s", out);
+	for (int i = 0; i < 4; i++) {
+		snprintf(expect, sizeof(expect), "\n \\_ %d ", pids[i]);
+		th_expect_in(out, expect);
+	}
+	cr_assert_eq(th_count_in(out, "\n"), 6, "%s", out);
+	/* A round for the parent's tree goes to the parent alone. */
+	const char *round[] = {RT_BUILD_DIR "/roundtrim", "round", "--wait", "--under",
+	                       th_pid_text(run.proc.pid), NULL};
+	cr_assert_eq(th_run(round, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	snprintf(expect, sizeof(expect), "%d python3: round ", run.proc.pid);
+	cr_assert_eq(strncmp(out, expect, strlen(expect)), 0, "%s", out);
+	cr_assert_eq(th_count_in(out, "\n"), 1, "%s", out);
+	char fifo[PATH_MAX], stats[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/%d.fifo", th_tmpdir(), pids[0]);
+	snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), pids[0]);
+	cr_assert(th_fifo_write(fifo, "round\n", 6), "FIFO %s not served", fifo);
+	cr_assert(th_wait_line(stats, "\"trigger\":\"fifo\"", line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert(
+	    th_wait_line(stats, "\"python\":\"collected\"", line, sizeof(line), TH_TIMEOUT_MS),
+	    "the announced round's steps did not collect");
+	fork_workers_stop(&run, pids, collections);
+	cr_assert_eq(collections[0], 1, "the announced worker: %ld collections", collections[0]);
+	for (int i = 1; i < 4; i++)
+		cr_assert_eq(collections[i], 0, "worker %d collected %ld times", pids[i],
+		             collections[i]);
+	py_finish(&run);
+}
+
+/* A started worker's own trigger (ROUNDTRIM_INTERVAL) takes the allocator's action alone: its
+ * records note fork-child and report no Python steps, and the worker never collects. */
+Test(python, started_fork_workers_own_triggers_never_collect)
+{
+	struct py_run run;
+	int pids[4];
+	long collections[4];
+	char line[1024], stats[PATH_MAX];
+	const char *extra[] = {"ROUNDTRIM_CHILD_START=1s", "ROUNDTRIM_INTERVAL=300ms", NULL};
+	fork_workers_start(&run, extra, pids);
+	for (int i = 0; i < 4; i++) {
+		snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), pids[i]);
+		cr_assert(th_wait_line(stats, "\"trigger\":\"interval\"", line, sizeof(line),
+		                       TH_TIMEOUT_MS),
+		          "worker %d: no interval record", pids[i]);
+		th_expect_in(line, "fork-child");
+		cr_assert_null(strstr(line, "\"python\":"), "%s", line);
+	}
+	fork_workers_stop(&run, pids, collections);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(collections[i], 0, "worker %d collected %ld times", pids[i],
+		             collections[i]);
+	py_finish(&run);
 }

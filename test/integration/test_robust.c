@@ -98,10 +98,12 @@ Test(robust, fork_child_that_waits_gets_no_worker_and_no_file)
 	cr_assert_eq(th_entries_in(dir), 0);
 }
 
+/* One that lives past ROUNDTRIM_CHILD_START, still allocating, starts a library of its own. */
 Test(robust, fork_child_that_keeps_working_gets_its_own_fifo_and_counts)
 {
 	const char *dir = th_tmpdir();
-	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0", NULL};
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_GC_ROUNDS=0",
+	                     "ROUNDTRIM_CHILD_START=1s", NULL};
 	const char *argv[] = {th_workload("probe"), "forkchild", "busy", NULL};
 	struct th_proc p;
 	th_spawn(&p, argv, env);
@@ -120,6 +122,50 @@ Test(robust, fork_child_that_keeps_working_gets_its_own_fifo_and_counts)
 	th_close_stdin(&p);
 	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
 	cr_assert(th_wait_path(path, true, TH_TIMEOUT_MS), "child's FIFO left behind");
+}
+
+/* A started fork child that lives long (a pre-fork server's worker, a pool worker) or a daemon
+ * (setsid and a double fork) makes 100 MiB of blocks under a small one that it keeps, frees them
+ * and rests, round after round: with the library's defaults it finds those rounds itself and
+ * returns the freed heap. The fork child's status names its parent (fork_of); the daemon, whose
+ * parent is gone and who left the session, is a process of its own. */
+static void
+fork_rounds_return_the_heap(bool daemon)
+{
+	const char *dir = th_tmpdir();
+	const char *env[] = {env_preload(), env_fifo_in(dir), "ROUNDTRIM_CHILD_START=1s", NULL};
+	const char *argv[] = {th_workload("probe"), "forkrounds", daemon ? "daemon" : "worker",
+	                      NULL};
+	struct th_proc p;
+	th_spawn(&p, argv, env);
+	char line[4096], status[PATH_MAX], fork_of[64];
+	cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS));
+	long child = strtol(line + strlen("child "), NULL, 10);
+	cr_assert_gt(child, 0, "%s", line);
+	long rss = -1, lowest = LONG_MAX;
+	/* Each round holds about 100 MiB at its end; one returned leaves a few. */
+	for (int r = 0; r < 20 && lowest > 32 * 1024; r++) {
+		cr_assert(th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS), "round %d", r);
+		rss = strtol(line + strlen("rss "), NULL, 10);
+		lowest = rss < lowest ? rss : lowest;
+	}
+	cr_assert_leq(lowest, 32 * 1024, "the child kept its freed heap: %ld KiB resident", lowest);
+	snprintf(status, sizeof(status), "%s/%ld.status", dir, child);
+	snprintf(fork_of, sizeof(fork_of), "\"fork_of\":%d,", daemon ? 0 : p.pid);
+	cr_assert(th_wait_line(status, fork_of, line, sizeof(line), TH_TIMEOUT_MS), "want %s in %s",
+	          fork_of, line);
+	th_close_stdin(&p);
+	cr_assert(th_wait(&p, TH_TIMEOUT_MS));
+}
+
+Test(robust, started_fork_worker_finds_its_rounds_and_returns_the_heap)
+{
+	fork_rounds_return_the_heap(false);
+}
+
+Test(robust, double_forked_daemon_is_a_process_of_its_own)
+{
+	fork_rounds_return_the_heap(true);
 }
 
 /* Threads and caught signals of a probe: the library adds one thread and one handler. */

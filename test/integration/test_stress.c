@@ -486,7 +486,8 @@ Test(stress, fork_exec)
 	char n[32], detail[512];
 	long forks = stress_size(10000, 100);
 	snprintf(n, sizeof(n), "%ld", forks);
-	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1",
+	/* The fork children that stay start their library a second after the fork. */
+	const char *env[] = {"ROUNDTRIM_GC_ROUNDS=1", "ROUNDTRIM_CHILD_START=1s",
 	                     th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p.jsonl"), NULL};
 	storm_run(NULL, (const char *[]){"forkexec", n, fifo_dir(), NULL}, env, 0, detail,
 	          sizeof(detail));

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rt_child.h"
 #include "rt_config.h"
 #include "rt_triggers.h"
 
@@ -150,6 +151,32 @@ Test(config, every_variable_valid)
 }
 
 /* From the environment to the triggers' units, the settings' only conversion. */
+/* ROUNDTRIM_CHILD_START in nanoseconds: a minute unless set, 0 at once, never for never; a bad
+ * value is said in the setting's own unit. */
+Test(config, child_start_in_nanoseconds)
+{
+	read_env(ENV({"ROUNDTRIM_GC_ROUNDS", "1"}));
+	cr_assert_eq(cfg.child_start_ns, UINT64_C(60) * 1000 * 1000 * 1000);
+	read_env(ENV({"ROUNDTRIM_CHILD_START", "1500ms"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.child_start_ns, UINT64_C(1500) * 1000 * 1000);
+	read_env(ENV({"ROUNDTRIM_CHILD_START", "never"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.child_start_ns, RT_CHILD_START_NEVER);
+	read_env(ENV({"ROUNDTRIM_CHILD_START", "0s"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.child_start_ns, 0);
+	read_env(ENV({"ROUNDTRIM_CHILD_START", "0"}));
+	expect_no_diag();
+	cr_assert_eq(cfg.child_start_ns, 0);
+	read_env(ENV({"ROUNDTRIM_CHILD_START", "5"}));
+	expect_diag("roundtrim: ROUNDTRIM_CHILD_START=\"5\" is not a valid value; using 1m");
+	cr_assert_eq(cfg.child_start_ns, UINT64_C(60) * 1000 * 1000 * 1000);
+	/* Elsewhere 0 stays the off word's, said with the word. */
+	read_env(ENV({"ROUNDTRIM_INTERVAL", "0s"}));
+	expect_diag("roundtrim: ROUNDTRIM_INTERVAL=\"0s\" is not a valid value; using off");
+}
+
 Test(config, trigger_settings_reach_the_triggers_in_their_units)
 {
 	read_env(ENV({"ROUNDTRIM_INTERVAL", "90s"}, {"ROUNDTRIM_PRESSURE", "85%"},

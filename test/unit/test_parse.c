@@ -330,3 +330,25 @@ Test(parse_seconds, whole_and_decimal)
 	expect_seconds("-1", RT_PARSE_NEGATIVE, 0);
 	expect_seconds("", RT_PARSE_EMPTY, 0);
 }
+
+/* Durations read and written from one table of units: the text reads back as its value. */
+Test(parse_duration, written_in_the_largest_whole_unit_and_read_back)
+{
+	const struct {
+		uint64_t ms;
+		const char *text;
+	} cases[] = {{0, "0s"},        {1, "1ms"},    {999, "999ms"}, {1000, "1s"},
+	             {1500, "1500ms"}, {60000, "1m"}, {90000, "90s"}, {7200000, "2h"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[32];
+		uint64_t back = 1;
+		rt_parse_duration_text(cases[i].ms, text, sizeof(text));
+		cr_assert_str_eq(text, cases[i].text);
+		cr_assert_eq(rt_parse_duration_ms(text, UINT64_MAX, &back), RT_PARSE_OK);
+		cr_assert_eq(back, cases[i].ms);
+	}
+	uint64_t v = 1;
+	cr_assert_eq(rt_parse_duration_ms("0", 1000, &v), RT_PARSE_OK, "0 needs no unit");
+	cr_assert_eq(v, 0);
+	cr_assert_eq(rt_parse_duration_ms("5", 1000, &v), RT_PARSE_GARBAGE, "5 of what?");
+}

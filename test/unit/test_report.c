@@ -49,7 +49,8 @@ status(void)
 	                                 .stats = "",
 	                                 .unknown_lines = 5,
 	                                 .oversized_lines = 6,
-	                                 .lost_records = 7};
+	                                 .lost_records = 7,
+	                                 .fork_of = 70};
 }
 
 static void
@@ -194,7 +195,7 @@ Test(report, status_json)
 	                 "\"live_kib\":1024,\"released_total_kib\":8192,\"action_limits\":\"\","
 	                 "\"fifo\":\"/tmp/rt/77.fifo\",\"signal\":42,\"stats\":\"\","
 	                 "\"unknown_lines\":5,\"oversized_lines\":6,\"lost_records\":7,"
-	                 "\"seq_end\":12}\n");
+	                 "\"fork_of\":70,\"seq_end\":12}\n");
 }
 
 Test(report, status_json_escapes_strings)

@@ -155,7 +155,8 @@ status(void)
 	                                 .stats = "",
 	                                 .unknown_lines = 5,
 	                                 .oversized_lines = 6,
-	                                 .lost_records = 7};
+	                                 .lost_records = 7,
+	                                 .fork_of = 70};
 }
 
 Test(report_read, status_round_trip)
@@ -186,6 +187,7 @@ Test(report_read, status_round_trip)
 	cr_assert_eq(got.st.unknown_lines, st.unknown_lines);
 	cr_assert_eq(got.st.oversized_lines, st.oversized_lines);
 	cr_assert_eq(got.st.lost_records, st.lost_records);
+	cr_assert_eq(got.st.fork_of, st.fork_of);
 	cr_assert_str_eq(got.st.program, st.program);
 	cr_assert_str_eq(got.st.allocator, st.allocator);
 	cr_assert_str_eq(got.st.descriptors, st.descriptors);
@@ -229,6 +231,25 @@ Test(report_read, status_lost_records_since_it_came)
 	cr_assert_eq(got.st.lost_records, 0);
 	snprintf(cut, sizeof(cut), "%.*s,\"lost_records\":\"7\"%s", (int)(field - buf), buf,
 	         field + 17);
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_BAD, "%s", cut);
+}
+
+/* fork_of came later: a status without it is a process of its own; a wrong one is refused. */
+Test(report_read, status_fork_of_since_it_came)
+{
+	struct rt_status_record st = status();
+	char buf[RT_REPORT_LINE_MAX * 2], cut[RT_REPORT_LINE_MAX * 2];
+	rt_report_status_json(buf, sizeof(buf), &st);
+	const char *field = strstr(buf, ",\"fork_of\":70");
+	cr_assert_not_null(field);
+	snprintf(cut, sizeof(cut), "%.*s%s", (int)(field - buf), buf, field + 13);
+	struct rt_status_read got;
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_OK, "%s", cut);
+	cr_assert_eq(got.st.fork_of, 0);
+	snprintf(cut, sizeof(cut), "%.*s,\"fork_of\":-3%s", (int)(field - buf), buf, field + 13);
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_BAD, "%s", cut);
+	snprintf(cut, sizeof(cut), "%.*s,\"fork_of\":4294967296%s", (int)(field - buf), buf,
+	         field + 13);
 	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_BAD, "%s", cut);
 }
 

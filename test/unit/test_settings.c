@@ -80,6 +80,22 @@ Test(settings, parse_by_kind)
 	cr_assert_str_eq(text, "server");
 	rt_setting_value_text(gc, 12, text, sizeof(text));
 	cr_assert_str_eq(text, "12");
+	/* A duration as the setting accepts it, in its largest whole unit. */
+	const struct rt_setting *child = &rt_settings[RT_SETTING_CHILD_START];
+	rt_setting_value_text(child, 60000, text, sizeof(text));
+	cr_assert_str_eq(text, "1m");
+	rt_setting_value_text(child, 1500, text, sizeof(text));
+	cr_assert_str_eq(text, "1500ms");
+	rt_setting_value_text(child, UINT64_MAX, text, sizeof(text));
+	cr_assert_str_eq(text, "never");
+	rt_setting_value_text(child, 0, text, sizeof(text));
+	cr_assert_str_eq(text, "0s");
+	cr_assert_eq(rt_setting_parse(child, "never", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert_eq(rt_setting_parse(child, "0", &platform, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 0);
+	rt_setting_value_text(interval, 7200000, text, sizeof(text));
+	cr_assert_str_eq(text, "2h");
 }
 
 /* A number in the largest of units (a NULL-ended list, each unit factor times the one before)

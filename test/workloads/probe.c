@@ -18,6 +18,11 @@
  *                   exits; a thread churns the heap meanwhile. Prints "forks=N"
  *   forkchild [busy]  fork; the child prints "child PID" and both wait for EOF on stdin; a busy
  *                   child allocates and frees a MiB every 10 ms meanwhile, as a worker does
+ *   forkrounds [daemon]  fork; the child (with daemon: a grandchild, after setsid, whose parent
+ *                   exits) prints "child PID" and, until EOF on stdin or 30 rounds, makes 100 MiB
+ *                   of 1 KiB blocks, keeps one small block above them, frees them, rests 1.5 s
+ *                   and prints "rss KIB": rounds of a long-lived worker (a gunicorn worker, a
+ *                   pool worker, a daemon) whose freed heap only a release returns
  *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym
  *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info
  *   execfail        execv a program that does not exist, then act as idle
@@ -690,6 +695,74 @@ mode_timerxid(void)
 	return 0;
 }
 
+/* The resident KiB of this process. */
+static long
+probe_rss_kib(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Whether stdin stays open for ms: false at EOF. */
+static bool
+rest_until_eof(int ms)
+{
+	char buf[256];
+	struct pollfd pfd = {.fd = 0, .events = POLLIN};
+	return !(poll(&pfd, 1, ms) > 0 && read(0, buf, sizeof(buf)) <= 0);
+}
+
+static void
+worker_rounds(void)
+{
+	enum { BLOCKS = 100 * 1024 };
+	static void *blocks[BLOCKS];
+	printf("child %d\n", getpid());
+	fflush(stdout);
+	for (int r = 0; r < 30; r++) {
+		for (int i = 0; i < BLOCKS; i++) {
+			blocks[i] = malloc(1024);
+			memset(blocks[i], 1, 1024);
+		}
+		void *volatile pin = malloc(100);
+		(void)pin;
+		for (int i = 0; i < BLOCKS; i++)
+			free(blocks[i]);
+		if (!rest_until_eof(1500))
+			return;
+		printf("rss %ld\n", probe_rss_kib());
+		fflush(stdout);
+	}
+}
+
+static int
+mode_forkrounds(int daemon)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (daemon) {
+			setsid();
+			if (fork() != 0)
+				_exit(0);
+		}
+		worker_rounds();
+		_exit(0);
+	}
+	if (daemon)
+		waitpid(pid, NULL, 0);
+	wait_eof();
+	if (!daemon)
+		waitpid(pid, NULL, 0);
+	return 0;
+}
+
 static int
 mode_emfile(void)
 {
@@ -1089,6 +1162,8 @@ main(int argc, char **argv)
 		return mode_internal(argv[2]);
 	if (!strcmp(mode, "forkloop") && argc > 2)
 		return mode_forkloop(atoi(argv[2]));
+	if (!strcmp(mode, "forkrounds"))
+		return mode_forkrounds(argc > 2 && !strcmp(argv[2], "daemon"));
 	if (!strcmp(mode, "forkchild"))
 		return mode_forkchild(argc > 2 && !strcmp(argv[2], "busy"));
 	if (!strcmp(mode, "api"))
