@@ -82,6 +82,7 @@ CMD := $(BUILD)/roundtrim
 BAKED_COMMAND := $(BUILD)/test/baked/roundtrim
 # The seccomp launcher of the descriptor tests (below).
 NOSHARE := $(BUILD)/test/tools/noshare
+KILLCALL := $(BUILD)/test/tools/killcall
 
 .PHONY: all test check lint bench demo install uninstall deb check-deb clean format deps stress FORCE
 all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
@@ -174,6 +175,13 @@ $(NOSHARE): test/tools/noshare.c Makefile
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -static -o $@ $< -lseccomp
 
+# The kill-filter launcher (test/tools/killcall.c): a seccomp filter that kills on the named
+# calls, as systemd's SystemCallFilter= does. Static and plain, as noshare.
+all: $(KILLCALL)
+$(KILLCALL): test/tools/killcall.c Makefile
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -static -o $@ $< -lseccomp
+
 # Round detection: the recorder (a test-only preload that writes traces), the offline
 # evaluation of policy/rt_detect against a trace and its true boundaries, and their bench.
 RECORDER := $(BUILD)/test/tools/librecorder.so
@@ -198,7 +206,7 @@ bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 test: check
 KEEPER_SUITES := @(@(invisible|stress|robust|privileges|limits)/*|python/@(forks|multiprocessing)*|pymod/fork*)
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BENCHES) $(BAKED_COMMAND) \
+check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(KILLCALL) $(BENCHES) $(BAKED_COMMAND) \
 		lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
@@ -565,7 +573,7 @@ TEST_CFLAGS += -DTH_PRELOAD_AFTER='"$(SAN_PRELOAD)"'
 $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS): Makefile
 endif
 
-sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BAKED_COMMAND) \
+sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(KILLCALL) $(BAKED_COMMAND) \
 		$(SAN_HELPERS) \
 		$(BUILD)/test/bench/chunks
 	@test -n "$(SANITIZE)" || { echo "use make check-asan, check-ubsan or check-tsan" >&2; exit 2; }

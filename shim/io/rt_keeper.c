@@ -572,9 +572,7 @@ rt_keeper_start(const int *keep, size_t n, char *why, size_t size)
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
 	/* clone(2), not clone3, which Docker's profile answers with ENOSYS; no CLONE_FILES. The
 	 * kernel sets rt_k.tid before the keeper runs, and clears it when the keeper has ended. */
-	int flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
-	            CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
-	int rc = clone(rt_keeper_main, map + page + RT_KEEPER_STACK, flags, NULL,
+	int rc = clone(rt_keeper_main, map + page + RT_KEEPER_STACK, RT_KEEPER_CLONE_FLAGS, NULL,
 	               (pid_t *)&rt_k.tid, NULL, (pid_t *)&rt_k.tid);
 	int saved_errno = errno;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));

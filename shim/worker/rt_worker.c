@@ -19,6 +19,7 @@
 #include "rt_ledger.h"
 #include "rt_out.h"
 #include "rt_outputs.h"
+#include "rt_probe.h"
 #include "rt_procfs.h"
 #include "rt_procread.h"
 #include "rt_proto.h"
@@ -484,8 +485,11 @@ rt_worker_take_table(struct rt_worker *w)
 		/* The system call itself: unshare is also the program's, wrapped (rt_creds). */
 		if (syscall(SYS_unshare, CLONE_FILES) == 0) {
 			/* Its lines go to the program's stderr of the moment, through a pidfd; a
-			 * kernel without pidfds (before 5.6) leaves it the stderr of start-up. */
-			int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+			 * kernel without pidfds (before 5.6), or a seccomp filter that kills on
+			 * them (rt_probe), leaves it the stderr of start-up. */
+			int pidfd = rt_probe_kills(SYS_pidfd_open) || rt_probe_kills(SYS_pidfd_getfd)
+			                ? -1
+			                : (int)syscall(SYS_pidfd_open, getpid(), 0);
 			if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, -1, 0) < 0 &&
 			    errno == EBADF) {
 				keep[n++] = pidfd;
