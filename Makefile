@@ -236,7 +236,7 @@ lint: $(BUILD)/shim/io/rt_keeper.o
 		test/fixtures/*.sh test/fuzz/*.sh test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
-bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
+bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES) $(NOSHARE)
 	scripts/bench.sh
 
 demo: $(LIB) $(CMD) $(WORKLOADS)

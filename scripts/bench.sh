@@ -18,6 +18,8 @@
 #  10 instructions  what the library adds, counted by callgrind: per malloc-family call on glibc
 #               and jemalloc, and to the start of a program, matched or not
 #               (bench-instructions.sh, which scripts/instructions.sh measures for)
+#  11 creds     what a seteuid call costs without the library, with it, and under the keeper
+#               (bench-creds.sh; needs root)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
@@ -96,14 +98,14 @@ summary() {
 }
 
 # The figures, in the order of the page; each piece writes its own.
-FIGURES=(1 2 3 4 5 6 7 8 9 10)
+FIGURES=(1 2 3 4 5 6 7 8 9 10 11)
 
 main() {
 	local piece n start load_before load_after
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md "$RAW"/fig[0-9][0-9].md
-	for piece in overhead latency startup stall memory arena auto sites between instructions; do
+	for piece in overhead latency startup stall memory arena auto sites between instructions creds; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
 	for n in "${FIGURES[@]}"; do
