@@ -575,7 +575,7 @@ endif
 
 sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(KILLCALL) $(BAKED_COMMAND) \
 		$(SAN_HELPERS) \
-		$(BUILD)/test/bench/chunks
+		$(BUILD)/test/bench/chunks $(BUILD)/test/bench/creds_toggle
 	@test -n "$(SANITIZE)" || { echo "use make check-asan, check-ubsan or check-tsan" >&2; exit 2; }
 	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
 	$(SAN_UNIT_RUN) || status=$$?; \
