@@ -509,9 +509,9 @@ Test(robust, prometheus_file_parses_and_goes_at_exit)
 /* Every system call of roundtrim(7), SYSTEM CALLS that /bin/echo does not make, by
  * test/tools/killcall's names, and the line the library says where it does without the call
  * ("" for none; NULL: it stands down). */
-#define ROBUST_NO_RELEASE                                                                          \
-	"roundtrim: glibc arena release off: a seccomp filter kills the process on "               \
-	"process_vm_readv; malloc_trim returns what it can\n"
+static const char robust_no_release[] =
+    "roundtrim: glibc arena release off: a seccomp filter kills the process on "
+    "process_vm_readv; malloc_trim returns what it can\n";
 static const struct {
 	const char *call;
 	const char *without;
@@ -544,7 +544,7 @@ static const struct {
     {"clock_nanosleep", NULL},
     {"madvise", NULL},
     {"kill", NULL},
-    {"process_vm_readv", ROBUST_NO_RELEASE},
+    {"process_vm_readv", robust_no_release},
     {"rt_sigaction", NULL},
     {"rt_sigprocmask", NULL},
     {"getpid", NULL},
@@ -564,25 +564,45 @@ static const struct {
     {"exit", NULL},
 };
 
+/* make check-asan and check-tsan preload the sanitizer's runtime behind the library (harness.c). */
+#ifndef TH_PRELOAD_AFTER
+#define TH_PRELOAD_AFTER ""
+#endif
+
 /* A seccomp filter that kills on a call the library would make and the program does not (systemd's
  * SystemCallFilter= without SystemCallErrorNumber=): the program runs as without the library, and
- * the library says in one line which call made it stand down, or does without that call. */
+ * the library says in one line which call made it stand down, or does without that call. Under a
+ * sanitizer the program carries the sanitizer's runtime on both sides: a call that runtime makes
+ * itself (mkdir for its log_path) kills it alike, and is left out, said in the test's log. */
 Test(robust, a_filter_that_kills_on_a_call_of_the_library_s)
 {
 	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
+	bool sanitized = strlen(TH_PRELOAD_AFTER) > 0;
+	const char *env0[] = {sanitized ? "LD_PRELOAD=" TH_PRELOAD_AFTER : NULL, NULL};
 	for (size_t i = 0; i < sizeof(robust_kill_calls) / sizeof(robust_kill_calls[0]); i++) {
 		const char *call = robust_kill_calls[i].call;
 		const char *argv[] = {RT_BUILD_DIR "/test/tools/killcall", call, "/bin/echo", "hi",
 		                      NULL};
 		char out0[256], err0[1024], out1[256], err1[1024], line[256];
-		int status0 = th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0));
+		int status0 = th_run(argv, env0, out0, sizeof(out0), err0, sizeof(err0));
+		if (status0 != 0 && sanitized) {
+			cr_log_info("%s: not tested here: the sanitizer's runtime makes it itself",
+			            call);
+			continue;
+		}
 		int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
 		cr_assert_eq(status0, 0, "%s: echo alone: %d %s", call, status0, err0);
 		cr_assert_str_eq(out0, "hi\n", "%s", call);
 		cr_assert_eq(status1, 0, "%s: echo with the library: %d %s", call, status1, err1);
 		cr_assert_str_eq(out1, "hi\n", "%s", call);
 		if (robust_kill_calls[i].without) {
-			cr_assert_str_eq(err1, robust_kill_calls[i].without, "%s", call);
+			/* Under ASan or TSan malloc is the runtime's: no glibc release to turn off.
+			 */
+			const char *said =
+			    sanitized && robust_kill_calls[i].without == robust_no_release
+			        ? ""
+			        : robust_kill_calls[i].without;
+			cr_assert_str_eq(err1, said, "%s", call);
 			continue;
 		}
 		snprintf(line, sizeof(line),
