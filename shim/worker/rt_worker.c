@@ -416,7 +416,7 @@ rt_worker_wait(const struct rt_worker *w, unsigned seen)
 	} else {
 		/* The FIFO is the keeper's: it waits on it, and moves the word when it is readable
 		 * or the tick has passed. A wake-up of this thread meanwhile (the signal, the API)
-		 * is taken at once; the keeper's next call comes after its wait. */
+		 * is taken at once; its next call to the keeper cuts that wait short (rt_keeper). */
 		if (fd >= 0)
 			rt_keeper_wait_readable(fd, &tick, &rt_worker_life.wake_word);
 		/* A signal that arrives between the unblock and the wait runs its handler, which
