@@ -569,6 +569,10 @@ CMD_CFLAGS += $(SAN_CFLAGS)
 TEST_CFLAGS += $(SAN_RUNNER_CFLAGS)
 $(WORKLOADS): private BASE_CFLAGS += $(SAN_CFLAGS) $(SAN_LDFLAGS)
 TEST_CFLAGS += -DTH_PRELOAD_AFTER='"$(SAN_PRELOAD)"'
+# The sanitizer's runtime alone, for a test whose baseline program must carry it as the library's
+# child does (robust/a_filter_that_kills_*): UBSan's is linked into the library, not preloaded.
+SAN_RUNTIME := $(if $(filter undefined,$(SANITIZE)),$(CLANG_RTDIR)/libclang_rt.ubsan_standalone-x86_64.so,$(SAN_PRELOAD))
+TEST_CFLAGS += -DTH_SANITIZER_RUNTIME='"$(SAN_RUNTIME)"'
 # The flags above live here: a change must rebuild what they went into.
 $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS): Makefile
 endif

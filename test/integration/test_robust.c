@@ -564,7 +564,11 @@ static const struct {
     {"exit", NULL},
 };
 
-/* make check-asan and check-tsan preload the sanitizer's runtime behind the library (harness.c). */
+/* Under make check-asan, check-ubsan and check-tsan: the sanitizer's runtime (the Makefile); the
+ * runtime preloaded behind the library (ASan's, TSan's: harness.c). */
+#ifndef TH_SANITIZER_RUNTIME
+#define TH_SANITIZER_RUNTIME ""
+#endif
 #ifndef TH_PRELOAD_AFTER
 #define TH_PRELOAD_AFTER ""
 #endif
@@ -577,8 +581,9 @@ static const struct {
 Test(robust, a_filter_that_kills_on_a_call_of_the_library_s)
 {
 	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
-	bool sanitized = strlen(TH_PRELOAD_AFTER) > 0;
-	const char *env0[] = {sanitized ? "LD_PRELOAD=" TH_PRELOAD_AFTER : NULL, NULL};
+	bool sanitized = strlen(TH_SANITIZER_RUNTIME) > 0;
+	bool runtime_malloc = strlen(TH_PRELOAD_AFTER) > 0;
+	const char *env0[] = {sanitized ? "LD_PRELOAD=" TH_SANITIZER_RUNTIME : NULL, NULL};
 	for (size_t i = 0; i < sizeof(robust_kill_calls) / sizeof(robust_kill_calls[0]); i++) {
 		const char *call = robust_kill_calls[i].call;
 		const char *argv[] = {RT_BUILD_DIR "/test/tools/killcall", call, "/bin/echo", "hi",
@@ -599,7 +604,7 @@ Test(robust, a_filter_that_kills_on_a_call_of_the_library_s)
 			/* Under ASan or TSan malloc is the runtime's: no glibc release to turn off.
 			 */
 			const char *said =
-			    sanitized && robust_kill_calls[i].without == robust_no_release
+			    runtime_malloc && robust_kill_calls[i].without == robust_no_release
 			        ? ""
 			        : robust_kill_calls[i].without;
 			cr_assert_str_eq(err1, said, "%s", call);
