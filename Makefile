@@ -82,6 +82,7 @@ CMD := $(BUILD)/roundtrim
 BAKED_COMMAND := $(BUILD)/test/baked/roundtrim
 # The seccomp launcher of the descriptor tests (below).
 NOSHARE := $(BUILD)/test/tools/noshare
+KILLCALL := $(BUILD)/test/tools/killcall
 
 .PHONY: all test check lint bench demo install uninstall deb check-deb clean format deps stress FORCE
 all: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
@@ -180,6 +181,13 @@ $(NOSHARE): test/tools/noshare.c Makefile
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -static -o $@ $< -lseccomp
 
+# The kill-filter launcher (test/tools/killcall.c): a seccomp filter that kills on the named
+# calls, as systemd's SystemCallFilter= does. Static and plain, as noshare.
+all: $(KILLCALL)
+$(KILLCALL): test/tools/killcall.c Makefile
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -static -o $@ $< -lseccomp
+
 # Round detection: the recorder (a test-only preload that writes traces), the offline
 # evaluation of policy/rt_detect against a trace and its true boundaries, and their bench.
 RECORDER := $(BUILD)/test/tools/librecorder.so
@@ -204,7 +212,7 @@ bench-detect: $(RECORDER) $(DETECT_EVAL) $(WORKLOADS)
 test: check
 KEEPER_SUITES := @(@(invisible|stress|robust|privileges|limits)/*|python/@(forks|multiprocessing|fork_workers|started_fork)*|pymod/fork*)
 # Unit tests first: they are fast and say precisely which rule broke.
-check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BENCHES) $(BAKED_COMMAND) \
+check: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(KILLCALL) $(BENCHES) $(BAKED_COMMAND) \
 		lint fuzz-check
 	$(UNIT)
 	$(INTEGRATION) --filter '!(bench/*)'
@@ -234,7 +242,7 @@ lint: $(BUILD)/shim/io/rt_keeper.o
 		test/fixtures/*.sh test/fuzz/*.sh test/tools/*.sh test/sanitize/llvm-symbolizer .ci/run
 	mandoc -T lint -W warning man/roundtrim.7 man/roundtrim.1
 
-bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES)
+bench: $(LIB) $(CMD) $(WORKLOADS) $(BENCHES) $(NOSHARE)
 	scripts/bench.sh
 
 demo: $(LIB) $(CMD) $(WORKLOADS)
@@ -569,13 +577,17 @@ CMD_CFLAGS += $(SAN_CFLAGS)
 TEST_CFLAGS += $(SAN_RUNNER_CFLAGS)
 $(WORKLOADS): private BASE_CFLAGS += $(SAN_CFLAGS) $(SAN_LDFLAGS)
 TEST_CFLAGS += -DTH_PRELOAD_AFTER='"$(SAN_PRELOAD)"'
+# The sanitizer's runtime alone, for a test whose baseline program must carry it as the library's
+# child does (robust/a_filter_that_kills_*): UBSan's is linked into the library, not preloaded.
+SAN_RUNTIME := $(if $(filter undefined,$(SANITIZE)),$(CLANG_RTDIR)/libclang_rt.ubsan_standalone-x86_64.so,$(SAN_PRELOAD))
+TEST_CFLAGS += -DTH_SANITIZER_RUNTIME='"$(SAN_RUNTIME)"'
 # The flags above live here: a change must rebuild what they went into.
 $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(SAN_HELPERS): Makefile
 endif
 
-sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(BAKED_COMMAND) \
+sanitize-run: $(LIB) $(CMD) $(UNIT) $(INTEGRATION) $(WORKLOADS) $(NOSHARE) $(KILLCALL) $(BAKED_COMMAND) \
 		$(SAN_HELPERS) \
-		$(BUILD)/test/bench/chunks
+		$(BUILD)/test/bench/chunks $(BUILD)/test/bench/creds_toggle
 	@test -n "$(SANITIZE)" || { echo "use make check-asan, check-ubsan or check-tsan" >&2; exit 2; }
 	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
 	$(SAN_UNIT_RUN) || status=$$?; \

@@ -16,17 +16,35 @@ rt_procfs_statm_rss_kib(const char *text, uint64_t page_size, uint64_t *rss_kib)
 	return true;
 }
 
-bool
-rt_procfs_kib_field(const char *text, const char *key, uint64_t *kib)
+/* The text after "Key:" at a line's start, or NULL. */
+static const char *
+rt_procfs_field(const char *text, const char *key)
 {
 	size_t klen = strlen(key);
 	for (const char *line = text; line && *line;) {
 		if (!strncmp(line, key, klen) && line[klen] == ':')
-			return sscanf(line + klen + 1, " %" SCNu64 " kB", kib) == 1;
+			return line + klen + 1;
 		line = strchr(line, '\n');
 		line = line ? line + 1 : NULL;
 	}
-	return false;
+	return NULL;
+}
+
+bool
+rt_procfs_kib_field(const char *text, const char *key, uint64_t *kib)
+{
+	const char *value = rt_procfs_field(text, key);
+	return value && sscanf(value, " %" SCNu64 " kB", kib) == 1;
+}
+
+enum rt_procfs_seccomp
+rt_procfs_seccomp(const char *status)
+{
+	const char *value = rt_procfs_field(status, "Seccomp");
+	int mode;
+	if (!value || sscanf(value, " %d", &mode) != 1)
+		return RT_PROCFS_SECCOMP_UNKNOWN;
+	return mode == 0 ? RT_PROCFS_SECCOMP_NONE : RT_PROCFS_SECCOMP_FILTERED;
 }
 
 bool

@@ -19,6 +19,16 @@ size_t rt_procfs_link_len(const char *text, size_t len, bool *deleted);
 /* The N of the line "Key:   N kB" at a line's start in text (smaps_rollup, meminfo, status). */
 bool rt_procfs_kib_field(const char *text, const char *key, uint64_t *kib);
 
+/* /proc/self/status's "Seccomp:" line: whether a seccomp filter (or strict mode) holds the
+ * process, which then may be killed by a system call it makes; UNKNOWN without that line (a
+ * kernel without seccomp, a /proc that hides it). */
+enum rt_procfs_seccomp {
+	RT_PROCFS_SECCOMP_NONE,
+	RT_PROCFS_SECCOMP_FILTERED,
+	RT_PROCFS_SECCOMP_UNKNOWN,
+};
+enum rt_procfs_seccomp rt_procfs_seccomp(const char *status);
+
 /* /proc/self/smaps_rollup, in KiB. anon excludes lazyfree (pages the allocator gave back with
  * MADV_FREE, still counted resident until the kernel reclaims them); file is Rss less
  * Anonymous (file-backed and shared memory). */

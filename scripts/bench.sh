@@ -22,6 +22,8 @@
 #               without the library (bench-fork.sh)
 #  12 heap shapes  the release against the program's own call across size mixes, live
 #               fractions, heap sizes and thread counts, on glibc and jemalloc (bench-heap.sh)
+#  13 creds     what a seteuid call costs without the library, with it, and under the keeper
+#               (bench-creds.sh; needs root)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
@@ -100,14 +102,14 @@ summary() {
 }
 
 # The figures, in the order of the page; each piece writes its own.
-FIGURES=(1 2 3 4 5 6 7 8 9 10 11 12)
+FIGURES=(1 2 3 4 5 6 7 8 9 10 11 12 13)
 
 main() {
 	local piece n start load_before load_after
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md "$RAW"/fig[0-9][0-9].md
-	for piece in overhead latency startup stall memory arena auto sites between instructions fork heap; do
+	for piece in overhead latency startup stall memory arena auto sites between instructions fork heap creds; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
 	for n in "${FIGURES[@]}"; do

@@ -12,6 +12,7 @@
 #include "rt_keeper.h"
 #include "rt_malloc.h"
 #include "rt_out.h"
+#include "rt_probe.h"
 #include "rt_python.h"
 #include "rt_real.h"
 #include "rt_report.h"
@@ -176,13 +177,21 @@ rt_main_init(void)
 	struct rt_platform platform = {
 	    .sigrtmin = SIGRTMIN,
 	    .sigrtmax = SIGRTMAX,
-	    .uid = geteuid(),
+	    /* From the kernel's auxiliary vector: no system call before rt_probe's. */
+	    .uid = (uid_t)getauxval(AT_EUID),
 	    .program = rt_main_program,
 	};
 	struct rt_config *cfg = &rt_main_config;
 	rt_config_read(cfg, &platform, rt_main_lookup, NULL, rt_main_diag, NULL);
 	if (cfg->disabled || !cfg->matched)
 		return;
+	/* Before the library makes a call of its own: under a seccomp filter that kills on one,
+	 * the process stays as it was. */
+	char why[256];
+	if (!rt_probe_system_calls(why, sizeof(why))) {
+		rt_warn("inactive: %s", why);
+		return;
+	}
 	/* Before anything is set up: a process without room for the worker stays as it was. */
 	if (!rt_tasks_room_to_start(cfg))
 		return;

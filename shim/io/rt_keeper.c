@@ -18,9 +18,16 @@
  * and cancellation never reach it, and no handler of the program's ever runs on it). The Makefile
  * builds this file without sanitizers or stack protector, and its lint checks that the keeper's
  * section calls nothing and reads no %fs. For the same reason glibc's set*id broadcast does not
- * reach it: after each credential call of the program's, it takes the caller's credentials. */
+ * reach it: after each credential call of the program's, it takes the caller's credentials.
+ *
+ * Its wait on the FIFO (for the worker, which cannot poll a descriptor of the keeper's table)
+ * would hold every other request up to the wait's end, a credential call of the program's among
+ * them. So the keeper also polls a signalfd of its own for SIGURG, which it keeps blocked (never
+ * delivered, no handler runs): a caller that finds a wait in progress sends it SIGURG with
+ * tgkill, the keeper takes that signal from its signalfd and ends the wait at once. */
 #include "rt_keeper.h"
 #include "rt_file_rules.h"
+#include "rt_probe.h"
 #include "rt_proc.h"
 
 #include <errno.h>
@@ -38,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -60,6 +68,11 @@
 #define RT_KEEPER_START_WAIT_S 2
 #define RT_KEEPER_CREDS_WAIT_S 30
 #define RT_KEEPER_STOP_WAIT_S 5
+/* What cuts its wait short: a standard signal (pending ones coalesce) that does nothing where
+ * it is not blocked (default: ignore). Sent again at this period while the wait lasts, in case
+ * the program's sigaction(SIG_IGN) discarded it meanwhile. */
+#define RT_KEEPER_WAKE_SIGNAL SIGURG
+#define RT_KEEPER_WAKE_AGAIN_NS (2 * 1000 * 1000)
 
 enum rt_keeper_state {
 	RT_KEEPER_IDLE,
@@ -99,6 +112,13 @@ static struct {
 	struct pollfd pfd;
 	struct timespec timeout;
 	atomic_uint *wake;
+	/* Its signalfd (RT_KEEPER_WAKE_SIGNAL), -1 without; set before it answers its start.
+	 * may_wake: the starter's word that signalfd4 may be called (rt_probe). */
+	int sfd;
+	bool may_wake;
+	/* Set, with the lock held, by a caller that wants the wait in progress to end now; resume,
+	 * by the keeper, when it did: the rest of that wait is to be posted again. */
+	_Atomic uint32_t cut, resume;
 	/* What a program thread asks it to take; and what it holds, which only it changes: the
 	 * starter's at clone, then what it took (written with the tasks' lock held). */
 	struct rt_keeper_creds creds, have;
@@ -308,6 +328,35 @@ rt_keeper_take(const struct rt_keeper_creds *want)
 	return rt_keeper_has(want) ? 0 : -EPERM;
 }
 
+/* Waits until the FIFO is readable, the wait's time is up, or a caller cuts it short (rt_k.cut,
+ * with RT_KEEPER_WAKE_SIGNAL): true then, the time left in rt_k.timeout, for the caller to post
+ * the rest of the wait again after its own request. A signal on its signalfd that is not a
+ * caller's (one sent to the process, waiting in the shared queue for a program thread) goes
+ * back to the process (kill: its sender and order are lost), and the wait stops looking at the
+ * signalfd. */
+RT_KEEPER_CODE static bool
+rt_keeper_wait(void)
+{
+	struct pollfd pfd[2] = {rt_k.pfd, {.fd = rt_k.sfd, .events = POLLIN}};
+	unsigned long n = rt_k.sfd >= 0 ? 2 : 1;
+	for (;;) {
+		/* The kernel leaves the time still to wait in rt_k.timeout. */
+		long rc = RT_KEEPER_SYS(SYS_ppoll, pfd, n, &rt_k.timeout, 0, 0);
+		if (rc <= 0 || pfd[0].revents || n < 2 || !pfd[1].revents)
+			return false;
+		struct signalfd_siginfo got;
+		if (RT_KEEPER_SYS(SYS_read, rt_k.sfd, &got, sizeof(got), 0, 0) != sizeof(got))
+			continue;
+		if (got.ssi_code == SI_TKILL && (pid_t)got.ssi_pid == rt_k.pid) {
+			if (atomic_load_explicit(&rt_k.cut, memory_order_acquire))
+				return true;
+			continue;
+		}
+		RT_KEEPER_SYS(SYS_kill, rt_k.pid, got.ssi_signo, 0, 0, 0);
+		n = 1;
+	}
+}
+
 RT_KEEPER_CODE static int
 rt_keeper_main(void *arg)
 {
@@ -317,6 +366,13 @@ rt_keeper_main(void *arg)
 	RT_KEEPER_SYS(SYS_chdir, "/", 0, 0, 0, 0);
 	RT_KEEPER_SYS(SYS_prctl, PR_SET_NAME, RT_FILE_KEEPER_THREAD, 0, 0, 0);
 	long rc = rt_keeper_close_others();
+	rt_k.sfd = -1;
+	if (rc == 0 && rt_k.may_wake) {
+		uint64_t mask = UINT64_C(1) << (RT_KEEPER_WAKE_SIGNAL - 1);
+		long fd = RT_KEEPER_SYS(SYS_signalfd4, -1, &mask, sizeof(mask),
+		                        SFD_CLOEXEC | SFD_NONBLOCK, 0);
+		rt_k.sfd = fd >= 0 ? (int)fd : -1;
+	}
 	atomic_store_explicit(&rt_k.ready, rc == 0 ? 1 : (int)rc, memory_order_release);
 	RT_KEEPER_SYS(SYS_futex, &rt_k.ready, FUTEX_WAKE_PRIVATE, INT_MAX, 0, 0);
 	if (rc != 0)
@@ -334,9 +390,14 @@ rt_keeper_main(void *arg)
 			                         rt_k.args[3], rt_k.args[4]);
 			break;
 		case RT_KEEPER_OP_WAIT:
-			RT_KEEPER_SYS(SYS_ppoll, &rt_k.pfd, 1, &rt_k.timeout, 0, 0);
-			atomic_fetch_add_explicit(rt_k.wake, 1, memory_order_release);
-			RT_KEEPER_SYS(SYS_futex, rt_k.wake, FUTEX_WAKE_PRIVATE, INT_MAX, 0, 0);
+			/* Cut short, it is not over for the worker: the caller posts the rest. */
+			if (rt_keeper_wait()) {
+				atomic_store_explicit(&rt_k.resume, 1, memory_order_relaxed);
+			} else {
+				atomic_fetch_add_explicit(rt_k.wake, 1, memory_order_release);
+				RT_KEEPER_SYS(SYS_futex, rt_k.wake, FUTEX_WAKE_PRIVATE, INT_MAX, 0,
+				              0);
+			}
 			/* Nobody collects it: the next caller may post at once. */
 			answer = RT_KEEPER_IDLE;
 			break;
@@ -394,8 +455,45 @@ rt_keeper_await(_Atomic uint32_t *word, uint32_t value, const struct timespec *d
 	return true;
 }
 
+/* With the lock held, a wait in progress (POSTED, op WAIT): cuts it short, the signal sent again
+ * until the keeper has ended it (the deadline passed, or the keeper gone: false). */
+static bool
+rt_keeper_cut_wait(const struct timespec *deadline)
+{
+	atomic_store(&rt_k.cut, 1);
+	bool ended = true;
+	while (atomic_load(&rt_k.state) == RT_KEEPER_POSTED) {
+		pid_t tid = atomic_load(&rt_k.tid);
+		struct timespec left = {0, RT_KEEPER_WAKE_AGAIN_NS};
+		if (tid == 0 || (deadline && !rt_keeper_left(deadline, &left))) {
+			ended = false;
+			break;
+		}
+		syscall(SYS_tgkill, rt_k.pid, tid, RT_KEEPER_WAKE_SIGNAL);
+		if (left.tv_sec > 0 || left.tv_nsec > RT_KEEPER_WAKE_AGAIN_NS)
+			left = (struct timespec){0, RT_KEEPER_WAKE_AGAIN_NS};
+		syscall(SYS_futex, &rt_k.state, FUTEX_WAIT_PRIVATE, RT_KEEPER_POSTED, &left, NULL,
+		        0);
+	}
+	atomic_store(&rt_k.cut, 0);
+	return ended;
+}
+
+/* With the lock held, once the keeper is idle again after a request: the wait that request cut
+ * short goes on for the time it had left, as if nothing had come between (the worker, waiting
+ * on its word, never knew). */
+static void
+rt_keeper_resume_wait(void)
+{
+	if (!atomic_exchange(&rt_k.resume, 0) || atomic_load(&rt_k.state) != RT_KEEPER_IDLE)
+		return;
+	rt_k.op = RT_KEEPER_OP_WAIT;
+	atomic_store(&rt_k.state, RT_KEEPER_POSTED);
+	syscall(SYS_futex, &rt_k.state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 /* With the lock held: waits for a wait in progress, or a call whose caller stopped waiting, to
- * end. */
+ * end; a wait is cut short where the keeper has its signalfd. */
 static bool
 rt_keeper_idle(const struct timespec *deadline)
 {
@@ -404,6 +502,11 @@ rt_keeper_idle(const struct timespec *deadline)
 		/* An answer nobody takes: with the lock held, nobody else waits for it. */
 		if (state == RT_KEEPER_DONE) {
 			atomic_store(&rt_k.state, RT_KEEPER_IDLE);
+			continue;
+		}
+		if (state == RT_KEEPER_POSTED && rt_k.op == RT_KEEPER_OP_WAIT && rt_k.sfd >= 0) {
+			if (!rt_keeper_cut_wait(deadline))
+				return false;
 			continue;
 		}
 		if (!rt_keeper_await(&rt_k.state, state, deadline))
@@ -450,6 +553,7 @@ rt_keeper_call(long nr, long a0, long a1, long a2, long a3, long a4)
 		rt_k.args[3] = a3;
 		rt_k.args[4] = a4;
 		ret = rt_keeper_round_trip(NULL);
+		rt_keeper_resume_wait();
 	}
 	pthread_mutex_unlock(&rt_k_lock);
 	return ret;
@@ -463,6 +567,8 @@ rt_keeper_wait_readable(int fd, const struct timespec *timeout, atomic_uint *wor
 	bool posted = false;
 	pthread_mutex_lock(&rt_k_lock);
 	if (rt_keeper_idle(NULL)) {
+		/* A new wait: one cut short is over. */
+		atomic_store(&rt_k.resume, 0);
 		rt_k.op = RT_KEEPER_OP_WAIT;
 		rt_k.pfd = (struct pollfd){.fd = fd, .events = POLLIN};
 		rt_k.timeout = *timeout;
@@ -616,6 +722,7 @@ rt_keeper_take_creds(char *why, size_t size)
 		rt_k.op = RT_KEEPER_OP_CREDS;
 		ret = rt_keeper_copy_creds(&rt_k.creds, asked) ? rt_keeper_round_trip(&deadline)
 		                                               : -ENOMEM;
+		rt_keeper_resume_wait();
 	}
 	if (ret == 0 && !rt_keeper_copy_creds(&rt_k.have, asked))
 		ret = -ENOMEM;
@@ -667,7 +774,11 @@ rt_keeper_start(const int *keep, size_t n, char *why, size_t size)
 		goto label_fail;
 	atomic_store(&rt_k.ready, 0);
 	atomic_store(&rt_k.state, RT_KEEPER_IDLE);
+	atomic_store(&rt_k.cut, 0);
+	atomic_store(&rt_k.resume, 0);
 	rt_k.pid = getpid();
+	rt_k.sfd = -1;
+	rt_k.may_wake = !rt_probe_kills(SYS_signalfd4);
 	/* Every signal blocked in this thread while it clones, glibc's own included (which
 	 * pthread_sigmask would leave out): the keeper starts with that mask and never changes it.
 	 */
@@ -677,9 +788,7 @@ rt_keeper_start(const int *keep, size_t n, char *why, size_t size)
 	 * no CLONE_FS: a filesystem context of its own (the library's paths are absolute), so
 	 * that the program's setns into a mount namespace finds its own unshared. The kernel sets
 	 * rt_k.tid before the keeper runs, and clears it when the keeper has ended. */
-	int flags = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_PARENT_SETTID |
-	            CLONE_CHILD_CLEARTID;
-	int rc = clone(rt_keeper_main, map + page + RT_KEEPER_STACK, flags, NULL,
+	int rc = clone(rt_keeper_main, map + page + RT_KEEPER_STACK, RT_KEEPER_CLONE_FLAGS, NULL,
 	               (pid_t *)&rt_k.tid, NULL, (pid_t *)&rt_k.tid);
 	int saved_errno = errno;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
@@ -725,6 +834,7 @@ rt_keeper_stop(void)
 	/* Bounded: a worker that did not end may hold the lock through a call that does not. */
 	if (tid && pthread_mutex_clocklock(&rt_k_lock, CLOCK_MONOTONIC, &deadline) == 0) {
 		if (rt_keeper_idle(&deadline)) {
+			atomic_store(&rt_k.resume, 0);
 			rt_k.op = RT_KEEPER_OP_EXIT;
 			atomic_store(&rt_k.state, RT_KEEPER_POSTED);
 			syscall(SYS_futex, &rt_k.state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -757,6 +867,9 @@ rt_keeper_forget_parent(void)
 	atomic_store(&rt_k.tid, 0);
 	atomic_store(&rt_k.ready, 0);
 	atomic_store(&rt_k.state, RT_KEEPER_IDLE);
+	atomic_store(&rt_k.cut, 0);
+	atomic_store(&rt_k.resume, 0);
+	rt_k.sfd = -1;
 	/* Not mapped here (MADV_DONTFORK). */
 	rt_k.stack = NULL;
 	rt_k.pid = 0;

@@ -5,11 +5,18 @@
 #ifndef RT_KEEPER_H
 #define RT_KEEPER_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <time.h>
+
+/* How the keeper is made: a thread of the process sharing everything but the descriptor table and
+ * the filesystem context (rt_probe makes the same call first where a seccomp filter may kill on it). */
+#define RT_KEEPER_CLONE_FLAGS                                                                      \
+	(CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_PARENT_SETTID | \
+	 CLONE_CHILD_CLEARTID)
 
 /* In the thread that starts the library, which holds the library's descriptors keep[0..n) in the
  * program's table: makes the keeper, which keeps them in its copy of the table and closes every

@@ -24,10 +24,13 @@
 struct rt_output {
 	struct rt_fd fd;
 	char path[RT_CONFIG_PATH_MAX];
-	bool unnamed;       /* O_TMPFILE: named with its first line */
-	bool made_at_start; /* created empty at start-up (no O_TMPFILE there): removed if unused */
+	/* O_TMPFILE: named with its first line, or before the program's first credential change
+	 * (rt_outputs_name_now); read by the program's threads too. */
+	atomic_bool unnamed;
+	bool made_at_start; /* named empty (no O_TMPFILE there, or early): removed if unused */
 	bool per_process;   /* its template has %p */
 	atomic_bool written;
+	bool lost;      /* it could not be named: each record meant for it is lost, and counted */
 	bool loss_said; /* its first lost record was said on stderr */
 	size_t len;     /* for a file rewritten in place: the longest content written */
 };
@@ -101,7 +104,7 @@ rt_outputs_open_one(struct rt_output *out, const char *tmpl, bool rewritten)
 	case RT_FILE_CREATE:
 		if (rt_path_template_per_pid(tmpl)) {
 			fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | mode | O_CLOEXEC, 0600);
-			out->unnamed = fd >= 0;
+			atomic_store(&out->unnamed, fd >= 0);
 		}
 		if (fd < 0) {
 			/* Shared, or a file system without O_TMPFILE. */
@@ -149,7 +152,8 @@ rt_outputs_forget(struct rt_output *out)
 {
 	rt_fd_close(&out->fd);
 	out->path[0] = '\0';
-	out->unnamed = out->made_at_start = out->per_process = out->loss_said = false;
+	atomic_store(&out->unnamed, false);
+	out->made_at_start = out->per_process = out->lost = out->loss_said = false;
 	out->len = 0;
 	atomic_store(&out->written, false);
 }
@@ -165,26 +169,72 @@ rt_outputs_forget_parent(void)
 	atomic_store(&rt_o.owner, 0);
 }
 
-/* An unnamed output has its first content: give it its name. linkat never follows or replaces
- * what is at the path; a name taken meanwhile means another process owns that file. */
+/* Gives an unnamed output its name. linkat never follows or replaces what is at the path; a
+ * name taken meanwhile means another process owns that file. One that cannot be named is lost,
+ * with what it holds: counted (`holds`), as each record meant for it from then on. */
+static bool
+rt_outputs_give_name(struct rt_output *out, int fd, unsigned holds)
+{
+	if (!atomic_load(&out->unnamed))
+		return true;
+	if (rt_io_name(fd, out->path) == 0) {
+		atomic_store(&out->unnamed, false);
+		return true;
+	}
+	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));
+	rt_fd_close(&out->fd);
+	atomic_store(&out->unnamed, false);
+	out->lost = true;
+	while (holds--)
+		rt_record_lose();
+	return false;
+}
+
+/* An output has its first content, the record just written: an unnamed one gets its name. */
 static bool
 rt_outputs_name(struct rt_output *out, int fd)
 {
-	if (atomic_exchange(&out->written, true) || !out->unnamed)
+	if (atomic_exchange(&out->written, true))
 		return true;
-	if (rt_io_name(fd, out->path) == 0)
-		return true;
-	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));
-	rt_fd_close(&out->fd);
+	return rt_outputs_give_name(out, fd, 1);
+}
+
+static struct rt_output *const rt_outputs_each[] = {
+    &rt_o.stats, &rt_o.log, &rt_o.prom, &rt_o.trace, &rt_o.sites,
+};
+
+bool
+rt_outputs_unnamed(void)
+{
+	for (size_t i = 0; i < sizeof(rt_outputs_each) / sizeof(rt_outputs_each[0]); i++)
+		if (atomic_load(&rt_outputs_each[i]->unnamed))
+			return true;
 	return false;
+}
+
+void
+rt_outputs_name_now(void)
+{
+	for (size_t i = 0; i < sizeof(rt_outputs_each) / sizeof(rt_outputs_each[0]); i++) {
+		struct rt_output *out = rt_outputs_each[i];
+		int fd = rt_fd_get(&out->fd);
+		if (fd < 0 || !atomic_load(&out->unnamed))
+			continue;
+		/* Empty: gone at exit unless written (rt_outputs_remove_unused). */
+		if (rt_outputs_give_name(out, fd, 0))
+			out->made_at_start = true;
+	}
 }
 
 void
 rt_outputs_write_prom(const char *text, size_t len)
 {
 	int fd = rt_fd_get(&rt_o.prom.fd);
-	if (fd < 0)
+	if (fd < 0) {
+		if (rt_o.prom.lost)
+			rt_record_lose();
 		return;
+	}
 	int err = rt_record_rewrite(fd, &rt_o.prom.len, text, len);
 	if (err)
 		rt_record_drop(rt_o.prom.fd.feature, rt_o.prom.path, &rt_o.prom.loss_said, err);
@@ -203,8 +253,11 @@ static enum rt_outputs_put
 rt_outputs_line(struct rt_output *out, const char *line, size_t len)
 {
 	int fd = rt_fd_get(&out->fd);
-	if (fd < 0)
+	if (fd < 0) {
+		if (out->lost)
+			rt_record_lose();
 		return RT_OUTPUTS_PUT_GONE;
+	}
 	int err = rt_record_append(fd, line, len);
 	if (!err)
 		return rt_outputs_name(out, fd) ? RT_OUTPUTS_PUT_WRITTEN : RT_OUTPUTS_PUT_GONE;
@@ -225,10 +278,11 @@ rt_outputs_log_line(const char *line, size_t len)
 		rt_out_stderr(line, len);
 }
 
+/* A file lost after it was set up still takes its records: each is counted lost. */
 bool
 rt_outputs_have_stats(void)
 {
-	return rt_fd_valid(&rt_o.stats.fd);
+	return rt_fd_valid(&rt_o.stats.fd) || rt_o.stats.lost;
 }
 
 const char *
@@ -258,7 +312,7 @@ rt_outputs_trace_line(const char *line, size_t len)
 bool
 rt_outputs_have_trace(void)
 {
-	return rt_fd_valid(&rt_o.trace.fd);
+	return rt_fd_valid(&rt_o.trace.fd) || rt_o.trace.lost;
 }
 
 /* A per-process file made empty at start-up, on a file system without O_TMPFILE, and never
@@ -282,7 +336,9 @@ rt_outputs_remove(void)
 		return;
 	rt_outputs_remove_unused(&rt_o.stats);
 	rt_outputs_remove_unused(&rt_o.log);
+	rt_outputs_remove_unused(&rt_o.trace);
 	rt_outputs_remove_unused(&rt_o.sites);
+	rt_outputs_remove_unused(&rt_o.prom);
 	/* A per-process Prometheus file would be scraped for ever after the process is gone. */
 	if (rt_o.prom.per_process && atomic_load(&rt_o.prom.written))
 		unlink(rt_o.prom.path);

@@ -16,6 +16,8 @@ void rt_outputs_open(const struct rt_config *cfg);
 /* Appends one line to the stats file, or to the log (stderr when no log file). */
 void rt_outputs_stats_line(const char *line, size_t len);
 void rt_outputs_log_line(const char *line, size_t len);
+/* Whether stats (trace) records are made: the file is open, or was lost after start-up and
+ * counts each record meant for it (status lost_records). */
 bool rt_outputs_have_stats(void);
 const char *rt_outputs_stats_path(void); /* "" when none */
 /* Replaces the Prometheus file's content in place (its last line, "# end", tells a reader it
@@ -27,6 +29,13 @@ bool rt_outputs_have_sites(void);
 /* One line of the detector's readings (ROUNDTRIM_TRACE). */
 void rt_outputs_trace_line(const char *line, size_t len);
 bool rt_outputs_have_trace(void);
+
+/* Whether a per-process output still waits for its name (read by any thread). */
+bool rt_outputs_unnamed(void);
+/* In the worker, before the program's first credential change (rt_creds): names every output
+ * still unnamed, empty, while the library can (a lower user may not link a file of the starting
+ * user's: fs.protected_hardlinks). It is then removed at exit if it stays empty. */
+void rt_outputs_name_now(void);
 
 /* Its descriptors, to be listed, closed and forgotten with the library's others. */
 struct rt_fd *const *rt_outputs_fds(size_t *n);

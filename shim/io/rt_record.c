@@ -128,6 +128,12 @@ rt_record_drop(const char *feature, const char *path, bool *said, int err)
 	        feature, path, strerror(err));
 }
 
+void
+rt_record_lose(void)
+{
+	rt_record_lost++;
+}
+
 uint64_t
 rt_record_dropped(void)
 {

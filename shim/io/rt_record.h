@@ -17,6 +17,9 @@ int rt_record_rewrite(int fd, size_t *kept, const char *text, size_t len);
 /* A record the file (feature, path) could not take, err why: counted, and said on stderr the
  * first time for that file (*said). */
 void rt_record_drop(const char *feature, const char *path, bool *said, int err);
+/* A record lost with its file (one that could not be named, see rt_outputs): counted only, the
+ * file's line said it once. */
+void rt_record_lose(void);
 /* The records dropped so far (the status's lost_records). */
 uint64_t rt_record_dropped(void);
 /* In a fork child, inside fork: the parent's count is not the child's. */

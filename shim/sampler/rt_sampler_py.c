@@ -18,12 +18,14 @@
  * The layout is CPython 3.11's (Debian 12's): in other versions the frames are not read, and the
  * report shows the native frames only. */
 #include "rt_out.h"
+#include "rt_probe.h"
 #include "rt_sampler.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -98,6 +100,11 @@ rt_sampler_py_init(void)
 	if (!rt_spy.this_thread_state || !rt_spy.holds_gil || !rt_spy.is_finalizing ||
 	    !rt_spy.code_type) {
 		rt_warn("sites: Python frames off: this interpreter lacks part of the C API");
+		return false;
+	}
+	if (rt_probe_kills(SYS_process_vm_readv)) {
+		rt_warn("sites: Python frames off: a seccomp filter kills the process on "
+		        "process_vm_readv");
 		return false;
 	}
 	if (!rt_sampler_py_word((uintptr_t)&self, &probe, false) || probe != self) {

@@ -13,6 +13,7 @@
  * where the library cannot make it so, it stands down first. */
 #include "rt_creds.h"
 #include "rt_keeper.h"
+#include "rt_outputs.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_tasks.h"
@@ -132,6 +133,8 @@ rt_creds_serve(void)
 	if (atomic_load(&rt_cr.word) != posted ||
 	    !atomic_compare_exchange_strong(&rt_cr.word, &posted, RT_CREDS_TAKING))
 		return;
+	/* While this thread still has the credentials it started with, and may link them. */
+	rt_outputs_name_now();
 	bool taken = rt_creds_take(&rt_cr.want);
 	atomic_store(&rt_cr.word, taken ? RT_CREDS_TAKEN : RT_CREDS_REFUSED);
 	syscall(SYS_futex, &rt_cr.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -185,9 +188,10 @@ rt_creds_before(const char *call)
 	want.securebits = prctl(PR_GET_SECUREBITS);
 	if (want.securebits < 0 || !rt_creds_read(0, &want))
 		return;
-	/* Most calls find the worker alike already: no round trip. */
+	/* Most calls find the worker alike already, and the per-process outputs named (before
+	 * the first change, rt_creds_serve): no round trip. */
 	if (rt_creds_read(worker, &now) && rt_creds_same_caps(&now, &want) &&
-	    atomic_load(&rt_cr.worker_securebits) == want.securebits)
+	    atomic_load(&rt_cr.worker_securebits) == want.securebits && !rt_outputs_unnamed())
 		return;
 	uint32_t answer = rt_creds_ask(&want);
 	if (answer == RT_CREDS_TAKEN)

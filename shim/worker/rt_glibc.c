@@ -3,6 +3,7 @@
  * protocol on an arena's mutex, the pauses between holds, and madvise. */
 #include "rt_glibc.h"
 #include "rt_out.h"
+#include "rt_probe.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -253,6 +254,8 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 	rt_g.page = (size_t)sysconf(_SC_PAGESIZE);
 	rt_g.pid = getpid();
 	uint64_t probe = 0x726f756e64747269, seen = 0;
+	if (rt_probe_kills(SYS_process_vm_readv))
+		return rt_glibc_off("a seccomp filter kills the process on process_vm_readv", NULL);
 	if (!rt_glibc_peek(NULL, (uintptr_t)&probe, &seen, 1))
 		return rt_glibc_off("process_vm_readv cannot read this process", strerror(errno));
 	if (seen != probe)

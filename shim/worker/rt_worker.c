@@ -20,6 +20,7 @@
 #include "rt_ledger.h"
 #include "rt_out.h"
 #include "rt_outputs.h"
+#include "rt_probe.h"
 #include "rt_procfs.h"
 #include "rt_procread.h"
 #include "rt_proto.h"
@@ -444,7 +445,7 @@ rt_worker_wait(const struct rt_worker *w, unsigned seen)
 	} else {
 		/* The FIFO is the keeper's: it waits on it, and moves the word when it is readable
 		 * or the tick has passed. A wake-up of this thread meanwhile (the signal, the API)
-		 * is taken at once; the keeper's next call comes after its wait. */
+		 * is taken at once; its next call to the keeper cuts that wait short (rt_keeper). */
 		if (fd >= 0)
 			rt_keeper_wait_readable(fd, &tick, &rt_worker_life.wake_word);
 		/* A signal that arrives between the unblock and the wait runs its handler, which
@@ -519,8 +520,11 @@ rt_worker_take_table(struct rt_worker *w)
 			 * volume the program has left could not be unmounted (EBUSY). */
 			syscall(SYS_chdir, "/");
 			/* Its lines go to the program's stderr of the moment, through a pidfd; a
-			 * kernel without pidfds (before 5.6) leaves it the stderr of start-up. */
-			int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+			 * kernel without pidfds (before 5.6), or a seccomp filter that kills on
+			 * them (rt_probe), leaves it the stderr of start-up. */
+			int pidfd = rt_probe_kills(SYS_pidfd_open) || rt_probe_kills(SYS_pidfd_getfd)
+			                ? -1
+			                : (int)syscall(SYS_pidfd_open, getpid(), 0);
 			if (pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, -1, 0) < 0 &&
 			    errno == EBADF) {
 				keep[n++] = pidfd;

@@ -296,6 +296,29 @@ full_from_the_start(bool tmpfs)
 		cr_assert_not(th_wait_path(stats, false, 0), "%s left behind", stats);
 }
 
+/* A per-process stats file whose name another file took before its first record cannot be
+ * named: it goes off in one line, and each record meant for it, the first one on, is lost and
+ * counted. */
+Test(outputs, a_file_that_cannot_be_named_counts_every_record_lost)
+{
+	struct th_probe run;
+	char tmpl[PATH_MAX + 16], stats[PATH_MAX + 16], err[8192], needle[PATH_MAX + 64];
+	long rounds = 0;
+	snprintf(tmpl, sizeof(tmpl), "%s/%%p.jsonl", th_tmpdir());
+	start_on(&run, tmpl, NULL);
+	snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), run.proc.pid);
+	th_write_file(stats, "");
+	rounds_until(&run, &rounds, 3);
+	int64_t lost = lost_records(&run);
+	cr_assert_eq(lost, 3, "%lld records lost", (long long)lost);
+	snprintf(needle, sizeof(needle), "stats file off: cannot create %s: File exists", stats);
+	cr_assert(th_wait_stderr(&run.proc, needle, err, sizeof(err), TH_TIMEOUT_MS), "%s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(run.proc.status, 0);
+}
+
 Test(outputs, full_volume_from_the_start_drops_every_record_and_says_so)
 {
 	full_from_the_start(true);

@@ -551,3 +551,154 @@ Test(robust, prometheus_file_parses_and_goes_at_exit)
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
 	cr_assert(th_wait_path(prom, true, TH_TIMEOUT_MS), "Prometheus file left behind");
 }
+
+/* Every system call of roundtrim(7), SYSTEM CALLS that /bin/echo does not make, by
+ * test/tools/killcall's names, and the line the library says where it does without the call
+ * ("" for none; NULL: it stands down). */
+static const char robust_no_release[] =
+    "roundtrim: glibc arena release off: a seccomp filter kills the process on "
+    "process_vm_readv; malloc_trim returns what it can\n";
+static const struct {
+	const char *call;
+	const char *without;
+} robust_kill_calls[] = {
+    {"unshare", NULL},
+    {"clone3", NULL},
+    {"close_range", NULL},
+    {"pidfd_open", ""},
+    {"pidfd_getfd", ""},
+    {"clone-thread-unshared", NULL},
+    {"signalfd4", ""},
+    {"tgkill", NULL},
+    {"mkdir", NULL},
+    {"mknodat", NULL},
+    {"fchmod", NULL},
+    {"fcntl", NULL},
+    {"dup", NULL},
+    {"fstat", NULL},
+    {"ftruncate", NULL},
+    {"pwrite64", NULL},
+    {"getdents64", NULL},
+    {"readlink", NULL},
+    {"linkat", NULL},
+    {"rename", NULL},
+    {"unlink", NULL},
+    {"unlinkat", NULL},
+    {"ioctl", NULL},
+    {"ppoll", NULL},
+    {"clock_gettime", NULL},
+    {"clock_nanosleep", NULL},
+    {"madvise", NULL},
+    {"kill", NULL},
+    {"process_vm_readv", robust_no_release},
+    {"rt_sigaction", NULL},
+    {"rt_sigprocmask", NULL},
+    {"getpid", NULL},
+    {"gettid", NULL},
+    {"getuid", NULL},
+    {"geteuid", NULL},
+    {"getgroups", NULL},
+    {"getresuid", NULL},
+    {"getresgid", NULL},
+    {"capget", NULL},
+    {"capset", NULL},
+    {"setgroups", NULL},
+    {"setresgid", NULL},
+    {"setresuid", NULL},
+    {"prctl", NULL},
+    {"rt_sigreturn", NULL},
+    {"exit", NULL},
+};
+
+/* Under make check-asan, check-ubsan and check-tsan: the sanitizer's runtime (the Makefile); the
+ * runtime preloaded behind the library (ASan's, TSan's: harness.c). */
+#ifndef TH_SANITIZER_RUNTIME
+#define TH_SANITIZER_RUNTIME ""
+#endif
+#ifndef TH_PRELOAD_AFTER
+#define TH_PRELOAD_AFTER ""
+#endif
+
+/* A seccomp filter that kills on a call the library would make and the program does not (systemd's
+ * SystemCallFilter= without SystemCallErrorNumber=): the program runs as without the library, and
+ * the library says in one line which call made it stand down, or does without that call. Under a
+ * sanitizer the program carries the sanitizer's runtime on both sides: a call that runtime makes
+ * itself (mkdir for its log_path) kills it alike, and is left out, said in the test's log. */
+Test(robust, a_filter_that_kills_on_a_call_of_the_library_s)
+{
+	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
+	bool sanitized = strlen(TH_SANITIZER_RUNTIME) > 0;
+	bool runtime_malloc = strlen(TH_PRELOAD_AFTER) > 0;
+	const char *env0[] = {sanitized ? "LD_PRELOAD=" TH_SANITIZER_RUNTIME : NULL, NULL};
+	for (size_t i = 0; i < sizeof(robust_kill_calls) / sizeof(robust_kill_calls[0]); i++) {
+		const char *call = robust_kill_calls[i].call;
+		const char *argv[] = {RT_BUILD_DIR "/test/tools/killcall", call, "/bin/echo", "hi",
+		                      NULL};
+		char out0[256], err0[1024], out1[256], err1[1024], line[256];
+		int status0 = th_run(argv, env0, out0, sizeof(out0), err0, sizeof(err0));
+		if (status0 != 0 && sanitized) {
+			cr_log_info("%s: not tested here: the sanitizer's runtime makes it itself",
+			            call);
+			continue;
+		}
+		int status1 = th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1));
+		cr_assert_eq(status0, 0, "%s: echo alone: %d %s", call, status0, err0);
+		cr_assert_str_eq(out0, "hi\n", "%s", call);
+		cr_assert_eq(status1, 0, "%s: echo with the library: %d %s", call, status1, err1);
+		cr_assert_str_eq(out1, "hi\n", "%s", call);
+		if (robust_kill_calls[i].without) {
+			/* Under ASan or TSan malloc is the runtime's: no glibc release to turn off.
+			 */
+			const char *said =
+			    runtime_malloc && robust_kill_calls[i].without == robust_no_release
+			        ? ""
+			        : robust_kill_calls[i].without;
+			cr_assert_str_eq(err1, said, "%s", call);
+			continue;
+		}
+		snprintf(line, sizeof(line),
+		         "roundtrim: inactive: a seccomp filter kills the process on %s(2), which "
+		         "the library would call (roundtrim(7), SYSTEM CALLS)\n",
+		         strncmp(call, "clone-", 6) ? call : "clone");
+		cr_assert_str_eq(err1, line, "%s", call);
+	}
+}
+
+/* systemd's @system-service set allows unshare and pidfd_open but not pidfd_getfd: the library
+ * stays on, its lines going to the stderr of start-up; a Python program counts its rounds. */
+Test(robust, a_filter_that_kills_on_pidfd_getfd_leaves_the_library_on)
+{
+	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
+	const char *argv[] = {RT_BUILD_DIR "/test/tools/killcall",
+	                      "pidfd_getfd",
+	                      "/usr/bin/python3",
+	                      "-c",
+	                      "import ctypes\n"
+	                      "print(ctypes.CDLL(None).roundtrim_trim(), 'done')\n",
+	                      NULL};
+	char out[256], err[1024];
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(out, "0 done\n", "%s", err);
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 0, "%s", err);
+}
+
+/* The keeper polls a signalfd for SIGURG, the signal that cuts its waits short; a SIGURG sent to
+ * the program, which blocks it and takes it with sigtimedwait later, reaches the program all
+ * the same (the keeper puts back one it took). Where unshare is refused, as in a container. */
+Test(robust, a_blocked_sigurg_of_the_program_s_stays_its)
+{
+	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
+	const char *argv[] = {th_noshare(), "/usr/bin/python3", "-c",
+	                      "import os, signal, time\n"
+	                      "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
+	                      "os.kill(os.getpid(), signal.SIGURG)\n"
+	                      "time.sleep(1)\n"
+	                      "info = signal.sigtimedwait({signal.SIGURG}, 5)\n"
+	                      "print(info and info.si_signo == signal.SIGURG)\n",
+	                      NULL};
+	char out[256], err[1024];
+	cr_assert_eq(th_run(argv + th_keeper_mode(), env, out, sizeof(out), err, sizeof(err)), 0,
+	             "%s", err);
+	cr_assert_str_eq(out, "True\n", "%s", err);
+	cr_assert_str_eq(err, "", "%s", err);
+}

@@ -27,6 +27,20 @@ Test(procfs, smaps_rollup_splits_rss)
 	cr_assert_not(rt_procfs_smaps_rollup("Rss: 5 kB\nAnonymous: 6 kB\nLazyFree: 0 kB\n", &r));
 }
 
+Test(procfs, seccomp_mode_of_status)
+{
+	cr_assert_eq(rt_procfs_seccomp("Name:\techo\nNoNewPrivs:\t0\nSeccomp:\t0\n"
+	                               "Seccomp_filters:\t0\n"),
+	             RT_PROCFS_SECCOMP_NONE);
+	cr_assert_eq(rt_procfs_seccomp("NoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t3\n"),
+	             RT_PROCFS_SECCOMP_FILTERED);
+	cr_assert_eq(rt_procfs_seccomp("Seccomp:\t1\n"), RT_PROCFS_SECCOMP_FILTERED);
+	cr_assert_eq(rt_procfs_seccomp("Seccomp_filters:\t0\n"), RT_PROCFS_SECCOMP_UNKNOWN,
+	             "another key that starts alike is not the mode");
+	cr_assert_eq(rt_procfs_seccomp("Name:\tx\n"), RT_PROCFS_SECCOMP_UNKNOWN);
+	cr_assert_eq(rt_procfs_seccomp("Seccomp:\t\n"), RT_PROCFS_SECCOMP_UNKNOWN);
+}
+
 Test(procfs, stat_threads_whatever_the_name)
 {
 	struct rt_procfs_stat st;
