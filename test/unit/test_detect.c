@@ -739,3 +739,147 @@ Test(detect_traces, train_loop_without_a_pause_finds_no_false_round)
 		dm_result_free(&res);
 	}
 }
+
+/* NVFlare's short rounds, made by test/workloads/py/fl_shape.py (test/traces/README.md): the next
+ * model's arrival and the result's acknowledgement are bursts given back with quiet after them. */
+Test(detect_traces, short_rounds_count_once_each)
+{
+	static const char *const shapes[] = {"fl_shape_short", "fl_shape_tiny"};
+	for (size_t i = 0; i < 2; i++) {
+		expect_rounds_found(shapes[i], "counts+cpu");
+		expect_rounds_found(shapes[i], "live-asked+cpu");
+		expect_rounds_found(shapes[i], "freed+cpu");
+	}
+}
+
+/* Judging the detector's settings leave-one-shape-out: for each recorded shape, the settings
+ * that do best on all the others (among a grid around the rhythm's parameters: the best worst
+ * score there, then the best mean, then the shipped defaults) must hold on the one left out. A setting that only one shape needs cannot
+ * pass: the shape that needs it is judged by settings chosen without it. */
+enum shape_rule {
+	SHAPE_ROUNDS,    /* precision and recall >= 0.95, every delay <= 1.5 s */
+	SHAPE_NONE,      /* no detection at all (a loop with no pause) */
+	SHAPE_RARE,      /* at most one detection a minute (a steady loop) */
+	SHAPE_RELAY,     /* at most one detection in two rounds (NVFlare's client parent) */
+};
+
+struct shape {
+	const char *name;
+	enum shape_rule rule;
+	const char *inputs[4]; /* NULL-terminated */
+};
+
+static const struct shape shapes[] = {
+    {"frag", SHAPE_ROUNDS, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"fl_client", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"fl_server", SHAPE_ROUNDS, {"live-asked+cpu", "freed+cpu"}},
+    {"phases", SHAPE_ROUNDS, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"steady", SHAPE_RARE, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"train_loop", SHAPE_NONE, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"nvflare_job_site1", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"nvflare_job_site2", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"nvflare_parent_site1", SHAPE_RELAY, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"nvflare_parent_site2", SHAPE_RELAY, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"fl_shape_short", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"fl_shape_tiny", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+};
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+/* The grid: the rhythm's parameters (min_weight_permille, in_phase_permille, early_quiet_us)
+ * at, below and above their defaults; the defaults first, so that a tie keeps them. */
+static const uint32_t grid_weight[] = {300, 200, 400, 500};
+static const uint32_t grid_phase[] = {750, 600, 900};
+static const uint64_t grid_early_us[] = {250000, 0, 300000};
+#define NGRID (4 * 3 * 3)
+
+static struct rt_detect_params
+grid_params(size_t i)
+{
+	struct rt_detect_params p = defaults();
+	p.min_weight_permille = grid_weight[i % 4];
+	p.in_phase_permille = grid_phase[i / 4 % 3];
+	p.early_quiet_us = grid_early_us[i / 12];
+	return p;
+}
+
+/* How well a shape did under params, 0 to 1 (the worst of its inputs): for SHAPE_ROUNDS the
+ * lower of precision and recall (0 when a delay is over 1.5 s), for the others 1 or 0. */
+static double
+shape_score(const struct shape *s, const struct dm_trace *trace, const struct dm_truth *truth,
+            const struct rt_detect_params *p)
+{
+	double worst = 1;
+	for (size_t j = 0; j < 4 && s->inputs[j]; j++) {
+		unsigned inputs;
+		cr_assert(dm_inputs_parse(s->inputs[j], &inputs));
+		struct dm_result res;
+		dm_replay(trace, truth, p, inputs, 0, &res);
+		double score = 1;
+		switch (s->rule) {
+		case SHAPE_ROUNDS:
+			score = res.precision < res.recall ? res.precision : res.recall;
+			if (res.max_delay_s > 1.5)
+				score = 0;
+			break;
+		case SHAPE_NONE:
+			score = res.detected == 0;
+			break;
+		case SHAPE_RARE:
+			score = (double)res.detected <= res.minutes;
+			break;
+		case SHAPE_RELAY:
+			score = res.detected <= res.truths / 2;
+			break;
+		}
+		worst = score < worst ? score : worst;
+		dm_result_free(&res);
+	}
+	return worst;
+}
+
+Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
+{
+	static double score[NGRID][NSHAPES];
+	for (size_t k = 0; k < NSHAPES; k++) {
+		char trace_path[4096], truth_path[4096];
+		snprintf(trace_path, sizeof(trace_path), "%s/test/traces/%s.trace", RT_SOURCE_DIR,
+		         shapes[k].name);
+		snprintf(truth_path, sizeof(truth_path), "%s/test/traces/%s.truth", RT_SOURCE_DIR,
+		         shapes[k].name);
+		struct dm_trace trace;
+		struct dm_truth truth;
+		cr_assert(dm_trace_load(trace_path, &trace), "%s", trace_path);
+		cr_assert(dm_truth_load(truth_path, &truth), "%s", truth_path);
+		for (size_t i = 0; i < NGRID; i++) {
+			struct rt_detect_params p = grid_params(i);
+			score[i][k] = shape_score(&shapes[k], &trace, &truth, &p);
+		}
+		dm_trace_free(&trace);
+		dm_truth_free(&truth);
+	}
+	for (size_t out = 0; out < NSHAPES; out++) {
+		/* The best worst score elsewhere, then the best mean there, then the grid's order. */
+		size_t best = 0;
+		double best_worst = -1, best_sum = -1;
+		for (size_t i = 0; i < NGRID; i++) {
+			double worst = 1, sum = 0;
+			for (size_t k = 0; k < NSHAPES; k++) {
+				if (k == out)
+					continue;
+				worst = score[i][k] < worst ? score[i][k] : worst;
+				sum += score[i][k];
+			}
+			if (worst > best_worst || (worst == best_worst && sum > best_sum)) {
+				best_worst = worst;
+				best_sum = sum;
+				best = i;
+			}
+		}
+		struct rt_detect_params p = grid_params(best);
+		cr_expect_geq(score[best][out], 0.95,
+		              "%s left out: chosen weight %u phase %u early %lu us (worst elsewhere "
+		              "%.3f) scores %.3f on it",
+		              shapes[out].name, p.min_weight_permille, p.in_phase_permille,
+		              (unsigned long)p.early_quiet_us, best_worst, score[best][out]);
+	}
+}
