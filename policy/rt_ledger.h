@@ -20,6 +20,8 @@ struct rt_ledger {
 	uint64_t unknown_lines;
 	uint64_t oversized_lines;
 	uint64_t status_seq;
+	uint64_t detected_rounds;          /* rounds the library found itself */
+	uint32_t last_confidence_permille; /* how sure it was of the last */
 	uint64_t last_rss_kib;  /* after the last round handled */
 	uint64_t last_live_kib; /* at the last report that read it */
 	bool action_failed_before;
@@ -36,6 +38,8 @@ struct rt_batch {
 	bool trim;
 	bool stats;
 	bool announced;      /* some of its rounds came through the FIFO, the signal or the API */
+	uint64_t detected;   /* rounds the library found itself */
+	uint32_t confidence_permille; /* how sure it was of the last of them */
 	const char *trigger; /* the last source that added to it */
 	/* The record of Python steps that ran on the main thread after their round's action
 	 * (rt_batch_python): it counts no round, and releases only what the steps freed. */
@@ -67,8 +71,8 @@ void rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger);
 /* n rounds that their callers already counted (the API counts where it is called); `acts`: one
  * of them is a round that acts. */
 void rt_batch_counted(struct rt_batch *b, uint64_t n, bool acts, const char *trigger);
-/* One round whose end the library found itself ("auto"). */
-void rt_batch_detected(struct rt_batch *b);
+/* One round whose end the library found itself ("auto"), with how sure it was (0 to 1000). */
+void rt_batch_detected(struct rt_batch *b, uint32_t confidence_permille);
 void rt_batch_trim(struct rt_batch *b, const char *trigger);
 /* The Python steps handed off at round `round` have run ("python"); freed: they freed something
  * that a release should return. */
