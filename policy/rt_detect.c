@@ -248,6 +248,23 @@ rt_detect_phase(const struct rt_detect *d)
 	                    : 0;
 }
 
+/* Whether a candidate whose work weighs `weight` (rt_detect_weight) is a round's end: see
+ * min_weight_permille. Once the period is known, one that comes within half a period of the
+ * last round's end would make two in one period: it must weigh a whole round. */
+static bool
+rt_detect_keeps_rhythm(const struct rt_detect *d, uint64_t weight)
+{
+	const struct rt_detect_params *p = &d->params;
+	if (!p->min_weight_permille)
+		return true;
+	if (!d->period_us)
+		return weight >= p->min_weight_permille;
+	uint64_t phase = rt_detect_phase(d);
+	if (phase < 500)
+		return weight >= 1000;
+	return weight >= p->min_weight_permille || phase >= p->in_phase_permille;
+}
+
 /* See confidence_permille. */
 static uint32_t
 rt_detect_confidence(const struct rt_detect *d, uint64_t weight)
@@ -306,7 +323,6 @@ rt_detect_early_end(const struct rt_detect *d, const struct rt_reading *now)
 static enum rt_detect_result
 rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 {
-	const struct rt_detect_params *p = &d->params;
 	enum rt_detect_basis basis;
 	const struct rt_reading *round_start = rt_detect_round_start(d, now, &basis);
 	uint64_t requested = round_start ? now->bytes_requested - round_start->bytes_requested : 0;
@@ -315,8 +331,7 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	bool boundary = false;
 	if (round_start && rt_detect_round_sized(d, requested)) {
 		uint64_t weight = rt_detect_weight(d, requested);
-		boundary = !p->min_weight_permille || weight >= p->min_weight_permille ||
-		           (d->period_us && rt_detect_phase(d) >= p->in_phase_permille);
+		boundary = rt_detect_keeps_rhythm(d, weight);
 		if (boundary)
 			d->confidence_permille = rt_detect_confidence(d, weight);
 		/* The work before the first boundary includes the start-up's: no round's measure. */

@@ -52,9 +52,11 @@ struct rt_detect_params {
 	 * at least min_weight_permille of the most that any of the last RT_DETECT_WEIGHTS
 	 * candidates closed, or, once the period is known (RT_DETECT_LOCK_ROUNDS intervals
 	 * between rounds found: their median), when it comes at least in_phase_permille of a
-	 * period after the last round's end. What a round ends or starts with (the update sent,
-	 * the next model arriving) closes a small part of a round's work, and comes early:
-	 * it is no round's end. 0 = off (every candidate is a round's end). */
+	 * period after the last round's end; but within half a period of it only when it weighs
+	 * a whole round (at least the scale: a faster round), so that a period has one end. What
+	 * a round ends or starts with (the update sent, the next model arriving) closes a small
+	 * part of a round's work, and comes early: it is no round's end. 0 = off (every
+	 * candidate is a round's end). */
 	uint32_t min_weight_permille; /* 300 */
 	uint32_t in_phase_permille;   /* 750 */
 	/* Once the period is known, a quiet period that begins in phase is looked at after this

