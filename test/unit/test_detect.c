@@ -838,6 +838,8 @@ static const struct shape shapes[] = {
     {"nvflare_s6_4sites_parent_site4", SHAPE_RELAY, true, CPU_INPUTS},
     {"nvflare_s6_4sites_server_job", SHAPE_ROUNDS, false, CPU_INPUTS},
     {"nvflare_s6_4sites_server_parent", SHAPE_ROUNDS, false, CPU_INPUTS},
+    {"grpc_fl_client", SHAPE_ROUNDS, true, CPU_INPUTS},
+    {"grpc_fl_server", SHAPE_ROUNDS, false, CPU_INPUTS},
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
