@@ -22,6 +22,7 @@ rt_detect_default_params(struct rt_detect_params *params)
 	params->min_weight_permille = 300;
 	params->in_phase_permille = 750;
 	params->early_quiet_us = 250000;
+	params->min_burst_share_permille = 100;
 	params->want_live = false;
 }
 
@@ -41,6 +42,7 @@ rt_detect_restart(struct rt_detect *d, const struct rt_reading *r)
 	d->quiet_live_bytes = RT_TRACE_UNKNOWN;
 	d->burst_events = 0;
 	d->burst_bytes = 0;
+	d->largest_burst_bytes = 0;
 }
 
 void
@@ -189,6 +191,17 @@ rt_detect_typical_round(const struct rt_detect *d)
 	return rt_detect_median(d->round_bytes, d->nrounds);
 }
 
+/* Whether the burst that ends now is the round's own return (see min_burst_share_permille):
+ * against the largest burst since the last boundary. */
+static bool
+rt_detect_own_return(const struct rt_detect *d)
+{
+	uint64_t largest =
+	    d->burst_bytes > d->largest_burst_bytes ? d->burst_bytes : d->largest_burst_bytes;
+	return rt_detect_scale(d->burst_bytes, 1000, 1) >=
+	       rt_detect_scale(largest, d->params.min_burst_share_permille, 1);
+}
+
 /* Appends to a ring of `size` readings. */
 static void
 rt_detect_ring_push_reading(struct rt_reading *ring, unsigned size, unsigned *n, unsigned *next,
@@ -312,7 +325,7 @@ rt_detect_early_end(const struct rt_detect *d, const struct rt_reading *now)
 	if (!round_start)
 		return false;
 	uint64_t requested = now->bytes_requested - round_start->bytes_requested;
-	return rt_detect_round_sized(d, requested) &&
+	return rt_detect_round_sized(d, requested) && rt_detect_own_return(d) &&
 	       rt_detect_weight(d, requested) >= d->params.min_weight_permille;
 }
 
@@ -329,7 +342,8 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	d->quiet_handled = true;
 	d->base_wants_live = false;
 	bool boundary = false;
-	if (round_start && rt_detect_round_sized(d, requested)) {
+	bool candidate = round_start && rt_detect_round_sized(d, requested);
+	if (candidate && rt_detect_own_return(d)) {
 		uint64_t weight = rt_detect_weight(d, requested);
 		boundary = rt_detect_keeps_rhythm(d, weight);
 		if (boundary)
@@ -354,8 +368,11 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 		d->base = *now;
 		d->ncheckpoints = 0;
 		d->next_checkpoint = 0;
+		d->largest_burst_bytes = 0;
 		return RT_DETECT_BOUNDARY;
 	}
+	if (candidate && d->burst_bytes > d->largest_burst_bytes)
+		d->largest_burst_bytes = d->burst_bytes;
 	rt_detect_ring_push_reading(d->checkpoints, RT_DETECT_CHECKPOINTS, &d->ncheckpoints,
 	                            &d->next_checkpoint, now);
 	return RT_DETECT_NOTHING;

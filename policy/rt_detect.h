@@ -63,6 +63,12 @@ struct rt_detect_params {
 	 * long already, and is a round's end then if the work it closes weighs a round's (at least
 	 * min_weight_permille); else it waits for quiet_us like any other. 0 = off. */
 	uint64_t early_quiet_us; /* 250000 */
+	/* A round's end is the quiet after the round's largest return: the burst that ends there
+	 * must be at least this share (bytes requested) of the largest burst given back since the
+	 * last boundary. A small burst (a heartbeat, a poll) after which the heap is found to have
+	 * given back what an earlier burst kept (a thread that freed it meanwhile) is no round's
+	 * end. 0 = off. */
+	uint32_t min_burst_share_permille; /* 100 */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
 	 * when a quiet period after a significant burst is about to be confirmed. */
 	bool want_live; /* false */
@@ -106,6 +112,7 @@ struct rt_detect {
 	uint64_t quiet_live_bytes; /* the live heap read during this quiet period, or UNKNOWN */
 	uint64_t burst_events;     /* the current or last burst's volume */
 	uint64_t burst_bytes;
+	uint64_t largest_burst_bytes; /* of the releases since the last boundary */
 	struct rt_reading base; /* the last boundary, or the first reading */
 	bool base_wants_live;   /* the first base lacks the live heap it asked for */
 	struct rt_reading checkpoints[RT_DETECT_CHECKPOINTS];

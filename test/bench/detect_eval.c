@@ -7,7 +7,8 @@
  *                    [--min-burst-events N] [--min-burst-kib K] [--kept-permille P]
  *                    [--kept-count-permille P] [--rss-growth-permille P]
  *                    [--round-share-permille P] [--weight-permille P]
- *                    [--phase-permille P] [--early-quiet-ms MS] [--name NAME]
+ *                    [--phase-permille P] [--early-quiet-ms MS]
+ *                    [--burst-share-permille P] [--name NAME]
  *                    [--list] TRACE TRUTH
  *        detect_eval --detected FILE --end-us T [--name NAME] [--list] TRUTH
  *
@@ -39,7 +40,7 @@ usage(void)
 	                "[--half-life-ms MS] [--min-burst-events N] [--min-burst-kib K] "
 	                "[--kept-permille P] [--kept-count-permille P] [--rss-growth-permille P] "
 	                "[--round-share-permille P] [--weight-permille P] [--phase-permille P] "
-	                "[--early-quiet-ms MS] "
+	                "[--early-quiet-ms MS] [--burst-share-permille P] "
 	                "[--name NAME] [--list] TRACE TRUTH\n"
 	                "       detect_eval --detected FILE --end-us T [--name NAME] [--list] "
 	                "TRUTH\n");
@@ -129,6 +130,8 @@ main(int argc, char **argv)
 			params.in_phase_permille = (uint32_t)n;
 		else if (!strcmp(a, "--early-quiet-ms"))
 			params.early_quiet_us = n * 1000;
+		else if (!strcmp(a, "--burst-share-permille"))
+			params.min_burst_share_permille = (uint32_t)n;
 		else if (!strcmp(a, "--name"))
 			name = v;
 		else if (!strcmp(a, "--detected"))

@@ -111,6 +111,7 @@ Test(detect, documented_defaults)
 	cr_assert_eq(p.min_weight_permille, 300);
 	cr_assert_eq(p.in_phase_permille, 750);
 	cr_assert_eq(p.early_quiet_us, 250000);
+	cr_assert_eq(p.min_burst_share_permille, 100);
 	cr_assert_not(p.want_live);
 }
 
@@ -616,6 +617,45 @@ Test(detect, within_half_a_period_a_release_needs_a_whole_rounds_work)
 	gen_run(&g, 10, &w);
 	cr_assert_geq(gen_run(&g, 8, &quiet), 0);
 	cr_assert_eq(g.boundaries, found + 3);
+}
+
+/* A round's end is the quiet after the round's largest return: a small burst (a poll, a
+ * heartbeat) that only happens to come when the heap has given back what an earlier burst took
+ * is no round's end, even in phase (NVFlare's server job: 4 MiB after 480 MiB). */
+Test(detect, a_small_burst_after_a_large_release_is_no_rounds_end)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0), poll = {100, 100, 2 * MIB, 0, 0, 0};
+	for (int round = 0; round < RT_DETECT_LOCK_ROUNDS + 2; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, 20, &quiet);
+	}
+	cr_assert_eq(g.d.period_us, 30 * STEP_US);
+	size_t found = g.boundaries;
+	gen_run(&g, 10, &w);
+	cr_assert_geq(gen_run(&g, 8, &quiet), 0);
+	gen_run(&g, 6, &w); /* 240 MiB, 0.47 periods on: not a whole round */
+	cr_assert_eq(gen_run(&g, 10, &quiet), -1);
+	gen_step(&g, &poll); /* 0.83 periods on */
+	cr_assert_eq(gen_run(&g, 10, &quiet), -1);
+	gen_run(&g, 10, &w);
+	cr_assert_geq(gen_run(&g, 20, &quiet), 0);
+	cr_assert_eq(g.boundaries, found + 2);
+	/* Off: the poll ends the round. */
+	p.min_burst_share_permille = 0;
+	gen_init(&g, &p, false, false, false);
+	for (int round = 0; round < RT_DETECT_LOCK_ROUNDS + 2; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, 20, &quiet);
+	}
+	gen_run(&g, 10, &w);
+	gen_run(&g, 8, &quiet);
+	gen_run(&g, 6, &w);
+	gen_run(&g, 10, &quiet);
+	gen_step(&g, &poll);
+	cr_assert_geq(gen_run(&g, 10, &quiet), 0);
 }
 
 /* The confidence: how large the work is against the recent candidates' and how close to a period
