@@ -3,6 +3,9 @@
 #include <stddef.h>
 
 #define RT_DETECT_US_PER_S 1000000u
+/* The longest ring whose median is taken. */
+#define RT_DETECT_RING_MAX                                                                         \
+	(RT_DETECT_WEIGHTS > RT_DETECT_HISTORY ? RT_DETECT_WEIGHTS : RT_DETECT_HISTORY)
 
 void
 rt_detect_default_params(struct rt_detect_params *params)
@@ -171,7 +174,7 @@ rt_detect_released_since(const struct rt_detect_params *p, const struct rt_readi
 uint64_t
 rt_detect_median(const uint64_t *values, unsigned n)
 {
-	uint64_t sorted[RT_DETECT_WEIGHTS > RT_DETECT_HISTORY ? RT_DETECT_WEIGHTS : RT_DETECT_HISTORY];
+	uint64_t sorted[RT_DETECT_RING_MAX];
 	if (n > sizeof(sorted) / sizeof(sorted[0]))
 		n = sizeof(sorted) / sizeof(sorted[0]);
 	for (unsigned i = 0; i < n; i++) {
@@ -257,8 +260,9 @@ rt_detect_weight(const struct rt_detect *d, uint64_t work)
 static uint64_t
 rt_detect_phase(const struct rt_detect *d)
 {
-	return d->period_us ? rt_detect_scale(d->quiet_since_us - d->boundary_us, 1000, d->period_us)
-	                    : 0;
+	return d->period_us
+	           ? rt_detect_scale(d->quiet_since_us - d->boundary_us, 1000, d->period_us)
+	           : 0;
 }
 
 /* Whether a candidate whose work weighs `weight` (rt_detect_weight) is a round's end: see
@@ -348,7 +352,7 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 		boundary = rt_detect_keeps_rhythm(d, weight);
 		if (boundary)
 			d->confidence_permille = rt_detect_confidence(d, weight);
-		/* The work before the first boundary includes the start-up's: no round's measure. */
+		/* Work before the first boundary includes start-up's: no round's measure. */
 		if (d->boundaries)
 			rt_detect_ring_push(d->weights, RT_DETECT_WEIGHTS, &d->nweights,
 			                    &d->next_weight, requested);

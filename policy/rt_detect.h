@@ -113,8 +113,8 @@ struct rt_detect {
 	uint64_t burst_events;     /* the current or last burst's volume */
 	uint64_t burst_bytes;
 	uint64_t largest_burst_bytes; /* of the releases since the last boundary */
-	struct rt_reading base; /* the last boundary, or the first reading */
-	bool base_wants_live;   /* the first base lacks the live heap it asked for */
+	struct rt_reading base;       /* the last boundary, or the first reading */
+	bool base_wants_live;         /* the first base lacks the live heap it asked for */
 	struct rt_reading checkpoints[RT_DETECT_CHECKPOINTS];
 	unsigned ncheckpoints; /* ring: the oldest is overwritten */
 	unsigned next_checkpoint;

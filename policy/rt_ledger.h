@@ -22,8 +22,8 @@ struct rt_ledger {
 	uint64_t status_seq;
 	uint64_t detected_rounds;          /* rounds the library found itself */
 	uint32_t last_confidence_permille; /* how sure it was of the last */
-	uint64_t last_rss_kib;  /* after the last round handled */
-	uint64_t last_live_kib; /* at the last report that read it */
+	uint64_t last_rss_kib;             /* after the last round handled */
+	uint64_t last_live_kib;            /* at the last report that read it */
 	bool action_failed_before;
 	/* The last action's record (action NULL until the first); its note is last_note. */
 	struct rt_round_record last;
@@ -37,10 +37,10 @@ struct rt_batch {
 	bool due;         /* some round among them is a multiple of N */
 	bool trim;
 	bool stats;
-	bool announced;      /* some of its rounds came through the FIFO, the signal or the API */
-	uint64_t detected;   /* rounds the library found itself */
+	bool announced;    /* some of its rounds came through the FIFO, the signal or the API */
+	uint64_t detected; /* rounds the library found itself */
 	uint32_t confidence_permille; /* how sure it was of the last of them */
-	const char *trigger; /* the last source that added to it */
+	const char *trigger;          /* the last source that added to it */
 	/* The record of Python steps that ran on the main thread after their round's action
 	 * (rt_batch_python): it counts no round, and releases only what the steps freed. */
 	bool python;

@@ -147,11 +147,11 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 	             ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
 	             ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"descriptors\":\"%s\""
 	             ",\"note\":\"%s\"%s,\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
-	             rec->pid, rec->round, rec->trigger, confidence, rec->action, rec->rss_before_kib,
-	             rec->rss_after_kib, rec->anon_kib, rec->file_kib, rec->lazyfree_kib,
-	             rec->live_kib, rt_report_released_kib(rec), rec->duration_us, rec->allocator,
-	             rec->descriptors ? rec->descriptors : "none", rec->note, python,
-	             rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
+	             rec->pid, rec->round, rec->trigger, confidence, rec->action,
+	             rec->rss_before_kib, rec->rss_after_kib, rec->anon_kib, rec->file_kib,
+	             rec->lazyfree_kib, rec->live_kib, rt_report_released_kib(rec),
+	             rec->duration_us, rec->allocator, rec->descriptors ? rec->descriptors : "none",
+	             rec->note, python, rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 
@@ -193,7 +193,8 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    buf, size,
 	    "{\"pid\":%d,\"seq\":%" PRIu64 ",\"mode\":\"%s\""
 	    ",\"program\":\"%s\",\"allocator\":\"%s\",\"descriptors\":\"%s\",\"rounds\":%" PRIu64
-	    ",\"detected_rounds\":%" PRIu64 ",\"last_confidence\":%" PRIu32 ",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
+	    ",\"detected_rounds\":%" PRIu64 ",\"last_confidence\":%" PRIu32
+	    ",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
 	    ",\"last_action\":\"%s\",\"last_trigger\":\"%s\",\"last_action_unix_time\":%" PRId64
 	    ".%06" PRId64 ",\"last_rss_before_kib\":%" PRIu64 ",\"last_rss_after_kib\":%" PRIu64
 	    ",\"last_released_kib\":%" PRIu64 ",\"last_duration_us\":%" PRIu64
@@ -204,8 +205,8 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    ",\"seq_end\":%" PRIu64 "}\n",
 	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator,
 	    st->descriptors ? st->descriptors : "none", st->rounds, st->detected_rounds,
-	    st->last_confidence_permille, st->gc_rounds, st->actions,
-	    st->last_action_round, st->last_action, st->last_trigger ? st->last_trigger : "none",
+	    st->last_confidence_permille, st->gc_rounds, st->actions, st->last_action_round,
+	    st->last_action, st->last_trigger ? st->last_trigger : "none",
 	    st->last_action_unix_us / 1000000, st->last_action_unix_us % 1000000,
 	    st->last_rss_before_kib, st->last_rss_after_kib,
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
@@ -286,8 +287,8 @@ rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr)
 	    "# end\n",
 	    labels, pr->allocator, pr->action, pr->version, labels, pr->rounds, labels,
 	    pr->detected_rounds, labels, pr->last_confidence_permille / 1000,
-	    pr->last_confidence_permille % 1000, labels, pr->actions,
-	    labels, pr->released_total_kib * 1024, labels, pr->rss_kib * 1024, labels,
+	    pr->last_confidence_permille % 1000, labels, pr->actions, labels,
+	    pr->released_total_kib * 1024, labels, pr->rss_kib * 1024, labels,
 	    pr->last_rss_before_kib * 1024, labels, pr->last_rss_after_kib * 1024, labels,
 	    pr->last_action_unix_us / 1000000, pr->last_action_unix_us % 1000000, labels,
 	    pr->lost_records);

@@ -17,7 +17,7 @@
 struct rt_round_record {
 	int pid;
 	uint64_t round;
-	const char *trigger;   /* "signal", "fifo", "api", "auto" */
+	const char *trigger; /* "signal", "fifo", "api", "auto" */
 	/* A round the library found itself (trigger "auto"): how sure the detector was of its end,
 	 * 0 to 1000 (policy/rt_detect's confidence_permille); written only with that trigger. */
 	uint32_t confidence_permille;
