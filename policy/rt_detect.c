@@ -3,6 +3,9 @@
 #include <stddef.h>
 
 #define RT_DETECT_US_PER_S 1000000u
+/* The longest ring whose median is taken. */
+#define RT_DETECT_RING_MAX                                                                         \
+	(RT_DETECT_WEIGHTS > RT_DETECT_HISTORY ? RT_DETECT_WEIGHTS : RT_DETECT_HISTORY)
 
 void
 rt_detect_default_params(struct rt_detect_params *params)
@@ -19,6 +22,10 @@ rt_detect_default_params(struct rt_detect_params *params)
 	params->max_kept_count_permille = 250;
 	params->max_rss_growth_permille = 0;
 	params->min_round_share_permille = 100;
+	params->min_weight_permille = 300;
+	params->in_phase_permille = 750;
+	params->early_quiet_us = 250000;
+	params->min_burst_share_permille = 100;
 	params->want_live = false;
 }
 
@@ -32,11 +39,13 @@ rt_detect_restart(struct rt_detect *d, const struct rt_reading *r)
 	d->in_quiet = true;
 	d->quiet_since_us = r->t_us;
 	d->quiet_handled = true;
+	d->early_tried = false;
 	d->live_asked = false;
 	d->base_wants_live = false;
 	d->quiet_live_bytes = RT_TRACE_UNKNOWN;
 	d->burst_events = 0;
 	d->burst_bytes = 0;
+	d->largest_burst_bytes = 0;
 }
 
 void
@@ -53,6 +62,12 @@ rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *params)
 	detect->basis = RT_DETECT_BY_NONE;
 	detect->nrounds = 0;
 	detect->next_round = 0;
+	detect->nweights = 0;
+	detect->next_weight = 0;
+	detect->nintervals = 0;
+	detect->next_interval = 0;
+	detect->confidence_permille = 0;
+	detect->period_us = 0;
 	rt_detect_restart(detect, &zero);
 }
 
@@ -156,21 +171,59 @@ rt_detect_released_since(const struct rt_detect_params *p, const struct rt_readi
 	                              allocations, p->max_kept_count_permille);
 }
 
-/* The median of the bytes the last rounds requested (the lower middle of an even count); 0
- * before the first round. */
-static uint64_t
-rt_detect_typical_round(const struct rt_detect *d)
+uint64_t
+rt_detect_median(const uint64_t *values, unsigned n)
 {
-	uint64_t sorted[RT_DETECT_HISTORY];
-	unsigned n = d->nrounds;
+	uint64_t sorted[RT_DETECT_RING_MAX];
+	if (n > sizeof(sorted) / sizeof(sorted[0]))
+		n = sizeof(sorted) / sizeof(sorted[0]);
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t v = d->round_bytes[i];
+		uint64_t v = values[i];
 		unsigned j = i;
 		for (; j > 0 && sorted[j - 1] > v; j--)
 			sorted[j] = sorted[j - 1];
 		sorted[j] = v;
 	}
 	return n ? sorted[(n - 1) / 2] : 0;
+}
+
+/* The median of the bytes the last rounds requested; 0 before the first round. */
+static uint64_t
+rt_detect_typical_round(const struct rt_detect *d)
+{
+	return rt_detect_median(d->round_bytes, d->nrounds);
+}
+
+/* Whether the burst that ends now is the round's own return (see min_burst_share_permille):
+ * against the largest burst since the last boundary. */
+static bool
+rt_detect_own_return(const struct rt_detect *d)
+{
+	uint64_t largest =
+	    d->burst_bytes > d->largest_burst_bytes ? d->burst_bytes : d->largest_burst_bytes;
+	return rt_detect_scale(d->burst_bytes, 1000, 1) >=
+	       rt_detect_scale(largest, d->params.min_burst_share_permille, 1);
+}
+
+/* Appends to a ring of `size` readings. */
+static void
+rt_detect_ring_push_reading(struct rt_reading *ring, unsigned size, unsigned *n, unsigned *next,
+                            const struct rt_reading *value)
+{
+	ring[*next] = *value;
+	*next = (*next + 1) % size;
+	if (*n < size)
+		(*n)++;
+}
+
+/* Appends to a ring of `size` values. */
+static void
+rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *next, uint64_t value)
+{
+	ring[*next] = value;
+	*next = (*next + 1) % size;
+	if (*n < size)
+		(*n)++;
 }
 
 /* Whether `requested`, the work of the round that would end, is a round's worth (see the
@@ -182,6 +235,63 @@ rt_detect_round_sized(const struct rt_detect *d, uint64_t requested)
 	       rt_detect_scale(rt_detect_typical_round(d), d->params.min_round_share_permille, 1);
 }
 
+/* How large `work` is against the recent candidates' (see min_weight_permille), in permille
+ * (above 1000 when larger). Of three or more, the second largest sets the scale, so that one
+ * outlier (start-up, a round with an evaluation) does not hide the next rounds; the first
+ * candidate is its own scale. Candidates before the first boundary do not count. */
+static uint64_t
+rt_detect_weight(const struct rt_detect *d, uint64_t work)
+{
+	uint64_t largest = 0, second = 0;
+	for (unsigned i = 0; i < d->nweights; i++) {
+		uint64_t w = d->weights[i];
+		if (w > largest) {
+			second = largest;
+			largest = w;
+		} else if (w > second)
+			second = w;
+	}
+	uint64_t scale = d->nweights > 2 ? second : d->nweights ? largest : work;
+	return rt_detect_scale(work, 1000, scale);
+}
+
+/* Where the current quiet period began, in periods since the last boundary (permille); 0 while
+ * the period is not known. */
+static uint64_t
+rt_detect_phase(const struct rt_detect *d)
+{
+	return d->period_us
+	           ? rt_detect_scale(d->quiet_since_us - d->boundary_us, 1000, d->period_us)
+	           : 0;
+}
+
+/* Whether a candidate whose work weighs `weight` (rt_detect_weight) is a round's end: see
+ * min_weight_permille. Once the period is known, one that comes within half a period of the
+ * last round's end would make two in one period: it must weigh a whole round. */
+static bool
+rt_detect_keeps_rhythm(const struct rt_detect *d, uint64_t weight)
+{
+	const struct rt_detect_params *p = &d->params;
+	if (!p->min_weight_permille)
+		return true;
+	if (!d->period_us)
+		return weight >= p->min_weight_permille;
+	uint64_t phase = rt_detect_phase(d);
+	if (phase < 500)
+		return weight >= 1000;
+	return weight >= p->min_weight_permille || phase >= p->in_phase_permille;
+}
+
+/* See confidence_permille. */
+static uint32_t
+rt_detect_confidence(const struct rt_detect *d, uint64_t weight)
+{
+	uint64_t phase = rt_detect_phase(d);
+	uint64_t off = phase > 1000 ? phase - 1000 : 1000 - phase;
+	uint64_t phase_score = !d->period_us ? 500 : off >= 1000 ? 0 : 1000 - off;
+	return (uint32_t)(((weight > 1000 ? 1000 : weight) + phase_score) / 2);
+}
+
 static bool
 rt_detect_significant(const struct rt_detect *d)
 {
@@ -189,51 +299,93 @@ rt_detect_significant(const struct rt_detect *d)
 	       d->burst_bytes >= d->params.min_burst_bytes;
 }
 
-/* A confirmed quiet period after a significant burst: a boundary or a checkpoint. now is the
- * reading, with the live heap read during this quiet period if it carries none itself. */
-static enum rt_detect_result
-rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
+/* The round a quiet period would close: the most work since a reference (the last boundary, or
+ * an earlier quiet period's start) after which the heap kept little. NULL when there is none. */
+static const struct rt_reading *
+rt_detect_round_start(const struct rt_detect *d, const struct rt_reading *now,
+                      enum rt_detect_basis *basis)
 {
-	const struct rt_detect_params *p = &d->params;
-	/* The round that ends is the most work since a reference (the last boundary, or an earlier
-	 * quiet period's start) after which the heap kept little. */
 	const struct rt_reading *round_start = NULL;
-	enum rt_detect_basis basis = RT_DETECT_BY_NONE;
+	*basis = RT_DETECT_BY_NONE;
 	for (unsigned i = 0; i <= d->ncheckpoints; i++) {
 		const struct rt_reading *ref = i < d->ncheckpoints ? &d->checkpoints[i] : &d->base;
 		enum rt_detect_basis b = rt_detect_basis_for(ref, now);
 		if ((!round_start || ref->bytes_requested < round_start->bytes_requested) &&
-		    rt_detect_released_since(p, ref, now, b)) {
+		    rt_detect_released_since(&d->params, ref, now, b)) {
 			round_start = ref;
-			basis = b;
+			*basis = b;
 		}
 	}
+	return round_start;
+}
+
+/* Whether a quiet period confirmed early (early_quiet_us) already shows a round's end: the
+ * rhythm is known, the quiet came in phase, and the work it closes weighs a round's. */
+static bool
+rt_detect_early_end(const struct rt_detect *d, const struct rt_reading *now)
+{
+	enum rt_detect_basis basis;
+	const struct rt_reading *round_start = rt_detect_round_start(d, now, &basis);
+	if (!round_start)
+		return false;
+	uint64_t requested = now->bytes_requested - round_start->bytes_requested;
+	return rt_detect_round_sized(d, requested) && rt_detect_own_return(d) &&
+	       rt_detect_weight(d, requested) >= d->params.min_weight_permille;
+}
+
+/* A confirmed quiet period after a significant burst: a boundary or a checkpoint. now is the
+ * reading, with the live heap read during this quiet period if it carries none itself. A
+ * release that qualifies is a candidate; it is a boundary when it keeps the rhythm (see
+ * min_weight_permille). Every candidate's work joins the recent ones. */
+static enum rt_detect_result
+rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
+{
+	enum rt_detect_basis basis;
+	const struct rt_reading *round_start = rt_detect_round_start(d, now, &basis);
 	uint64_t requested = round_start ? now->bytes_requested - round_start->bytes_requested : 0;
 	d->quiet_handled = true;
 	d->base_wants_live = false;
-	if (round_start && rt_detect_round_sized(d, requested)) {
-		d->round_bytes[d->next_round] = requested;
-		d->next_round = (d->next_round + 1) % RT_DETECT_HISTORY;
-		if (d->nrounds < RT_DETECT_HISTORY)
-			d->nrounds++;
+	bool boundary = false;
+	bool candidate = round_start && rt_detect_round_sized(d, requested);
+	if (candidate && rt_detect_own_return(d)) {
+		uint64_t weight = rt_detect_weight(d, requested);
+		boundary = rt_detect_keeps_rhythm(d, weight);
+		if (boundary)
+			d->confidence_permille = rt_detect_confidence(d, weight);
+		/* Work before the first boundary includes start-up's: no round's measure. */
+		if (d->boundaries)
+			rt_detect_ring_push(d->weights, RT_DETECT_WEIGHTS, &d->nweights,
+			                    &d->next_weight, requested);
+	}
+	if (boundary) {
+		rt_detect_ring_push(d->round_bytes, RT_DETECT_HISTORY, &d->nrounds, &d->next_round,
+		                    requested);
+		if (d->boundaries)
+			rt_detect_ring_push(d->intervals_us, RT_DETECT_HISTORY, &d->nintervals,
+			                    &d->next_interval, d->quiet_since_us - d->boundary_us);
+		d->period_us = d->nintervals >= RT_DETECT_LOCK_ROUNDS
+		                   ? rt_detect_median(d->intervals_us, d->nintervals)
+		                   : 0;
 		d->boundaries++;
 		d->boundary_us = d->quiet_since_us;
 		d->basis = basis;
 		d->base = *now;
 		d->ncheckpoints = 0;
 		d->next_checkpoint = 0;
+		d->largest_burst_bytes = 0;
 		return RT_DETECT_BOUNDARY;
 	}
-	d->checkpoints[d->next_checkpoint] = *now;
-	d->next_checkpoint = (d->next_checkpoint + 1) % RT_DETECT_CHECKPOINTS;
-	if (d->ncheckpoints < RT_DETECT_CHECKPOINTS)
-		d->ncheckpoints++;
+	if (candidate && d->burst_bytes > d->largest_burst_bytes)
+		d->largest_burst_bytes = d->burst_bytes;
+	rt_detect_ring_push_reading(d->checkpoints, RT_DETECT_CHECKPOINTS, &d->ncheckpoints,
+	                            &d->next_checkpoint, now);
 	return RT_DETECT_NOTHING;
 }
 
 /* The rest of a quiet interval's handling: decide once the quiet period is confirmed, and ask
  * for the live heap one reading ahead, so that the reading that confirms it carries a value
- * read well after the burst, at no added delay. A slower reader is asked at confirmation. */
+ * read well after the burst, at no added delay. A slower reader is asked at confirmation. A
+ * quiet period in phase with a known rhythm is first looked at after early_quiet_us. */
 static enum rt_detect_result
 rt_detect_quiet(struct rt_detect *d, const struct rt_reading *r, uint64_t dt)
 {
@@ -242,8 +394,11 @@ rt_detect_quiet(struct rt_detect *d, const struct rt_reading *r, uint64_t dt)
 		d->quiet_live_bytes = r->live_bytes;
 	if (d->quiet_handled || !rt_detect_significant(d))
 		return RT_DETECT_NOTHING;
-	bool confirmed = r->t_us - d->quiet_since_us >= p->quiet_us;
-	bool confirmed_next = r->t_us + dt - d->quiet_since_us >= p->quiet_us;
+	bool early = p->early_quiet_us && p->early_quiet_us < p->quiet_us && !d->early_tried &&
+	             d->period_us && rt_detect_phase(d) >= p->in_phase_permille;
+	uint64_t need = early ? p->early_quiet_us : p->quiet_us;
+	bool confirmed = r->t_us - d->quiet_since_us >= need;
+	bool confirmed_next = r->t_us + dt - d->quiet_since_us >= need;
 	if (p->want_live && !rt_detect_known(d->quiet_live_bytes) && !d->live_asked &&
 	    (confirmed || confirmed_next)) {
 		d->live_asked = true;
@@ -253,6 +408,11 @@ rt_detect_quiet(struct rt_detect *d, const struct rt_reading *r, uint64_t dt)
 		return RT_DETECT_NOTHING;
 	struct rt_reading now = *r;
 	now.live_bytes = d->quiet_live_bytes;
+	if (early) {
+		d->early_tried = true;
+		if (!rt_detect_early_end(d, &now))
+			return RT_DETECT_NOTHING;
+	}
 	return rt_detect_decide(d, &now);
 }
 
@@ -321,6 +481,7 @@ rt_detect_feed(struct rt_detect *d, const struct rt_reading *r)
 		d->in_quiet = true;
 		d->quiet_since_us = quiet_start;
 		d->quiet_handled = false;
+		d->early_tried = false;
 		d->live_asked = false;
 		d->quiet_live_bytes = RT_TRACE_UNKNOWN;
 	}

@@ -47,6 +47,28 @@ struct rt_detect_params {
 	 * (none before the first); 0 = off. What a round ends with (sending the update, fetching
 	 * the next model, a checkpoint) is a burst of its own, and its quiet is no round's end. */
 	uint32_t min_round_share_permille; /* 100 */
+	/* The rhythm: rounds are near-periodic, and each ends with the period's largest return.
+	 * A release that qualifies (a candidate) is a round's end only when the work it closes is
+	 * at least min_weight_permille of the most that any of the last RT_DETECT_WEIGHTS
+	 * candidates closed, or, once the period is known (RT_DETECT_LOCK_ROUNDS intervals
+	 * between rounds found: their median), when it comes at least in_phase_permille of a
+	 * period after the last round's end; but within half a period of it only when it weighs
+	 * a whole round (at least the scale: a faster round), so that a period has one end. What
+	 * a round ends or starts with (the update sent, the next model arriving) closes a small
+	 * part of a round's work, and comes early: it is no round's end. 0 = off (every
+	 * candidate is a round's end). */
+	uint32_t min_weight_permille; /* 300 */
+	uint32_t in_phase_permille;   /* 750 */
+	/* Once the period is known, a quiet period that begins in phase is looked at after this
+	 * long already, and is a round's end then if the work it closes weighs a round's (at least
+	 * min_weight_permille); else it waits for quiet_us like any other. 0 = off. */
+	uint64_t early_quiet_us; /* 250000 */
+	/* A round's end is the quiet after the round's largest return: the burst that ends there
+	 * must be at least this share (bytes requested) of the largest burst given back since the
+	 * last boundary. A small burst (a heartbeat, a poll) after which the heap is found to have
+	 * given back what an earlier burst kept (a thread that freed it meanwhile) is no round's
+	 * end. 0 = off. */
+	uint32_t min_burst_share_permille; /* 100 */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
 	 * when a quiet period after a significant burst is about to be confirmed. */
 	bool want_live; /* false */
@@ -54,6 +76,8 @@ struct rt_detect_params {
 
 #define RT_DETECT_CHECKPOINTS 7
 #define RT_DETECT_HISTORY 5
+#define RT_DETECT_WEIGHTS 8
+#define RT_DETECT_LOCK_ROUNDS 3
 
 enum rt_detect_result {
 	RT_DETECT_NOTHING,
@@ -83,12 +107,14 @@ struct rt_detect {
 	bool in_quiet;             /* no active interval since quiet_since_us */
 	uint64_t quiet_since_us;   /* the end of the last active interval */
 	bool quiet_handled;        /* this quiet period already fired, asked or made a checkpoint */
+	bool early_tried;          /* this quiet period was looked at early */
 	bool live_asked;           /* this quiet period already asked for the live heap */
 	uint64_t quiet_live_bytes; /* the live heap read during this quiet period, or UNKNOWN */
 	uint64_t burst_events;     /* the current or last burst's volume */
 	uint64_t burst_bytes;
-	struct rt_reading base; /* the last boundary, or the first reading */
-	bool base_wants_live;   /* the first base lacks the live heap it asked for */
+	uint64_t largest_burst_bytes; /* of the releases since the last boundary */
+	struct rt_reading base;       /* the last boundary, or the first reading */
+	bool base_wants_live;         /* the first base lacks the live heap it asked for */
 	struct rt_reading checkpoints[RT_DETECT_CHECKPOINTS];
 	unsigned ncheckpoints; /* ring: the oldest is overwritten */
 	unsigned next_checkpoint;
@@ -96,10 +122,24 @@ struct rt_detect {
 	uint64_t round_bytes[RT_DETECT_HISTORY];
 	unsigned nrounds;
 	unsigned next_round;
+	/* The work each of the last candidates closed, and the intervals between the last rounds'
+	 * ends (rings, as the checkpoints). */
+	uint64_t weights[RT_DETECT_WEIGHTS];
+	unsigned nweights;
+	unsigned next_weight;
+	uint64_t intervals_us[RT_DETECT_HISTORY];
+	unsigned nintervals;
+	unsigned next_interval;
 	/* Outputs */
 	uint64_t boundaries;        /* boundaries found so far */
 	uint64_t boundary_us;       /* the last boundary: when its quiet period began */
 	enum rt_detect_basis basis; /* what decided the last boundary */
+	/* How sure the detector is of the last boundary, 0 to 1000: the mean of how large the
+	 * work it closed is against the largest recent candidate's (capped at 1000), and how close
+	 * it came to a period after the last boundary (1000 at one period, 0 at none or two; 500
+	 * while the period is not known). */
+	uint32_t confidence_permille;
+	uint64_t period_us; /* the rounds' period; 0 while not known */
 };
 
 void rt_detect_default_params(struct rt_detect_params *params);
@@ -111,5 +151,8 @@ void rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *par
 enum rt_detect_result rt_detect_feed(struct rt_detect *detect, const struct rt_reading *reading);
 
 const char *rt_detect_basis_name(enum rt_detect_basis basis);
+
+/* The median of n values (the lower middle of an even count); 0 when n is 0. */
+uint64_t rt_detect_median(const uint64_t *values, unsigned n);
 
 #endif

@@ -51,9 +51,11 @@ rt_batch_python(struct rt_batch *b, uint64_t round, bool freed)
 }
 
 void
-rt_batch_detected(struct rt_batch *b)
+rt_batch_detected(struct rt_batch *b, uint32_t confidence_permille)
 {
 	rt_batch_add(b, 1, "auto");
+	b->detected++;
+	b->confidence_permille = confidence_permille;
 }
 
 void
@@ -135,6 +137,7 @@ rt_ledger_start(const struct rt_ledger *l, const struct rt_batch *b, int pid, co
 	    .pid = pid,
 	    .round = b->python ? b->python_round : rt_rounds_counted(&l->rounds),
 	    .trigger = b->trigger ? b->trigger : "fifo",
+	    .confidence_permille = b->confidence_permille,
 	    .action = "none",
 	    .allocator = allocator,
 	    .note = note,
@@ -175,6 +178,10 @@ rt_ledger_finish(struct rt_ledger *l, const struct rt_batch *b, const struct rt_
 	if (b->rounds > 1)
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "merged=%llu",
 		               (unsigned long long)b->rounds);
+	if (b->detected) {
+		l->detected_rounds += b->detected;
+		l->last_confidence_permille = b->confidence_permille;
+	}
 	if (p->read_live)
 		l->last_live_kib = live_kib;
 	rec->live_kib = l->last_live_kib;
@@ -199,6 +206,8 @@ rt_ledger_status(struct rt_ledger *l, const struct rt_ledger_facts *f, struct rt
 	    .allocator = f->allocator,
 	    .descriptors = f->descriptors,
 	    .rounds = rt_rounds_counted(&l->rounds),
+	    .detected_rounds = l->detected_rounds,
+	    .last_confidence_permille = l->last_confidence_permille,
 	    .gc_rounds = rt_rounds_every(&l->rounds),
 	    .actions = l->actions,
 	    .last_action_round = l->last.round,
@@ -233,6 +242,8 @@ rt_ledger_prom(const struct rt_ledger *l, const struct rt_ledger_facts *f, const
 	    .action = f->action,
 	    .version = version,
 	    .rounds = rt_rounds_counted(&l->rounds),
+	    .detected_rounds = l->detected_rounds,
+	    .last_confidence_permille = l->last_confidence_permille,
 	    .actions = l->actions,
 	    .released_total_kib = l->released_total_kib,
 	    .rss_kib = l->last_rss_kib,

@@ -20,8 +20,10 @@ struct rt_ledger {
 	uint64_t unknown_lines;
 	uint64_t oversized_lines;
 	uint64_t status_seq;
-	uint64_t last_rss_kib;  /* after the last round handled */
-	uint64_t last_live_kib; /* at the last report that read it */
+	uint64_t detected_rounds;          /* rounds the library found itself */
+	uint32_t last_confidence_permille; /* how sure it was of the last */
+	uint64_t last_rss_kib;             /* after the last round handled */
+	uint64_t last_live_kib;            /* at the last report that read it */
 	bool action_failed_before;
 	/* The last action's record (action NULL until the first); its note is last_note. */
 	struct rt_round_record last;
@@ -35,9 +37,11 @@ struct rt_batch {
 	bool due;         /* some round among them is a multiple of N */
 	bool trim;
 	bool stats;
-	bool announced;      /* some of its rounds came through the FIFO, the signal or the API */
-	bool trim_asked;     /* a trim came through the FIFO or the API (not a trigger's) */
-	const char *trigger; /* the last source that added to it */
+	bool announced;               /* some of its rounds came through the FIFO, the signal or the API */
+	bool trim_asked;              /* a trim came through the FIFO or the API (not a trigger's) */
+	uint64_t detected;            /* rounds the library found itself */
+	uint32_t confidence_permille; /* how sure it was of the last of them */
+	const char *trigger;          /* the last source that added to it */
 	/* The record of Python steps that ran on the main thread after their round's action
 	 * (rt_batch_python): it counts no round, and releases only what the steps freed. */
 	bool python;
@@ -68,8 +72,8 @@ void rt_batch_count(struct rt_batch *b, uint64_t n, const char *trigger);
 /* n rounds that their callers already counted (the API counts where it is called); `acts`: one
  * of them is a round that acts. */
 void rt_batch_counted(struct rt_batch *b, uint64_t n, bool acts, const char *trigger);
-/* One round whose end the library found itself ("auto"). */
-void rt_batch_detected(struct rt_batch *b);
+/* One round whose end the library found itself ("auto"), with how sure it was (0 to 1000). */
+void rt_batch_detected(struct rt_batch *b, uint32_t confidence_permille);
 /* A trim of a trigger of the library's own (the interval, pressure, the RSS limit). */
 void rt_batch_trim(struct rt_batch *b, const char *trigger);
 /* A trim someone asked for through trigger ("fifo", "api"). */

@@ -134,21 +134,24 @@ rt_report_json(char *buf, size_t size, const struct rt_round_record *rec)
 {
 	/* Every string put here is one of the library's own words (no quoting needed) except the
 	 * note, which the library also writes itself without quotes or backslashes. */
-	char python[160];
+	char python[160], confidence[32] = "";
 	rt_report_python(python, sizeof(python), rec, true);
+	if (!strcmp(rec->trigger, "auto"))
+		snprintf(confidence, sizeof(confidence), ",\"confidence\":%" PRIu32,
+		         rec->confidence_permille);
 	int n =
 	    snprintf(buf, size,
-	             "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\",\"action\":\"%s\","
+	             "{\"pid\":%d,\"round\":%" PRIu64 ",\"trigger\":\"%s\"%s,\"action\":\"%s\","
 	             "\"rss_before_kib\":%" PRIu64 ",\"rss_after_kib\":%" PRIu64
 	             ",\"anon_kib\":%" PRIu64 ",\"file_kib\":%" PRIu64 ",\"lazyfree_kib\":%" PRIu64
 	             ",\"live_kib\":%" PRIu64 ",\"released_kib\":%" PRIu64
 	             ",\"duration_us\":%" PRIu64 ",\"allocator\":\"%s\",\"descriptors\":\"%s\""
 	             ",\"note\":\"%s\"%s,\"unix_time\":%" PRId64 ".%06" PRId64 "}\n",
-	             rec->pid, rec->round, rec->trigger, rec->action, rec->rss_before_kib,
-	             rec->rss_after_kib, rec->anon_kib, rec->file_kib, rec->lazyfree_kib,
-	             rec->live_kib, rt_report_released_kib(rec), rec->duration_us, rec->allocator,
-	             rec->descriptors ? rec->descriptors : "none", rec->note, python,
-	             rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
+	             rec->pid, rec->round, rec->trigger, confidence, rec->action,
+	             rec->rss_before_kib, rec->rss_after_kib, rec->anon_kib, rec->file_kib,
+	             rec->lazyfree_kib, rec->live_kib, rt_report_released_kib(rec),
+	             rec->duration_us, rec->allocator, rec->descriptors ? rec->descriptors : "none",
+	             rec->note, python, rec->unix_time_us / 1000000, rec->unix_time_us % 1000000);
 	return rt_report_clamp(n, size);
 }
 
@@ -190,6 +193,7 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    buf, size,
 	    "{\"pid\":%d,\"seq\":%" PRIu64 ",\"mode\":\"%s\""
 	    ",\"program\":\"%s\",\"allocator\":\"%s\",\"descriptors\":\"%s\",\"rounds\":%" PRIu64
+	    ",\"detected_rounds\":%" PRIu64 ",\"last_confidence\":%" PRIu32
 	    ",\"gc_rounds\":%" PRIu32 ",\"actions\":%" PRIu64 ",\"last_action_round\":%" PRIu64
 	    ",\"last_action\":\"%s\",\"last_trigger\":\"%s\",\"last_action_unix_time\":%" PRId64
 	    ".%06" PRId64 ",\"last_rss_before_kib\":%" PRIu64 ",\"last_rss_after_kib\":%" PRIu64
@@ -200,8 +204,9 @@ rt_report_status_json(char *buf, size_t size, const struct rt_status_record *st)
 	    "lines\":%" PRIu64 ",\"oversized_lines\":%" PRIu64 ",\"lost_records\":%" PRIu64
 	    ",\"fork_of\":%d,\"seq_end\":%" PRIu64 "}\n",
 	    st->pid, st->seq, st->mode ? st->mode : "announced", program, st->allocator,
-	    st->descriptors ? st->descriptors : "none", st->rounds, st->gc_rounds, st->actions,
-	    st->last_action_round, st->last_action, st->last_trigger ? st->last_trigger : "none",
+	    st->descriptors ? st->descriptors : "none", st->rounds, st->detected_rounds,
+	    st->last_confidence_permille, st->gc_rounds, st->actions, st->last_action_round,
+	    st->last_action, st->last_trigger ? st->last_trigger : "none",
 	    st->last_action_unix_us / 1000000, st->last_action_unix_us % 1000000,
 	    st->last_rss_before_kib, st->last_rss_after_kib,
 	    rt_report_drop_kib(st->last_rss_before_kib, st->last_rss_after_kib),
@@ -250,6 +255,13 @@ rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr)
 	    "# HELP roundtrim_rounds_total Rounds counted.\n"
 	    "# TYPE roundtrim_rounds_total counter\n"
 	    "roundtrim_rounds_total{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_detected_rounds_total Rounds the library found itself.\n"
+	    "# TYPE roundtrim_detected_rounds_total counter\n"
+	    "roundtrim_detected_rounds_total{%s} %" PRIu64 "\n"
+	    "# HELP roundtrim_detection_confidence How sure the library was of the last round it "
+	    "found (0 to 1; 0 before the first).\n"
+	    "# TYPE roundtrim_detection_confidence gauge\n"
+	    "roundtrim_detection_confidence{%s} %" PRIu32 ".%03" PRIu32 "\n"
 	    "# HELP roundtrim_actions_total Allocator actions run.\n"
 	    "# TYPE roundtrim_actions_total counter\n"
 	    "roundtrim_actions_total{%s} %" PRIu64 "\n"
@@ -273,8 +285,10 @@ rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr)
 	    "# TYPE roundtrim_lost_records_total counter\n"
 	    "roundtrim_lost_records_total{%s} %" PRIu64 "\n"
 	    "# end\n",
-	    labels, pr->allocator, pr->action, pr->version, labels, pr->rounds, labels, pr->actions,
-	    labels, pr->released_total_kib * 1024, labels, pr->rss_kib * 1024, labels,
+	    labels, pr->allocator, pr->action, pr->version, labels, pr->rounds, labels,
+	    pr->detected_rounds, labels, pr->last_confidence_permille / 1000,
+	    pr->last_confidence_permille % 1000, labels, pr->actions, labels,
+	    pr->released_total_kib * 1024, labels, pr->rss_kib * 1024, labels,
 	    pr->last_rss_before_kib * 1024, labels, pr->last_rss_after_kib * 1024, labels,
 	    pr->last_action_unix_us / 1000000, pr->last_action_unix_us % 1000000, labels,
 	    pr->lost_records);

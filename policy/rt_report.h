@@ -17,7 +17,10 @@
 struct rt_round_record {
 	int pid;
 	uint64_t round;
-	const char *trigger;   /* "signal", "fifo", "api" */
+	const char *trigger; /* "signal", "fifo", "api", "auto" */
+	/* A round the library found itself (trigger "auto"): how sure the detector was of its end,
+	 * 0 to 1000 (policy/rt_detect's confidence_permille); written only with that trigger. */
+	uint32_t confidence_permille;
 	const char *action;    /* "malloc_trim", "jemalloc_purge", "jemalloc_decay", "none" */
 	const char *allocator; /* "glibc", "jemalloc", ... */
 	/* Whose descriptor table holds the library's files: "private", "keeper", "shared"
@@ -52,6 +55,10 @@ struct rt_status_record {
 	const char *allocator;
 	const char *descriptors; /* as in the round record */
 	uint64_t rounds;
+	/* Of them, those the library found itself, and how sure it was of the last (0 to 1000;
+	 * 0 before the first). */
+	uint64_t detected_rounds;
+	uint32_t last_confidence_permille;
 	uint32_t gc_rounds;
 	uint64_t actions;
 	uint64_t last_action_round;
@@ -100,6 +107,8 @@ struct rt_prom_record {
 	const char *action;
 	const char *version;
 	uint64_t rounds;
+	uint64_t detected_rounds;          /* as the status record's */
+	uint32_t last_confidence_permille; /* as the status record's */
 	uint64_t actions;
 	uint64_t released_total_kib;
 	uint64_t rss_kib;

@@ -13,7 +13,8 @@
 #
 # Usage: scripts/bench-detect.sh [--traces DIR] [--out DIR] [--seed S] [--rounds R]
 #                                [--interval-ms MS] [--quick]
-#   --traces DIR       score the NAME.trace/NAME.truth pairs in DIR instead of recording
+#   --traces DIR       score every NAME.trace/NAME.truth pair in DIR instead of recording
+#                      (test/traces: the recorded shapes, real and synthetic)
 #   --out DIR          where recorded traces go (default $BUILD/bench-detect)
 #   --seed S           the workloads' seed (default 1)
 #   --rounds R         rounds per workload (default 25; the server runs 4/5 of them)
@@ -26,7 +27,7 @@ RECORDER=$BUILD_DIR/test/tools/librecorder.so
 EVAL=$BUILD_DIR/test/bench/detect_eval
 WORKLOADS_BIN=$BUILD_DIR/test/workloads
 INPUTS=(counts counts+cpu live-asked+cpu freed+cpu)
-WORKLOAD_NAMES=(frag fl_client fl_server phases steady)
+WORKLOAD_NAMES=(frag fl_client fl_server phases steady fl_shape_short fl_shape_tiny)
 
 usage() {
 	sed -n '/^# Usage/,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
@@ -98,6 +99,13 @@ workload_command() {
 	steady)
 		echo "$WORKLOADS_BIN/steady" --duration $((quick ? 20 : 65)) --seed "$seed"
 		;;
+	fl_shape_short)
+		echo "$ROOT/test/workloads/py/fl_shape.py" --rounds "$rounds" --seed "$seed"
+		;;
+	fl_shape_tiny)
+		echo "$ROOT/test/workloads/py/fl_shape.py" --model-mib 0.4 --train 0.6:2 \
+			--rounds "$rounds" --seed "$seed"
+		;;
 	esac
 }
 
@@ -137,16 +145,23 @@ fields() {
 	echo
 }
 
-printf '%-10s %-15s %6s %8s %9s %6s %12s %9s %9s %8s\n' workload inputs rounds detected \
+names=("${WORKLOAD_NAMES[@]}")
+if [[ $traces != "$out" ]]; then
+	names=()
+	for trace in "$traces"/*.trace; do
+		names+=("$(basename "$trace" .trace)")
+	done
+fi
+printf '%-22s %-15s %6s %8s %9s %6s %12s %9s %9s %8s\n' workload inputs rounds detected \
 	precision recall median_delay max_delay false/min mallinfo
-for name in "${WORKLOAD_NAMES[@]}"; do
+for name in "${names[@]}"; do
 	[[ -r $traces/$name.trace && -r $traces/$name.truth ]] || continue
 	for inputs in "${INPUTS[@]}"; do
 		line=$("$EVAL" --inputs "$inputs" --name "$name" "$traces/$name.trace" \
 			"$traces/$name.truth")
 		IFS=$'\t' read -r truths detected precision recall median max fpm asks < <(fields "$line" \
 			truths detected precision recall median_delay_s max_delay_s false_per_min live_asks)
-		printf '%-10s %-15s %6s %8s %9s %6s %11ss %8ss %9s %8s\n' "$name" "$inputs" "$truths" \
+		printf '%-22s %-15s %6s %8s %9s %6s %11ss %8ss %9s %8s\n' "$name" "$inputs" "$truths" \
 			"$detected" "$precision" "$recall" "$median" "$max" "$fpm" "$asks"
 	done
 done

@@ -47,9 +47,11 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	if (!obj)
 		return RT_READ_BAD;
 	int64_t pid = 0;
+	uint64_t confidence = 0;
 	bool ok =
 	    rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "round", &out->rec.round) &&
 	    rt_json_str(obj, "trigger", out->trigger, sizeof(out->trigger)) &&
+	    rt_read_u64_since(obj, "confidence", &confidence) && confidence <= 1000 &&
 	    rt_json_str(obj, "action", out->action, sizeof(out->action)) &&
 	    rt_json_u64(obj, "rss_before_kib", &out->rec.rss_before_kib) &&
 	    rt_json_u64(obj, "rss_after_kib", &out->rec.rss_after_kib) &&
@@ -63,6 +65,7 @@ rt_report_read_json(const char *line, struct rt_round_read *out)
 	    rt_json_str(obj, "note", out->note, sizeof(out->note)) &&
 	    rt_json_unix_us(obj, "unix_time", &out->rec.unix_time_us);
 	out->rec.pid = (int)pid;
+	out->rec.confidence_permille = (uint32_t)confidence;
 	if (ok && rt_json_str(obj, "python", out->python, sizeof(out->python))) {
 		out->rec.python = out->python;
 		out->rec.cuda = out->cuda;
@@ -162,7 +165,7 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	if (!obj)
 		return RT_READ_TORN;
 	int64_t pid = 0, signal = 0;
-	uint64_t gc_rounds = 0, seq_end = 0, fork_of = 0;
+	uint64_t gc_rounds = 0, seq_end = 0, fork_of = 0, confidence = 0;
 	bool ok =
 	    rt_json_i64(obj, "pid", &pid) && rt_json_u64(obj, "seq", &st->seq) &&
 	    rt_json_str(obj, "mode", out->mode, sizeof(out->mode)) &&
@@ -171,7 +174,10 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	    rt_json_str(obj, "program", out->program, sizeof(out->program)) &&
 	    rt_json_str(obj, "allocator", out->allocator, sizeof(out->allocator)) &&
 	    rt_read_str_since(obj, "descriptors", out->descriptors, sizeof(out->descriptors)) &&
-	    rt_json_u64(obj, "rounds", &st->rounds) && rt_json_u64(obj, "gc_rounds", &gc_rounds) &&
+	    rt_json_u64(obj, "rounds", &st->rounds) &&
+	    rt_read_u64_since(obj, "detected_rounds", &st->detected_rounds) &&
+	    rt_read_u64_since(obj, "last_confidence", &confidence) && confidence <= 1000 &&
+	    rt_json_u64(obj, "gc_rounds", &gc_rounds) &&
 	    rt_json_u64(obj, "actions", &st->actions) &&
 	    rt_json_u64(obj, "last_action_round", &st->last_action_round) &&
 	    rt_json_str(obj, "last_action", out->last_action, sizeof(out->last_action)) &&
@@ -197,6 +203,7 @@ rt_report_read_status(const char *text, struct rt_status_read *out)
 	st->fork_of = (int)fork_of;
 	st->signal = (int)signal;
 	st->gc_rounds = (uint32_t)gc_rounds;
+	st->last_confidence_permille = (uint32_t)confidence;
 	if (!ok)
 		return RT_READ_BAD;
 	return st->seq == seq_end ? RT_READ_OK : RT_READ_TORN;

@@ -118,7 +118,12 @@ rt_cmd_status_row(struct rt_cmd_table *table, const struct rt_status_read *read,
 	/* Whose descriptor table holds the library's files (roundtrim(7), DESCRIPTORS). */
 	snprintf(cells[RT_COL_FDS], sizeof(cells[0]), "%s",
 	         st->descriptors && st->descriptors[0] ? st->descriptors : "-");
-	snprintf(cells[RT_COL_ROUNDS], sizeof(cells[0]), "%" PRIu64, st->rounds);
+	/* Rounds the library found itself: how sure it was of the last (roundtrim(1), status). */
+	if (st->detected_rounds)
+		snprintf(cells[RT_COL_ROUNDS], sizeof(cells[0]), "%" PRIu64 " ~%" PRIu32 "%%",
+		         st->rounds, st->last_confidence_permille / 10);
+	else
+		snprintf(cells[RT_COL_ROUNDS], sizeof(cells[0]), "%" PRIu64, st->rounds);
 	snprintf(cells[RT_COL_N], sizeof(cells[0]), "%" PRIu32, st->gc_rounds);
 	if (st->actions == 0)
 		snprintf(cells[RT_COL_LAST], sizeof(cells[0]), "-");

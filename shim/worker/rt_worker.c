@@ -285,7 +285,7 @@ rt_worker_read(struct rt_worker *w, struct rt_batch *b)
 			enum rt_detect_result r = rt_detect_feed(&w->detect, &rd);
 			w->want_live = r == RT_DETECT_WANT_LIVE;
 			if (r == RT_DETECT_BOUNDARY)
-				rt_batch_detected(b);
+				rt_batch_detected(b, w->detect.confidence_permille);
 		}
 	}
 	w->due = rt_triggers_due(&w->triggers, tr);

@@ -6,7 +6,9 @@
  *                    [--half-life-ms MS]
  *                    [--min-burst-events N] [--min-burst-kib K] [--kept-permille P]
  *                    [--kept-count-permille P] [--rss-growth-permille P]
- *                    [--round-share-permille P] [--name NAME]
+ *                    [--round-share-permille P] [--weight-permille P]
+ *                    [--phase-permille P] [--early-quiet-ms MS]
+ *                    [--burst-share-permille P] [--name NAME]
  *                    [--list] TRACE TRUTH
  *        detect_eval --detected FILE --end-us T [--name NAME] [--list] TRUTH
  *
@@ -37,7 +39,8 @@ usage(void)
 	                "[--idle-cpu-permille P] "
 	                "[--half-life-ms MS] [--min-burst-events N] [--min-burst-kib K] "
 	                "[--kept-permille P] [--kept-count-permille P] [--rss-growth-permille P] "
-	                "[--round-share-permille P] "
+	                "[--round-share-permille P] [--weight-permille P] [--phase-permille P] "
+	                "[--early-quiet-ms MS] [--burst-share-permille P] "
 	                "[--name NAME] [--list] TRACE TRUTH\n"
 	                "       detect_eval --detected FILE --end-us T [--name NAME] [--list] "
 	                "TRUTH\n");
@@ -56,9 +59,12 @@ list(const struct dm_truth *truth, const struct dm_result *res, bool detected)
 			if (detected)
 				printf("  detection at %.3f s\n", at);
 			else
-				printf("  detection at %.3f s (quiet from %.3f s, by %s)\n", at,
+				printf("  detection at %.3f s (quiet from %.3f s, by %s, "
+				       "confidence %u)\n",
+				       at,
 				       ((double)res->detections[d].boundary_us - (double)t0) / 1e6,
-				       rt_detect_basis_name(res->detections[d].basis));
+				       rt_detect_basis_name(res->detections[d].basis),
+				       res->detections[d].confidence_permille);
 		}
 		if (b < truth->n)
 			printf("boundary %zu at %.3f s%s\n", b + 1,
@@ -118,6 +124,14 @@ main(int argc, char **argv)
 			params.max_rss_growth_permille = (uint32_t)n;
 		else if (!strcmp(a, "--round-share-permille"))
 			params.min_round_share_permille = (uint32_t)n;
+		else if (!strcmp(a, "--weight-permille"))
+			params.min_weight_permille = (uint32_t)n;
+		else if (!strcmp(a, "--phase-permille"))
+			params.in_phase_permille = (uint32_t)n;
+		else if (!strcmp(a, "--early-quiet-ms"))
+			params.early_quiet_us = n * 1000;
+		else if (!strcmp(a, "--burst-share-permille"))
+			params.min_burst_share_permille = (uint32_t)n;
 		else if (!strcmp(a, "--name"))
 			name = v;
 		else if (!strcmp(a, "--detected"))

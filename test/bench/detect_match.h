@@ -49,6 +49,7 @@ struct dm_detection {
 	uint64_t t_us;        /* the reading that fired */
 	uint64_t boundary_us; /* the detector's estimate */
 	enum rt_detect_basis basis;
+	uint32_t confidence_permille;
 };
 
 struct dm_result {
@@ -284,6 +285,7 @@ dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 			det->t_us = r.t_us;
 			det->boundary_us = d.boundary_us;
 			det->basis = d.basis;
+			det->confidence_permille = d.confidence_permille;
 		}
 	}
 	dm_score(truth, trace->n ? trace->readings[trace->n - 1].t_us : 0, res);

@@ -60,6 +60,8 @@ Test(auto_rounds, rounds_found_without_anyone_announcing_them)
 	cr_assert_geq(autos, 3, "%d rounds found of 4", autos);
 	cr_assert_leq(autos, 4);
 	cr_assert_eq(th_count_lines(r.stats, "\"action\":\"glibc_release\""), autos);
+	/* Each says how sure the library was of it. */
+	cr_assert_eq(th_count_lines(r.stats, "\"trigger\":\"auto\",\"confidence\":"), autos);
 }
 
 /* The first announced round hands over: the status says so, and no round is found any more. */

@@ -79,7 +79,7 @@ Test(child, asked_trim_from_the_fifo)
 Test(child, a_detected_round_never_runs_steps_in_a_fork_child)
 {
 	struct rt_batch b = {0};
-	rt_batch_detected(&b);
+	rt_batch_detected(&b, 900);
 	cr_assert_not(rt_child_python_steps(100, &b));
 	cr_assert(rt_child_python_steps(0, &b));
 }

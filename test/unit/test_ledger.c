@@ -247,11 +247,11 @@ Test(ledger, acts_by_detection_only)
 {
 	rt_ledger_init(&ledger, 1);
 	struct rt_batch b = {0};
-	rt_batch_detected(&b);
+	rt_batch_detected(&b, 900);
 	rt_ledger_close(&ledger, &b);
 	cr_assert(rt_batch_acts_by_detection_only(&b));
 	struct rt_batch c = {0};
-	rt_batch_detected(&c);
+	rt_batch_detected(&c, 900);
 	rt_batch_trim(&c, "interval");
 	rt_ledger_close(&ledger, &c);
 	cr_assert_not(rt_batch_acts_by_detection_only(&c), "a trim acts whatever RSS did");
@@ -264,7 +264,7 @@ Test(ledger, acts_by_detection_only)
 	cr_assert_not(rt_batch_acts_by_detection_only(&e));
 	rt_ledger_init(&ledger, 2);
 	struct rt_batch f = {0};
-	rt_batch_detected(&f);
+	rt_batch_detected(&f, 900);
 	rt_ledger_close(&ledger, &f);
 	cr_assert_not(rt_batch_acts_by_detection_only(&f), "round 1 of N=2 does not act");
 }

@@ -151,6 +151,19 @@ Test(report, json_has_every_key)
 	                      "\"unix_time\":1700000000.123456}\n");
 }
 
+/* A round the library found itself says how sure it was; no other round has the key. */
+Test(report, json_confidence_only_for_a_detected_round)
+{
+	struct rt_round_record rec = record();
+	rec.confidence_permille = 875;
+	char buf[RT_REPORT_LINE_MAX];
+	rt_report_json(buf, sizeof(buf), &rec);
+	cr_assert_null(strstr(buf, "confidence"), "%s", buf);
+	rec.trigger = "auto";
+	rt_report_json(buf, sizeof(buf), &rec);
+	expect_contains(buf, "\"trigger\":\"auto\",\"confidence\":875,\"action\":");
+}
+
 Test(report, json_fraction_keeps_leading_zeros)
 {
 	struct rt_round_record rec = record();
@@ -186,7 +199,8 @@ Test(report, status_json)
 	cr_assert_str_eq(buf,
 	                 "{\"pid\":77,\"seq\":12,\"mode\":\"auto\",\"program\":\"python3\","
 	                 "\"allocator\":\"jemalloc\",\"descriptors\":\"private\","
-	                 "\"rounds\":10,\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
+	                 "\"rounds\":10,\"detected_rounds\":0,\"last_confidence\":0,"
+	                 "\"gc_rounds\":3,\"actions\":3,\"last_action_round\":9,"
 	                 "\"last_action\":\"jemalloc_purge\",\"last_trigger\":\"fifo\","
 	                 "\"last_action_unix_time\":1700000001.000002,"
 	                 "\"last_rss_before_kib\":9000,\"last_rss_after_kib\":4000,"

@@ -60,7 +60,31 @@ Test(report_read, stats_line_round_trip)
 		same_strings(got.rec.note, rec.note);
 		same_strings(got.rec.python, rec.python);
 		same_strings(got.rec.cuda, rec.cuda);
+		cr_assert_eq(got.rec.confidence_permille, 0);
 	}
+}
+
+/* The confidence of a detected round reads back; a line without it (an announced round, or a
+ * version before it) reads as 0; one out of 0-1000 or not a number is refused. */
+Test(report_read, stats_line_confidence)
+{
+	struct rt_round_record rec = record(false);
+	rec.trigger = "auto";
+	rec.confidence_permille = 640;
+	char line[RT_REPORT_LINE_MAX], bad[RT_REPORT_LINE_MAX];
+	rt_report_json(line, sizeof(line), &rec);
+	struct rt_round_read got;
+	cr_assert_eq(rt_report_read_json(line, &got), RT_READ_OK, "%s", line);
+	cr_assert_eq(got.rec.confidence_permille, 640);
+	cr_assert_str_eq(got.rec.trigger, "auto");
+	const char *field = strstr(line, ",\"confidence\":640");
+	cr_assert_not_null(field);
+	snprintf(bad, sizeof(bad), "%.*s,\"confidence\":1001%s", (int)(field - line), line,
+	         field + 17);
+	cr_assert_eq(rt_report_read_json(bad, &got), RT_READ_BAD, "%s", bad);
+	snprintf(bad, sizeof(bad), "%.*s,\"confidence\":\"high\"%s", (int)(field - line), line,
+	         field + 17);
+	cr_assert_eq(rt_report_read_json(bad, &got), RT_READ_BAD, "%s", bad);
 }
 
 Test(report_read, rss_line_round_trip_to_a_tenth_of_a_mib)
@@ -156,7 +180,9 @@ status(void)
 	                                 .unknown_lines = 5,
 	                                 .oversized_lines = 6,
 	                                 .lost_records = 7,
-	                                 .fork_of = 70};
+	                                 .fork_of = 70,
+	                                 .detected_rounds = 8,
+	                                 .last_confidence_permille = 925};
 }
 
 Test(report_read, status_round_trip)
@@ -172,6 +198,8 @@ Test(report_read, status_round_trip)
 	cr_assert_eq(got.st.pid, st.pid);
 	cr_assert_eq(got.st.seq, st.seq);
 	cr_assert_eq(got.st.rounds, st.rounds);
+	cr_assert_eq(got.st.detected_rounds, st.detected_rounds);
+	cr_assert_eq(got.st.last_confidence_permille, st.last_confidence_permille);
 	cr_assert_eq(got.st.gc_rounds, st.gc_rounds);
 	cr_assert_eq(got.st.actions, st.actions);
 	cr_assert_eq(got.st.last_action_round, st.last_action_round);
@@ -198,6 +226,24 @@ Test(report_read, status_round_trip)
 	cr_assert_str_eq(got.st.fifo, st.fifo);
 	cr_assert_str_eq(got.st.action_limits, st.action_limits);
 	cr_assert_str_eq(got.st.stats, st.stats);
+}
+
+/* detected_rounds and last_confidence came later: a status without them reads as none found. */
+Test(report_read, status_detection_since_it_came)
+{
+	struct rt_status_record st = status();
+	char buf[RT_REPORT_LINE_MAX * 2], cut[RT_REPORT_LINE_MAX * 2];
+	rt_report_status_json(buf, sizeof(buf), &st);
+	const char *field = strstr(buf, ",\"detected_rounds\":8,\"last_confidence\":925");
+	cr_assert_not_null(field, "%s", buf);
+	snprintf(cut, sizeof(cut), "%.*s%s", (int)(field - buf), buf, field + 42);
+	struct rt_status_read got;
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_OK, "%s", cut);
+	cr_assert_eq(got.st.detected_rounds, 0);
+	cr_assert_eq(got.st.last_confidence_permille, 0);
+	snprintf(cut, sizeof(cut), "%.*s,\"detected_rounds\":8,\"last_confidence\":2000%s",
+	         (int)(field - buf), buf, field + 42);
+	cr_assert_eq(rt_report_read_status(cut, &got), RT_READ_BAD, "%s", cut);
 }
 
 /* A rewrite in place caught half done: the two seq fields differ, or the JSON is cut. */
@@ -267,7 +313,9 @@ Test(report, prom_file)
 	                            .last_rss_before_kib = 4,
 	                            .last_rss_after_kib = 3,
 	                            .last_action_unix_us = 1700000000000001,
-	                            .lost_records = 5};
+	                            .lost_records = 5,
+	                            .detected_rounds = 6,
+	                            .last_confidence_permille = 75};
 	char buf[4096];
 	size_t n = rt_report_prom(buf, sizeof(buf), &pr);
 	cr_assert_eq(n, strlen(buf));
@@ -279,6 +327,9 @@ Test(report, prom_file)
 	cr_assert_not_null(
 	    strstr(buf, "roundtrim_last_action_timestamp_seconds{pid=\"12\",program="));
 	cr_assert_not_null(strstr(buf, "} 1700000000.000001\n"));
+	cr_assert_not_null(strstr(buf, "roundtrim_detected_rounds_total{pid=\"12\",program="));
+	cr_assert_not_null(strstr(buf, "roundtrim_detection_confidence{pid=\"12\",program="));
+	cr_assert_not_null(strstr(buf, "} 0.075\n"), "%s", buf);
 	cr_assert_not_null(strstr(buf, "# TYPE roundtrim_lost_records_total counter\n"
 	                               "roundtrim_lost_records_total{pid=\"12\",program="));
 	cr_assert_not_null(strstr(buf, "} 5\n# end\n"), "%s", buf);
