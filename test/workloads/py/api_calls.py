@@ -1,7 +1,9 @@
 """api_calls: the roundtrim module (scripts/python/roundtrim.py) driven from stdin, one command a
 line, one answer a line.
 
-round, trim, loaded: the call's result. round-nogil: the library's roundtrim_python_round called
+round, trim, loaded: the call's result. pinned MIB: frees MIB MiB of 64 KiB blocks malloc'd
+below one more that pins them in the heap, calls round() and answers its result, then the
+RSS (KiB, /proc/self/statm) before the call and right after it returned. round-nogil: the library's roundtrim_python_round called
 through ctypes.CDLL, which releases the GIL around it (the module itself uses PyDLL): its
 result. status: the dict as compact JSON, or None. maps: whether
 libroundtrim is mapped into this process. fork: os.fork(); the child takes over stdin and stdout
@@ -20,6 +22,31 @@ def answer(value):
     print(value, flush=True)
 
 
+def rss_kib():
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def pinned(mib):
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    size = 64 * 1024
+    blocks = [libc.malloc(size) for _ in range(mib * 16)]
+    for block in blocks:
+        ctypes.memset(block, 1, size)
+    # The last block, above the others at the heap's top, keeps glibc from shrinking the heap.
+    pin = blocks.pop()
+    for block in blocks:
+        libc.free(block)
+    before = rss_kib()
+    acted = roundtrim.round()
+    after = rss_kib()
+    libc.free(pin)
+    return f"{acted} {before} {after}"
+
+
 def main():
     child = False
     answer("ready")
@@ -30,6 +57,8 @@ def main():
             answer(roundtrim.trim())
         elif line == "round-nogil":
             answer(ctypes.CDLL(None).roundtrim_python_round())
+        elif line.startswith("pinned "):
+            answer(pinned(int(line.split()[1])))
         elif line == "loaded":
             answer(roundtrim.loaded())
         elif line == "status":
