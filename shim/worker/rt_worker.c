@@ -102,6 +102,8 @@ struct rt_worker {
 	/* The allocator action an acting API round ran in its caller's thread before it returned
 	 * (rt_worker_api_release), for the round's record: RT_WORKER_RELEASED's word; 0: none. */
 	_Atomic uint64_t api_released;
+	/* When it ended (CLOCK_REALTIME, us), the record's time; stored before api_released. */
+	_Atomic int64_t api_released_at_us;
 	/* Whose table holds the library's descriptors, a futex word (RT_WORKER_TABLE_*), and
 	 * what unshare or close_range said, for the starter's line. */
 	atomic_uint table;
@@ -383,8 +385,10 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 	uint64_t live_kib = live == UINT64_MAX ? 0 : live / 1024;
 	if (plan.read_live && live == UINT64_MAX && rt_heap_has_live())
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "live-skipped");
-	rt_ledger_finish(&w->ledger, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec,
-	                 note);
+	/* The record's time is its release's end, an API caller's included. */
+	int64_t at_us = plan.act && released ? atomic_load(&w->api_released_at_us)
+	                                     : rt_worker_clock_us(CLOCK_REALTIME);
+	rt_ledger_finish(&w->ledger, b, &plan, live_kib, at_us, &rec, note);
 	if (plan.act && !b->python)
 		rt_sampler_round(&rec);
 
@@ -809,6 +813,7 @@ rt_worker_api_release(void)
 	uint64_t us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
 	if (us > RT_WORKER_RELEASED_US_MASK)
 		us = RT_WORKER_RELEASED_US_MASK;
+	atomic_store(&w->api_released_at_us, rt_worker_clock_us(CLOCK_REALTIME));
 	atomic_store(&w->api_released, RT_WORKER_RELEASED | (rc ? RT_WORKER_RELEASED_FAILED : 0) |
 	                                   (uint64_t)done << RT_WORKER_RELEASED_ACTION_SHIFT | us);
 	return true;
