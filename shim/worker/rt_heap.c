@@ -132,8 +132,12 @@ rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done)
 bool
 rt_heap_act_here(enum rt_action action, uint64_t trim_pad, enum rt_action *done, int *rc)
 {
-	if (action == RT_ACTION_NONE || action == RT_ACTION_MI_COLLECT || !rt_heap_winner)
+	/* A call from a signal handler that interrupted this thread's own action would wait for
+	 * itself: the worker acts for it. */
+	static _Thread_local bool acting;
+	if (action == RT_ACTION_NONE || action == RT_ACTION_MI_COLLECT || !rt_heap_winner || acting)
 		return false;
+	acting = true;
 	pthread_mutex_lock(&rt_heap_lock);
 	bool here = action != RT_ACTION_GLIBC_RELEASE || rt_glibc_ready();
 	if (here) {
@@ -142,6 +146,7 @@ rt_heap_act_here(enum rt_action action, uint64_t trim_pad, enum rt_action *done,
 		rt_out_hold(false);
 	}
 	pthread_mutex_unlock(&rt_heap_lock);
+	acting = false;
 	return here;
 }
 
