@@ -337,7 +337,7 @@ cost_rows() {
 		for config in nvflare api; do
 			values=$(end_to_wait_ms "$workload" "$config")
 			read -r m lo hi < <(spread <<<"$values")
-			label="roundtrim.round() at the end of this figure's rounds, $workload (the collection of the round's garbage)"
+			label="roundtrim.round() at the end of this figure's rounds, $workload (the collection of the round's garbage and the release)"
 			[[ $config == nvflare ]] && label="NVFlare's cleanup at the end of this figure's rounds, $workload"
 			echo "| $label | $(grep -c . <<<"$values") | $(fmt "$m" 3) | $(fmt "$(quantile 0.99 <<<"$values")" 3) | $(fmt "$lo" 3)–$(fmt "$hi" 3) | ms |"
 		done
@@ -426,10 +426,9 @@ main() {
 		echo "and ROUNDTRIM_AUTO=off, each timed with time.perf_counter, and for each acting call the"
 		echo "delay from its start to its release's end (the status's last_action_unix_time); after"
 		echo "each acting call, once the library has recorded it, NVFlare's cleanup in the same"
-		echo "process; and, from this"
-		echo "figure's runs (both collector settings), the time from the round's end to the start of"
-		echo "its wait in the anchor and in the API runs, where the round's garbage is collected. No"
-		echo "goal."
+		echo "process; and, from this figure's runs (both collector settings), the time from the"
+		echo "round's end to the start of its wait in the anchor and in the API runs, where the"
+		echo "round's garbage is collected and the memory released. No goal."
 		echo
 		echo "| call | calls | median | p99 | min–max | unit |"
 		echo "|---|---|---|---|---|---|"
