@@ -259,9 +259,13 @@ rt_main_api(bool trim, bool here_with_gil)
 	bool acts = trim || rt_worker_api_count() != 0;
 	struct rt_python_outcome ran;
 	bool steps_ran = acts && here_with_gil && rt_python_run_here(rt_main_worker.cfg, &ran);
+	/* The program's other Python threads run during the action. */
+	void *gil = steps_ran && !rt_main_forked ? rt_python_let_go() : NULL;
 	if (acts && !rt_main_forked)
 		rt_worker_api_release();
-	if (!rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL))
+	bool posted = rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL);
+	rt_python_take_back(gil);
+	if (!posted)
 		goto label_return;
 	ret = acts ? 1 : 0;
 label_return:

@@ -3,7 +3,9 @@ line, one answer a line.
 
 round, trim, loaded: the call's result. pinned MIB: frees MIB MiB of 64 KiB blocks malloc'd
 below one more that pins them in the heap, calls round() and answers its result, then the
-RSS (KiB, /proc/self/statm) before the call and right after it returned. round-nogil: the library's roundtrim_python_round called
+RSS (KiB, /proc/self/statm) before the call and right after it returned, and how many times a
+thread of the program that counts every 0.5 ms counted during the call (with a switch interval
+of 10 s, that thread runs during the call only where the call lets the GIL go). round-nogil: the library's roundtrim_python_round called
 through ctypes.CDLL, which releases the GIL around it (the module itself uses PyDLL): its
 result. status: the dict as compact JSON, or None. maps: whether
 libroundtrim is mapped into this process. fork: os.fork(); the child takes over stdin and stdout
@@ -13,6 +15,9 @@ that the main thread keeps coming back to bytecode, as a training loop does."""
 import ctypes
 import json
 import os
+import sys
+import threading
+import time
 
 import mainloop
 import roundtrim
@@ -40,11 +45,29 @@ def pinned(mib):
     pin = blocks.pop()
     for block in blocks:
         libc.free(block)
+    ticks = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.wait(0.0005):
+            ticks[0] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(10.0)
+    counter = threading.Thread(target=count)
+    counter.start()
+    while ticks[0] < 2:
+        time.sleep(0.001)
     before = rss_kib()
+    start = ticks[0]
     acted = roundtrim.round()
+    during = ticks[0] - start
     after = rss_kib()
+    stop.set()
+    counter.join()
+    sys.setswitchinterval(interval)
     libc.free(pin)
-    return f"{acted} {before} {after}"
+    return f"{acted} {before} {after} {during}"
 
 
 def main():
