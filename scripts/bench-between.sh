@@ -316,10 +316,11 @@ delay_rows() {
 # cost_rows: the call costs' rows and summary rows.
 cost_rows() {
 	local what label unit scale values m lo hi p99 n
-	for what in count act nvflare; do
+	for what in count act delay nvflare; do
 		case $what in
 		count) label="roundtrim.round(), a round that only counts" unit=µs scale=1e6 ;;
-		act) label="roundtrim.round(), a round that acts (the collection here; the release on the worker)" unit=ms scale=1e3 ;;
+		act) label="roundtrim.round(), a round that acts (the collection and the release, both in the call)" unit=ms scale=1e3 ;;
+		delay) label="roundtrim.round(), a round that acts: from the call's start to its release's end" unit=ms scale=1e3 ;;
 		nvflare) label="NVFlare's cleanup: gc.collect() + malloc_trim(0)" unit=ms scale=1e3 ;;
 		esac
 		values=$(awk -v w="$what" -v s="$scale" '$1 == "cost" && $2 == w { printf "%.6f\n", $3 * s }' "$RAW/between/cost.txt")
@@ -336,7 +337,7 @@ cost_rows() {
 		for config in nvflare api; do
 			values=$(end_to_wait_ms "$workload" "$config")
 			read -r m lo hi < <(spread <<<"$values")
-			label="roundtrim.round() at the end of this figure's rounds, $workload (the collection of the round's garbage)"
+			label="roundtrim.round() at the end of this figure's rounds, $workload (the collection of the round's garbage and the release)"
 			[[ $config == nvflare ]] && label="NVFlare's cleanup at the end of this figure's rounds, $workload"
 			echo "| $label | $(grep -c . <<<"$values") | $(fmt "$m" 3) | $(fmt "$(quantile 0.99 <<<"$values")" 3) | $(fmt "$lo" 3)–$(fmt "$hi" 3) | ms |"
 		done
@@ -410,10 +411,9 @@ main() {
 		echo "run began) against the moment the round's work ended (fl_client's boundary lines, taken"
 		echo "before the cleanup or the API call), over the rounds of both collector settings. FIFO:"
 		echo "the driver's reading of the line, the command's start and its FIFO write, then the"
-		echo "release. API: the collection in the program's call (its time is in the last table), then"
-		echo "the release at the worker's next look, which with a FIFO open comes up to 200 ms later"
-		echo "(roundtrim(7), DESCRIPTORS: the program's threads cannot reach the worker's own descriptor"
-		echo "table). Nobody: the detector's 400 ms of quiet, then the release. The release after the"
+		echo "release. API: the collection, then the release, both in the program's call (its time is"
+		echo "in the last table); the record's time is the release's end. Nobody: the detector's"
+		echo "400 ms of quiet, then the release. The release after the"
 		echo "Python steps comes once the main thread has run them, or, while it waits in a C call,"
 		echo "the library's thread 50 ms after the round's own release, plus one full collection."
 		echo
@@ -423,11 +423,12 @@ main() {
 		echo
 		echo "What a call costs in the program: the PyTorch client (scale $PYTORCH_SCALE) after one round,"
 		echo "$COST_CALLS calls of roundtrim.round() with ROUNDTRIM_GC_ROUNDS=$COST_EVERY (every ${COST_EVERY}th acts)"
-		echo "and ROUNDTRIM_AUTO=off, each timed with time.perf_counter; after each acting call, once the"
-		echo "library's release has ended, NVFlare's cleanup in the same process; and, from this"
-		echo "figure's runs (both collector settings), the time from the round's end to the start of"
-		echo "its wait in the anchor and in the API runs, where the round's garbage is collected. No"
-		echo "goal."
+		echo "and ROUNDTRIM_AUTO=off, each timed with time.perf_counter, and for each acting call the"
+		echo "delay from its start to its release's end (the status's last_action_unix_time); after"
+		echo "each acting call, once the library has recorded it, NVFlare's cleanup in the same"
+		echo "process; and, from this figure's runs (both collector settings), the time from the"
+		echo "round's end to the start of its wait in the anchor and in the API runs, where the"
+		echo "round's garbage is collected and the memory released. No goal."
 		echo
 		echo "| call | calls | median | p99 | min–max | unit |"
 		echo "|---|---|---|---|---|---|"

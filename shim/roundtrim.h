@@ -18,17 +18,19 @@ struct roundtrim_thread_counts {
 };
 
 /* Counts one round, as a signal or a FIFO "round" line would; the round is counted before the
- * call returns. Asynchronous: when the round acts, the worker thread releases at once (and, in a
- * CPython host, hands the Python steps to the interpreter's main thread). Returns 0, or -1 when
- * the library is inactive in this process. */
+ * call returns. When the round acts, the allocator's action runs in the calling thread, as
+ * NVFlare's cleanup_memory() runs malloc_trim: the memory is back when the call returns (in a fork
+ * child, and with mimalloc, the worker thread releases at once instead); the worker writes the
+ * round's record, and in a CPython host hands the Python steps to the interpreter's main thread.
+ * errno is kept. Returns 0, or -1 when the library is inactive in this process. */
 int roundtrim_round(void);
 /* Acts now, whatever the count, as the FIFO line "trim" would. Same return values. */
 int roundtrim_trim(void);
 /* For the Python module, called with the GIL held (ctypes.PyDLL): as roundtrim_round and
  * roundtrim_trim, but when the call acts, the Python steps (a full collection as gc.collect()
  * runs it, and torch.cuda.empty_cache() when configured) run in the calling thread before it
- * returns, and the worker then releases what they freed. Return 1 when the call acts, 0 when it
- * only counted, -1 when the library is inactive. Never call them without the GIL. */
+ * returns, and the allocator's action after them, as in roundtrim_round. Return 1 when the call
+ * acts, 0 when it only counted, -1 when the library is inactive. Only with the GIL held. */
 int roundtrim_python_round(void);
 int roundtrim_python_trim(void);
 /* Copies the status JSON object of roundtrim(7), STATUS FILE, as the worker last published it

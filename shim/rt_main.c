@@ -117,6 +117,7 @@ rt_main_atfork_child(void)
 	rt_creds_forget_parent();
 	rt_tally_forget_parent();
 	rt_worker_forget_parent();
+	rt_heap_forget_parent();
 	rt_files_forget_parent();
 	rt_signal_forget_parent();
 	rt_python_forget_parent();
@@ -264,20 +265,33 @@ rt_main_ready_for_request(void)
 
 /* A round or trim of the API. The round is counted here, in the caller's thread; when it acts
  * and here_with_gil (the Python module's call, through ctypes.PyDLL), the Python steps run here
- * too, as the program's own cleanup would, and the worker then releases at once. Otherwise the
- * worker hands the steps to the interpreter's main thread. Returns 1 when the call acts, 0 when it
- * only counted, -1 when the library is inactive here. */
+ * too, as the program's own cleanup would. Otherwise the worker hands the steps to the
+ * interpreter's main thread. When it acts, the allocator's action runs here too, after the steps,
+ * as NVFlare's cleanup_memory() runs malloc_trim: the memory is back when the call returns (a fork
+ * child leaves it to its worker, as before). Returns 1 when the call acts, 0 when it only counted,
+ * -1 when the library is inactive here. The caller's errno is kept. */
 static int
 rt_main_api(bool trim, bool here_with_gil)
 {
+	int saved_errno = errno;
+	int ret = -1;
 	if (!rt_main_ready_for_request())
-		return -1;
+		goto label_return;
 	bool acts = trim || rt_worker_api_count() != 0;
 	struct rt_python_outcome ran;
 	bool steps_ran = acts && here_with_gil && rt_python_run_here(rt_main_worker.cfg, &ran);
-	if (!rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL))
-		return -1;
-	return acts ? 1 : 0;
+	/* The program's other Python threads run during the action. */
+	void *gil = steps_ran && !rt_main_forked ? rt_python_let_go() : NULL;
+	if (acts && !rt_main_forked)
+		rt_worker_api_release();
+	bool posted = rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL);
+	rt_python_take_back(gil);
+	if (!posted)
+		goto label_return;
+	ret = acts ? 1 : 0;
+label_return:
+	errno = saved_errno;
+	return ret;
 }
 
 RT_EXPORT int

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -13,6 +14,11 @@
 /* Set in the worker when it has a descriptor table of its own, where no stderr is: a pidfd of
  * the process, through which each line borrows the program's stderr as it is at that moment. */
 static _Thread_local int rt_out_pidfd = -1;
+/* Lines held by rt_out_hold: one thread at a time holds (the allocator action's lock), the
+ * length is published after the text. */
+static _Thread_local bool rt_out_holding;
+static char rt_out_held[1024];
+static atomic_size_t rt_out_held_len;
 
 void
 rt_out_write_all(int fd, const char *buf, size_t len)
@@ -65,6 +71,28 @@ rt_warn(const char *fmt, ...)
 	rt_report_escape(line + 11, sizeof(line) - 12, message, sizeof(message), false);
 	size_t len = strlen(line);
 	line[len++] = '\n';
-	rt_out_stderr(line, len);
+	size_t held = atomic_load(&rt_out_held_len);
+	if (!rt_out_holding)
+		rt_out_stderr(line, len);
+	else if (held + len <= sizeof(rt_out_held)) {
+		memcpy(rt_out_held + held, line, len);
+		atomic_store(&rt_out_held_len, held + len);
+	}
 	errno = saved_errno;
+}
+
+void
+rt_out_hold(bool hold)
+{
+	rt_out_holding = hold;
+}
+
+void
+rt_out_say_held(void)
+{
+	size_t len = atomic_load(&rt_out_held_len);
+	if (len == 0)
+		return;
+	rt_out_stderr(rt_out_held, len);
+	atomic_store(&rt_out_held_len, 0);
 }

@@ -285,11 +285,12 @@ rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *))
 	return true;
 }
 
-/* On the worker, before the first release: every arena, locked as a release locks it, read and
- * checked, nothing given back; and a chunk the worker just allocated must lie in one of them.
- * The walk goes round until it is back at the main arena, not a number of steps: glibc puts
- * each new arena right after the main one, so that a program thread's arena made meanwhile
- * would push the last one, the worker's own (taken as it started), out of a counted walk. */
+/* Before the first release (on the worker, or in an API caller): every arena, locked as a
+ * release locks it, read and checked, nothing given back; and a chunk the acting thread just
+ * allocated must lie in one of them. The walk goes round until it is back at the main arena, not a
+ * number of steps: glibc puts each new arena right after the main one, so that a program thread's
+ * arena made meanwhile would push the last one, the worker's own (taken as it started), out of a
+ * counted walk. */
 static const char *
 rt_glibc_validate(void)
 {
@@ -318,15 +319,21 @@ rt_glibc_validate(void)
 	return why;
 }
 
+bool
+rt_glibc_ready(void)
+{
+	return rt_g.ready;
+}
+
 /* Ready, and every arena checked once. */
 static bool
 rt_glibc_usable(void)
 {
 	if (!rt_g.ready)
 		return false;
-	/* The worker's own task, not the process's id: once the main thread has ended
-	 * (pthread_exit), the thread-group leader is a zombie without memory, and a read through
-	 * it fails (process_vm_readv: ESRCH). */
+	/* The acting thread's own task (the worker's, or an API caller's), not the process's id:
+	 * once the main thread has ended (pthread_exit), the thread-group leader is a zombie
+	 * without memory, and a read through it fails (process_vm_readv: ESRCH). */
 	rt_g.pid = gettid();
 	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
 	if (why)

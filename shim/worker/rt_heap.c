@@ -1,11 +1,14 @@
 #include "rt_heap.h"
+#include "rt_glibc.h"
 #include "rt_heap_ops.h"
 #include "rt_malloc.h"
+#include "rt_out.h"
 #include "rt_real.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,6 +22,11 @@ static const struct rt_heap_ops *const rt_heap_rows[RT_ALLOCATOR_KINDS] = {
 
 static const struct rt_heap_ops *rt_heap_winner;
 static bool rt_heap_live_kept;
+/* The state of the actions and readings (glibc's arena views, its stand-down) belongs to whoever
+ * holds this: the worker, or an API caller that releases before it returns. Never taken on the
+ * malloc path; inside it only the allocator's own locks are taken, as the worker always took
+ * them, so no thread waits for it while holding one of them. */
+static pthread_mutex_t rt_heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Whether sym is a real definition, not an executable's canonical PLT entry: an executable
  * that takes malloc's address (CPython does) exports an undefined "malloc" with a value, and
@@ -103,13 +111,57 @@ rt_heap_take_arena(void)
 		rt_heap_winner->take_arena();
 }
 
-int
-rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done)
+static int
+rt_heap_act_locked(enum rt_action action, uint64_t trim_pad, enum rt_action *done)
 {
 	*done = action;
 	if (action == RT_ACTION_NONE || !rt_heap_winner)
 		return 0;
 	return rt_heap_winner->act(action, trim_pad, done);
+}
+
+int
+rt_heap_act(enum rt_action action, uint64_t trim_pad, enum rt_action *done)
+{
+	pthread_mutex_lock(&rt_heap_lock);
+	int rc = rt_heap_act_locked(action, trim_pad, done);
+	pthread_mutex_unlock(&rt_heap_lock);
+	return rc;
+}
+
+bool
+rt_heap_act_here(enum rt_action action, uint64_t trim_pad, enum rt_action *done, int *rc)
+{
+	/* A call from a signal handler that interrupted this thread's own action would wait for
+	 * itself: the worker acts for it. */
+	static _Thread_local bool acting;
+	if (action == RT_ACTION_NONE || action == RT_ACTION_MI_COLLECT || !rt_heap_winner || acting)
+		return false;
+	acting = true;
+	pthread_mutex_lock(&rt_heap_lock);
+	bool here = action != RT_ACTION_GLIBC_RELEASE || rt_glibc_ready();
+	if (here) {
+		rt_out_hold(true);
+		*rc = rt_heap_act_locked(action, trim_pad, done);
+		rt_out_hold(false);
+	}
+	pthread_mutex_unlock(&rt_heap_lock);
+	acting = false;
+	return here;
+}
+
+void
+rt_heap_say_held(void)
+{
+	pthread_mutex_lock(&rt_heap_lock);
+	rt_out_say_held();
+	pthread_mutex_unlock(&rt_heap_lock);
+}
+
+void
+rt_heap_forget_parent(void)
+{
+	pthread_mutex_init(&rt_heap_lock, NULL);
 }
 
 bool
@@ -121,5 +173,10 @@ rt_heap_has_live(void)
 uint64_t
 rt_heap_live_bytes(void)
 {
-	return rt_heap_live_kept ? rt_heap_winner->live() : UINT64_MAX;
+	if (!rt_heap_live_kept)
+		return UINT64_MAX;
+	pthread_mutex_lock(&rt_heap_lock);
+	uint64_t live = rt_heap_winner->live();
+	pthread_mutex_unlock(&rt_heap_lock);
+	return live;
 }

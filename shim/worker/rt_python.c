@@ -69,6 +69,9 @@ struct rt_python_api {
 	int (*dict_del)(rt_pyobj, rt_pyobj);          /* PyDict_DelItem */
 	int (*is_instance)(rt_pyobj, rt_pyobj);       /* PyObject_IsInstance */
 	bool threads;                                 /* all of the above were found */
+	/* Around an API caller's allocator action; without both the GIL stays held. */
+	void *(*save_thread)(void);        /* PyEval_SaveThread */
+	void (*restore_thread)(void *);    /* PyEval_RestoreThread */
 };
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
@@ -152,6 +155,8 @@ rt_python_resolve(void)
 	*(void **)&a.dict_item = rt_python_sym("PyDict_GetItem");
 	*(void **)&a.dict_del = rt_python_sym("PyDict_DelItem");
 	*(void **)&a.is_instance = rt_python_sym("PyObject_IsInstance");
+	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
+	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance;
 	if (!a.err_get_raised || !a.err_set_raised)
@@ -576,6 +581,23 @@ rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 		return false;
 	rt_python_steps(out, cfg->cuda_empty_cache, true);
 	return true;
+}
+
+void *
+rt_python_let_go(void)
+{
+	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) != RT_PY_FOUND ||
+	    !rt_py.save_thread || !rt_py.restore_thread || rt_py.is_finalizing() ||
+	    !rt_py.gil_held())
+		return NULL;
+	return rt_py.save_thread();
+}
+
+void
+rt_python_take_back(void *state)
+{
+	if (state)
+		rt_py.restore_thread(state);
 }
 
 bool

@@ -52,6 +52,14 @@ bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);
  * why not (off, finalising). False when they must go to the main thread instead: the calling
  * thread does not hold the GIL. */
 bool rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out);
+/* In a thread that holds the GIL, after rt_python_run_here: lets the GIL go around the allocator
+ * action that follows, as a ctypes.CDLL call of malloc_trim(0) lets it go, so that the program's
+ * other threads run meanwhile; hold no lock of the library's across rt_python_take_back (taking
+ * the GIL back while the interpreter finalizes ends the thread). NULL: kept (not CPython, no such
+ * entry points, finalizing). */
+void *rt_python_let_go(void);
+/* Takes back the GIL that rt_python_let_go let go (nothing for NULL). */
+void rt_python_take_back(void *state);
 /* Whether the steps freed something that a release after them should return. */
 bool rt_python_outcome_freed(const struct rt_python_outcome *out);
 /* Fills a record's Python fields (none when the host is not CPython). */

@@ -101,6 +101,11 @@ struct rt_worker {
 	atomic_uint_fast64_t api_trims;
 	atomic_bool api_acts;
 	_Atomic uint64_t api_outcome; /* rt_python_outcome_pack's word; 0: none */
+	/* The allocator action an acting API round ran in its caller's thread before it returned
+	 * (rt_worker_api_release), for the round's record: RT_WORKER_RELEASED's word; 0: none. */
+	_Atomic uint64_t api_released;
+	/* When it ended (CLOCK_REALTIME, us), the record's time; stored before api_released. */
+	_Atomic int64_t api_released_at_us;
 	/* Whose table holds the library's descriptors, a futex word (RT_WORKER_TABLE_*), and
 	 * what unshare or close_range said, for the starter's line. */
 	atomic_uint table;
@@ -117,6 +122,12 @@ struct rt_worker {
 };
 
 static struct rt_worker rt_worker_one = {.status_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* api_released's word: set, failed, the action that ran, and its duration in microseconds. */
+#define RT_WORKER_RELEASED (UINT64_C(1) << 63)
+#define RT_WORKER_RELEASED_FAILED (UINT64_C(1) << 62)
+#define RT_WORKER_RELEASED_ACTION_SHIFT 48
+#define RT_WORKER_RELEASED_US_MASK ((UINT64_C(1) << RT_WORKER_RELEASED_ACTION_SHIFT) - 1)
 
 static int64_t
 rt_worker_clock_us(clockid_t clock)
@@ -213,10 +224,11 @@ rt_worker_on_line(void *ctx, const struct rt_proto_cmd *cmd)
 }
 
 /* Everything that asked for rounds or actions since the last look; *given: the Python steps an
- * API caller already ran for an acting round or trim among them (false: none did). */
+ * API caller already ran for an acting round or trim among them (false: none did); *released:
+ * the allocator action it ran (0: none). */
 static void
 rt_worker_collect(struct rt_worker *w, struct rt_batch *b, struct rt_python_outcome *given,
-                  bool *given_valid)
+                  bool *given_valid, uint64_t *released)
 {
 	rt_batch_count(b, rt_signal_take(), "signal");
 	uint64_t api_rounds = atomic_exchange(&w->api_rounds, 0);
@@ -224,6 +236,8 @@ rt_worker_collect(struct rt_worker *w, struct rt_batch *b, struct rt_python_outc
 	bool api_acts = atomic_exchange(&w->api_acts, false);
 	uint64_t outcome = atomic_exchange(&w->api_outcome, 0);
 	rt_batch_counted(b, api_rounds, api_acts, "api");
+	/* Stored before the round it came with: one not yet posted waits for the next look. */
+	*released = api_acts || api_trims ? atomic_exchange(&w->api_released, 0) : 0;
 	if (api_trims)
 		rt_batch_trim_asked(b, "api");
 	*given_valid = outcome != 0;
@@ -316,19 +330,29 @@ rt_worker_quiet_moment(void)
 	}
 }
 
-/* The allocator's action, at once: it never waits for Python. */
+/* The allocator's action, at once: it never waits for Python. released: the action an API
+ * caller already ran (api_released's word), which this batch's record reports instead; 0: none. */
 static void
-rt_worker_release(struct rt_worker *w, struct rt_round_record *rec, char *note)
+rt_worker_release(struct rt_worker *w, struct rt_round_record *rec, char *note, uint64_t released)
 {
-	if (!rt_worker_quiet_moment())
-		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "not-quiet");
-	int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
 	enum rt_action done;
-	int rc = rt_heap_act(w->setup.action, w->setup.cfg->trim_pad, &done);
-	rec->duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
-	/* A program thread may have waited through the action; a request to leave is taken at
-	 * the next look. */
-	rt_worker_serve();
+	int rc = 0;
+	if (released) {
+		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "released-in-caller");
+		done = (enum rt_action)((released >> RT_WORKER_RELEASED_ACTION_SHIFT) & 0xff);
+		rc = released & RT_WORKER_RELEASED_FAILED ? -1 : 0;
+		rec->duration_us = released & RT_WORKER_RELEASED_US_MASK;
+		rt_heap_say_held();
+	} else {
+		if (!rt_worker_quiet_moment())
+			rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "not-quiet");
+		int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
+		rc = rt_heap_act(w->setup.action, w->setup.cfg->trim_pad, &done);
+		rec->duration_us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
+		/* A program thread may have waited through the action; a request to leave is taken
+		 * at the next look. */
+		rt_worker_serve();
+	}
 	rec->action = rt_action_name(done);
 	rec->rss_after_kib = rt_procread_rss_kib();
 	struct rt_procfs_rss split;
@@ -345,10 +369,10 @@ rt_worker_release(struct rt_worker *w, struct rt_round_record *rec, char *note)
 /* A batch: a round or a trim, with the allocator's action when it acts; or the record of Python
  * steps that ran after their round's action. python: the steps' outcome when they already ran
  * (in an API caller, or on the main thread for a follow-up); NULL: an acting round hands them to
- * the main thread. */
+ * the main thread. released: the action an API caller ran for it (rt_worker_release). */
 static void
 rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
-                 const struct rt_python_outcome *python)
+                 const struct rt_python_outcome *python, uint64_t released)
 {
 	const struct rt_config *cfg = w->setup.cfg;
 	struct rt_ledger_plan plan = rt_ledger_plan(b, cfg->profile, rt_outputs_have_stats());
@@ -378,7 +402,7 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 	if (python)
 		rt_python_report(python, &rec);
 	if (plan.act) {
-		rt_worker_release(w, &rec, note);
+		rt_worker_release(w, &rec, note, released);
 		if (!b->python)
 			rt_triggers_acted(&w->triggers, w->due, &w->reading);
 	}
@@ -387,8 +411,10 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 	uint64_t live_kib = live == UINT64_MAX ? 0 : live / 1024;
 	if (plan.read_live && live == UINT64_MAX && rt_heap_has_live())
 		rt_ledger_note(note, RT_LEDGER_NOTE_MAX, "live-skipped");
-	rt_ledger_finish(&w->ledger, b, &plan, live_kib, rt_worker_clock_us(CLOCK_REALTIME), &rec,
-	                 note);
+	/* The record's time is its release's end, an API caller's included. */
+	int64_t at_us = plan.act && released ? atomic_load(&w->api_released_at_us)
+	                                     : rt_worker_clock_us(CLOCK_REALTIME);
+	rt_ledger_finish(&w->ledger, b, &plan, live_kib, at_us, &rec, note);
 	if (plan.act && !b->python)
 		rt_sampler_round(&rec);
 
@@ -411,7 +437,7 @@ rt_worker_python_follow_up(struct rt_worker *w)
 		return;
 	struct rt_batch b = {0};
 	rt_batch_python(&b, round, rt_python_outcome_freed(&outcome));
-	rt_worker_handle(w, &b, &outcome);
+	rt_worker_handle(w, &b, &outcome, 0);
 }
 
 /* How long to wait for the next tick: the triggers' need, and the longest wait. */
@@ -678,7 +704,8 @@ rt_worker_main(void *arg)
 		struct rt_batch batch = {0};
 		struct rt_python_outcome given;
 		bool given_valid;
-		rt_worker_collect(w, &batch, &given, &given_valid);
+		uint64_t released;
+		rt_worker_collect(w, &batch, &given, &given_valid, &released);
 		/* The first announced round hands the process over from detection, for good. */
 		if (batch.announced)
 			rt_triggers_announced(&w->triggers);
@@ -686,7 +713,7 @@ rt_worker_main(void *arg)
 		rt_ledger_close(&w->ledger, &batch);
 		/* What earlier steps freed first: it is the older memory. */
 		rt_worker_python_follow_up(w);
-		rt_worker_handle(w, &batch, given_valid ? &given : NULL);
+		rt_worker_handle(w, &batch, given_valid ? &given : NULL, released);
 		/* Steps the main thread has left past the grace go to the library's thread. */
 		w->python_wait_us = rt_python_tend();
 		rt_worker_wait(w, seen);
@@ -792,6 +819,7 @@ rt_worker_forget_parent(void)
 	atomic_store(&w->api_trims, 0);
 	atomic_store(&w->api_acts, false);
 	atomic_store(&w->api_outcome, 0);
+	atomic_store(&w->api_released, 0);
 	rt_ledger_init(&w->ledger, 0);
 	/* The child's table holds none of the library's descriptors until its own start. */
 	w->descriptors = RT_FILE_TABLE_NONE;
@@ -815,6 +843,31 @@ uint64_t
 rt_worker_api_count(void)
 {
 	return rt_rounds_add(&rt_worker_one.ledger.rounds, 1);
+}
+
+bool
+rt_worker_api_release(void)
+{
+	struct rt_worker *w = &rt_worker_one;
+	if (!atomic_load(&rt_worker_life.running))
+		return false;
+	/* Its rests are cancellation points: a cancelled caller must not leave the lock held. */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);
+	enum rt_action done;
+	int rc;
+	bool here = rt_heap_act_here(w->setup.action, w->setup.cfg->trim_pad, &done, &rc);
+	pthread_setcancelstate(cancel, NULL);
+	if (!here)
+		return false;
+	uint64_t us = (uint64_t)(rt_worker_clock_us(CLOCK_MONOTONIC) - start);
+	if (us > RT_WORKER_RELEASED_US_MASK)
+		us = RT_WORKER_RELEASED_US_MASK;
+	atomic_store(&w->api_released_at_us, rt_worker_clock_us(CLOCK_REALTIME));
+	atomic_store(&w->api_released, RT_WORKER_RELEASED | (rc ? RT_WORKER_RELEASED_FAILED : 0) |
+	                                   (uint64_t)done << RT_WORKER_RELEASED_ACTION_SHIFT | us);
+	return true;
 }
 
 bool

@@ -44,6 +44,11 @@ void rt_worker_forget_parent(void);
 /* An API round, counted in the caller's thread into the process's one sequence of rounds:
  * returns its number when it acts, 0 when it only counts. */
 uint64_t rt_worker_api_count(void);
+/* In the caller of an acting API round, before rt_worker_api_post: runs the allocator action here,
+ * as the worker would (after waiting for one of the worker's that is under way), so that the
+ * round has released when the call returns; the worker writes its record. False when it did not
+ * run here (the worker not running, an action no other thread can run): the worker acts. */
+bool rt_worker_api_release(void);
 /* Hands the worker an API round (or, with trim, an action whatever the count): acts says whether
  * the round acts; ran: the Python steps the caller ran for it, NULL when the worker is to hand
  * them to the main thread. Asynchronous; false when the worker is not running. */

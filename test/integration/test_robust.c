@@ -4,6 +4,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,6 +440,10 @@ Test(robust, api_counts_this_threads_allocations_and_rounds)
 	cr_assert_geq(th_field(line, "frees"), 100, "%s", line);
 	cr_assert_geq(th_field(line, "bytes"), 100000, "%s", line);
 	cr_assert_eq(th_field(line, "round"), 0, "%s", line);
+	/* The trim acts, in the calling thread: the caller's errno is its own. */
+	cr_assert_eq(th_field(line, "trim"), 0, "%s", line);
+	cr_assert_eq(th_field(line, "round_errno"), EXDEV, "%s", line);
+	cr_assert_eq(th_field(line, "trim_errno"), EXDEV, "%s", line);
 	th_wait_rounds(&run, 1, line, sizeof(line));
 	th_close_stdin(p);
 	cr_assert(th_wait(p, TH_TIMEOUT_MS));

@@ -42,8 +42,10 @@ keeps until it is dropped; only a collection frees them. --roundtrim-round calls
 where --self-cleanup=end cleans up. --call-cost N, after the rounds, times N calls of
 roundtrim.round() in this process (ROUNDTRIM_AUTO=off, so that the calls are the only rounds,
 and ROUNDTRIM_GC_ROUNDS=K, so that every K-th acts) and, after each acting call, NVFlare's cleanup
-(gc.collect() + malloc_trim(0)); it prints "cost count S" or "cost act S" for each call and
-"cost nvflare S" for each cleanup (S: seconds, time.perf_counter).
+(gc.collect() + malloc_trim(0)); it prints "cost count S" or "cost act S" for each call,
+"cost delay S" for each acting call (from the call's start to the end of its release, the
+status's last_action_unix_time, on the realtime clock) and "cost nvflare S" for each cleanup (S:
+seconds, time.perf_counter).
 """
 import argparse
 import ctypes
@@ -298,17 +300,20 @@ def call_cost(roundtrim, calls, cleanup):
         sys.exit("fl_client: --call-cost needs ROUNDTRIM_AUTO=off and ROUNDTRIM_GC_ROUNDS=K")
     actions = (roundtrim.status() or {}).get("actions", 0)
     for i in range(1, calls + 1):
+        wall = time.time()
         start = time.perf_counter()
         roundtrim.round()
         took = time.perf_counter() - start
         acts = i % every == 0
         sys.stdout.write("cost %s %.9f\n" % ("act" if acts else "count", took))
         if acts:
-            # The worker's release runs after the call returns: let it end before the next
-            # timing, whose thread it would otherwise compete with.
+            # The worker writes the call's record at its next look: let it come before the
+            # next timing, whose thread it would otherwise compete with.
             actions += 1
             if not wait_for_actions(roundtrim, actions):
                 sys.exit("fl_client: call %d acted, but the library reports no action" % i)
+            released = roundtrim.status()["last_action_unix_time"]
+            sys.stdout.write("cost delay %.9f\n" % (released - wall))
             start = time.perf_counter()
             cleanup()
             sys.stdout.write("cost nvflare %.9f\n" % (time.perf_counter() - start))

@@ -23,7 +23,8 @@
  *                   of 1 KiB blocks, keeps one small block above them, frees them, rests 1.5 s
  *                   and prints "rss KIB": rounds of a long-lived worker (a gunicorn worker, a
  *                   pool worker, a daemon) whose freed heap only a release returns
- *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym
+ *   api             roundtrim_thread_counts and roundtrim_round, found with dlsym, then
+ *                   roundtrim_trim; errno set to EXDEV before each call, printed after it
  *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info
  *   execfail        execv a program that does not exist, then act as idle
  *   lowfd N         after a line on stdin, N times: close stderr, open /dev/null (which must get
@@ -797,16 +798,24 @@ mode_api(void)
 	void (*get)(struct counts *) =
 	    (void (*)(struct counts *))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_thread_counts");
 	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
-	if (!get || !round)
+	int (*trim)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_trim");
+	if (!get || !round || !trim)
 		return 1;
 	for (int i = 0; i < 100; i++) {
 		void *volatile block = malloc(1000); /* volatile: GCC elides a bare malloc+free */
 		free(block);
 	}
 	get(&c);
-	printf("allocations=%llu frees=%llu bytes=%llu round=%d\n",
+	errno = EXDEV;
+	int rounded = round();
+	int round_errno = errno;
+	errno = EXDEV;
+	int trimmed = trim();
+	int trim_errno = errno;
+	printf("allocations=%llu frees=%llu bytes=%llu round=%d round_errno=%d trim=%d "
+	       "trim_errno=%d\n",
 	       (unsigned long long)c.allocations, (unsigned long long)c.frees,
-	       (unsigned long long)c.bytes, round());
+	       (unsigned long long)c.bytes, rounded, round_errno, trimmed, trim_errno);
 	fflush(stdout);
 	wait_eof();
 	return 0;

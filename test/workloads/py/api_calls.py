@@ -1,7 +1,11 @@
 """api_calls: the roundtrim module (scripts/python/roundtrim.py) driven from stdin, one command a
 line, one answer a line.
 
-round, trim, loaded: the call's result. round-nogil: the library's roundtrim_python_round called
+round, trim, loaded: the call's result. pinned MIB: frees MIB MiB of 64 KiB blocks malloc'd
+below one more that pins them in the heap, calls round() and answers its result, then the
+RSS (KiB, /proc/self/statm) before the call and right after it returned, and how many times a
+thread of the program that counts every 0.5 ms counted during the call (with a switch interval
+of 10 s, that thread runs during the call only where the call lets the GIL go). round-nogil: the library's roundtrim_python_round called
 through ctypes.CDLL, which releases the GIL around it (the module itself uses PyDLL): its
 result. status: the dict as compact JSON, or None. maps: whether
 libroundtrim is mapped into this process. fork: os.fork(); the child takes over stdin and stdout
@@ -11,6 +15,9 @@ that the main thread keeps coming back to bytecode, as a training loop does."""
 import ctypes
 import json
 import os
+import sys
+import threading
+import time
 
 import mainloop
 import roundtrim
@@ -18,6 +25,49 @@ import roundtrim
 
 def answer(value):
     print(value, flush=True)
+
+
+def rss_kib():
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def pinned(mib):
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    size = 64 * 1024
+    blocks = [libc.malloc(size) for _ in range(mib * 16)]
+    for block in blocks:
+        ctypes.memset(block, 1, size)
+    # The last block, above the others at the heap's top, keeps glibc from shrinking the heap.
+    pin = blocks.pop()
+    for block in blocks:
+        libc.free(block)
+    ticks = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.wait(0.0005):
+            ticks[0] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(10.0)
+    counter = threading.Thread(target=count)
+    counter.start()
+    while ticks[0] < 2:
+        time.sleep(0.001)
+    before = rss_kib()
+    start = ticks[0]
+    acted = roundtrim.round()
+    during = ticks[0] - start
+    after = rss_kib()
+    stop.set()
+    counter.join()
+    sys.setswitchinterval(interval)
+    libc.free(pin)
+    return f"{acted} {before} {after} {during}"
 
 
 def main():
@@ -30,6 +80,8 @@ def main():
             answer(roundtrim.trim())
         elif line == "round-nogil":
             answer(ctypes.CDLL(None).roundtrim_python_round())
+        elif line.startswith("pinned "):
+            answer(pinned(int(line.split()[1])))
         elif line == "loaded":
             answer(roundtrim.loaded())
         elif line == "status":
