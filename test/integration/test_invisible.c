@@ -643,14 +643,16 @@ Test(invisible, keeper_fork_child_makes_its_own_keeper)
 
 /* A fork child's library starts inside one of its mallocs (roundtrim(7), FORK AND EXEC): that
  * malloc succeeds and leaves errno as the program set it, whatever the start did (opening the
- * child's files, unshare, the keeper's clone). */
+ * child's files, unshare, the keeper's clone); the child starts at its first allocation
+ * (ROUNDTRIM_CHILD_START=0). */
 static void
 fork_child_start_keeps_errno(const char *workload)
 {
 	struct th_probe run;
 	char line[256];
 	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"forkerrno", NULL},
-	                  (const char *[]){"ROUNDTRIM_GC_ROUNDS=0", NULL}, line, sizeof(line));
+	                  (const char *[]){"ROUNDTRIM_GC_ROUNDS=0", "ROUNDTRIM_CHILD_START=0", NULL}, line,
+	                  sizeof(line));
 	cr_assert_str_eq(line, "errno=EBADF worker=yes");
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
 	cr_assert_eq(run.proc.status, 0);
