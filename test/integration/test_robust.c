@@ -573,6 +573,7 @@ static const struct {
     {"pidfd_open", ""},
     {"pidfd_getfd", ""},
     {"clone-thread-unshared", NULL},
+    {"chdir", NULL},
     {"signalfd4", ""},
     {"tgkill", NULL},
     {"mkdir", NULL},

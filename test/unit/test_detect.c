@@ -1014,7 +1014,7 @@ Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
 		}
 		struct rt_detect_params p = grid_params(best);
 		if (!shapes[out].held) {
-			cr_log_warn("%s (not held yet) left out: scores %.3f (precision and recall "
+			cr_log_info("%s (not held yet) left out: scores %.3f (precision and recall "
 			            "%.3f)",
 			            shapes[out].name, score[best][out], pr[best][out]);
 			continue;
