@@ -444,9 +444,10 @@ fuzz: $(FUZZ_BIN)
 # - What ASan's runtime itself cannot do in a test's setting, the test turns off for its own
 #   children (th_asan_options), saying why: LeakSanitizer's check at exit clones a task and
 #   opens files, which fails where a pids cgroup or RLIMIT_NPROC is full or no descriptor is
-#   free (limits/*, invisible/*opens_as_many_files*); its quarantine keeps freed blocks from
-#   reuse, which shows as growth (limits/own_memory_*). Tests that see the library's line
-#   about the unknown allocator in programs' own output run with rounds only counted (cpython).
+#   free (limits/*, invisible/*opens_as_many_files*, outputs/fork_child_under_emfile_*); its
+#   quarantine keeps freed blocks from reuse, which shows as growth (limits/own_memory_*).
+#   Tests that see the library's line about the unknown allocator in programs' own output run
+#   with rounds only counted (cpython).
 #
 # Tests left out (SAN_SKIP_*), and why:
 # - bench/*: timings; instructions/*: counts of the normal build, which instrumentation changes.
