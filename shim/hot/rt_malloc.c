@@ -11,6 +11,7 @@
 #include "rt_real.h"
 #include "rt_tally.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -178,15 +179,30 @@ cold:
 	return rt_realloc_cold(ptr, size);
 }
 
+/* The program's reallocarray comes here also where an allocator without one (jemalloc) is
+ * preloaded before this library: the block must then come from that allocator's realloc, the
+ * one the program's lookup finds, not from ours, which hands out the allocator after us (glibc).
+ * A plain call to realloc is bound to ours by clang, which inlines it. Looked up once; dlsym of
+ * a defined name allocates nothing. */
 RT_EXPORT void *
 reallocarray(void *ptr, size_t count, size_t size)
 {
+	static void *winner;
 	size_t total;
 	if (__builtin_mul_overflow(count, size, &total)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc(ptr, total);
+	void *fn = __atomic_load_n(&winner, __ATOMIC_ACQUIRE);
+	if (!fn && rt_real_is_ready()) {
+		fn = dlsym(RTLD_DEFAULT, "realloc");
+		__atomic_store_n(&winner, fn, __ATOMIC_RELEASE);
+	}
+	if (!fn)
+		return realloc(ptr, total);
+	void *(*call)(void *, size_t);
+	*(void **)&call = fn;
+	return call(ptr, total);
 }
 
 /* The aligned entry points share one path: they are rare before resolution. */

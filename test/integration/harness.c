@@ -137,6 +137,64 @@ th_drop_sanitizer_line(char *buf, size_t *len)
 	}
 }
 
+/* make check-asan: what a test adds to make's ASAN_OPTIONS for its children (th_asan_options).
+ * Criterion runs each test in a process of its own, so it lasts the one test. */
+static char th_asan_extra[256];
+
+static bool
+th_under_asan(void)
+{
+	return strstr(TH_PRELOAD_AFTER, "libclang_rt.asan") != NULL;
+}
+
+void
+th_asan_options(const char *options)
+{
+	snprintf(th_asan_extra, sizeof(th_asan_extra), "%s", options);
+}
+
+int
+th_report_descriptors(void)
+{
+#ifdef TH_SANITIZER_REPORTS
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+bool
+th_allocator_unknown(void)
+{
+	return TH_PRELOAD_AFTER[0] != '\0';
+}
+
+const char *
+th_release_action(void)
+{
+	return th_allocator_unknown() ? "none" : "glibc_release";
+}
+
+void
+th_expect_release(const char *line)
+{
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"action\":\"%s\"", th_release_action());
+	th_expect_in(line, needle);
+}
+
+/* The runner's ASAN_OPTIONS with the test's own after them (later options win), or NULL. */
+static const char *
+th_asan_entry(char *buf, size_t size)
+{
+	if (!th_under_asan() || !th_asan_extra[0])
+		return NULL;
+	const char *make = getenv("ASAN_OPTIONS");
+	snprintf(buf, size, "ASAN_OPTIONS=%s%s%s", make ? make : "", make && *make ? ":" : "",
+	         th_asan_extra);
+	return buf;
+}
+
 static const char *
 th_env_entry(const char *entry, char *buf, size_t size)
 {
@@ -164,11 +222,14 @@ th_spawn(struct th_proc *p, const char *const argv[], const char *const env[])
 {
 	memset(p, 0, sizeof(*p));
 	const char *envp[512];
-	char preload[4 * PATH_MAX];
+	char preload[4 * PATH_MAX], asan[2048];
 	size_t n = 0;
+	const char *asan_entry = th_asan_entry(asan, sizeof(asan));
 	for (char **e = environ; *e && n < 400; e++)
-		if (!th_env_dropped(*e))
+		if (!th_env_dropped(*e) && !(asan_entry && !strncmp(*e, "ASAN_OPTIONS=", 13)))
 			envp[n++] = *e;
+	if (asan_entry)
+		envp[n++] = asan_entry;
 	for (size_t i = 0; env && env[i] && n < 510; i++)
 		envp[n++] = th_env_entry(env[i], preload, sizeof(preload));
 	envp[n] = NULL;

@@ -49,6 +49,22 @@ const char *th_noshare(void);
  * (make check runs the descriptor, stress, fork and privilege tests once so). */
 bool th_keeper_mode(void);
 
+/* make check-asan (the runtime behind the library, TH_PRELOAD_AFTER): ASan options that every
+ * child of this test gets after make's, for what ASan's runtime itself cannot do in the test's
+ * setting (the caller says why); nothing in other builds. */
+void th_asan_options(const char *options);
+/* Descriptors the library keeps in the program's table in a sanitizer build (make check-asan,
+ * check-ubsan, check-tsan): its runtime's report file (shim/io/rt_files.c says why); 0 else. */
+int th_report_descriptors(void);
+/* Under ASan or TSan their allocator serves behind the library's wrappers: the library calls it
+ * unknown, takes no allocator action and says so in one line on stderr in every process. */
+bool th_allocator_unknown(void);
+/* The action a round takes where the wrappers hand the blocks to glibc: "glibc_release", or
+ * "none" where th_allocator_unknown(). */
+const char *th_release_action(void);
+/* Fails the test unless line (a stats record) names that action. */
+void th_expect_release(const char *line);
+
 /* Spawns argv with the test runner's environment, minus every LD_PRELOAD, ROUNDTRIM_* and
  * NVFLARE_* variable, plus the NAME=VALUE strings of env (NULL-terminated, may be NULL). */
 void th_spawn(struct th_proc *p, const char *const argv[], const char *const env[]);

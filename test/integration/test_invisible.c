@@ -542,6 +542,8 @@ files_until_emfile(bool library, bool noshare)
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", library ? th_lib() : "");
 	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
 	                     "ROUNDTRIM_MATCH=probe", NULL};
+	/* LeakSanitizer's check at exit needs descriptors: with none free it waits for ever. */
+	th_asan_options("detect_leaks=0");
 	th_spawn(&p, noshare ? argv : argv + 1, env);
 	bool said = th_read_line(&p, line, sizeof(line), TH_TIMEOUT_MS);
 	th_close_stdin(&p);
@@ -551,15 +553,18 @@ files_until_emfile(bool library, bool noshare)
 	return strtol(line + 7, NULL, 10);
 }
 
-/* The program's table holds nothing of the library's: it gets every number up to its limit. */
+/* The program's table holds nothing of the library's: it gets every number up to its limit
+ * (in a sanitizer build, all but the runtime's report file). */
 Test(invisible, program_opens_as_many_files_as_without_the_library)
 {
-	cr_assert_eq(files_until_emfile(true, false), files_until_emfile(false, false));
+	cr_assert_eq(files_until_emfile(true, false) + th_report_descriptors(),
+	             files_until_emfile(false, false));
 }
 
 Test(invisible, keeper_program_opens_as_many_files_as_without_the_library)
 {
-	cr_assert_eq(files_until_emfile(true, true), files_until_emfile(false, true));
+	cr_assert_eq(files_until_emfile(true, true) + th_report_descriptors(),
+	             files_until_emfile(false, true));
 }
 
 /* The status file, each stats record and `roundtrim status` say whose descriptor table the

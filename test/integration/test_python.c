@@ -144,7 +144,7 @@ py_round_and_steps(struct py_run *run, int round, char *line, size_t size)
 {
 	py_round(run, round, line, size);
 	th_expect_in(line, "\"python\":\"pending\"");
-	th_expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_release(line);
 	py_steps_pid(th_tmpdir(), run->proc.pid, round, line, size);
 }
 
@@ -184,7 +184,7 @@ Test(python, cycles_collected_on_a_round_and_not_before)
 	th_expect_in(line, "\"cuda\":\"off\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
 	/* They freed something: a release of its own returned it. */
-	th_expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_release(line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0 gc=True");
 	py_finish(&run);
@@ -237,7 +237,7 @@ Test(python, off_with_roundtrim_python_0)
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"off\"");
 	cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
-	th_expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_release(line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=100 gc=False");
 	py_finish(&run);
@@ -332,7 +332,7 @@ blocked_case(const char *mode, const char *const extra[])
 	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"pending\"");
-		th_expect_in(line, "\"action\":\"glibc_release\"");
+		th_expect_release(line);
 		th_expect_in(line, "\"cuda\":\"skipped\"");
 		cr_assert_eq(th_field(line, "gc_collected"), -1, "%s", line);
 	}
@@ -342,7 +342,7 @@ blocked_case(const char *mode, const char *const extra[])
 	py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
 	cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
-	th_expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_release(line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0");
 	char stats[4096];
@@ -487,7 +487,7 @@ Test(python, fifo_round_releases_while_the_main_thread_waits)
 	cr_assert_str_eq(answer, "waiting");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
-	th_expect_in(line, "\"action\":\"glibc_release\"");
+	th_expect_release(line);
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, "alive=0 gc=True");
 	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
@@ -514,7 +514,7 @@ api_round_case(const char *gc_arg)
 		th_expect_in(line, "\"trigger\":\"api\"");
 		th_expect_in(line, "\"python\":\"collected\"");
 		cr_assert_geq(th_field(line, "gc_collected"), 200, "%s", line);
-		th_expect_in(line, "\"action\":\"glibc_release\"");
+		th_expect_release(line);
 		py_ask(&run, answer, sizeof(answer));
 		cr_assert_str_eq(answer, enabled ? "alive=0 gc=True" : "alive=0 gc=False");
 	}
