@@ -71,6 +71,7 @@ static const struct rt_probe_call rt_probe_calls[] = {
     {"mkdir", SYS_mkdir, {S, 0700}, false},
     {"mknodat", SYS_mknodat, {AT_FDCWD, S, S_IFIFO | 0600, 0}, false},
     {"fchmod", SYS_fchmod, {-1, 0600}, false},
+    {"fchown", SYS_fchown, {-1, -1, -1}, false},
     {"fcntl", SYS_fcntl, {-1, F_DUPFD_CLOEXEC, 0}, false},
     {"dup", SYS_dup, {-1}, false},
     {"fstat", SYS_fstat, {-1, S}, false},

@@ -91,6 +91,14 @@ rt_io_ftruncate(int fd, off_t length)
 }
 
 int
+rt_io_fchown(int fd, uid_t uid, gid_t gid)
+{
+	if (rt_io_is_by_keeper())
+		return (int)RT_IO_KEEPER(SYS_fchown, fd, (long)(int)uid, (long)(int)gid, 0, 0);
+	return fchown(fd, uid, gid);
+}
+
+int
 rt_io_close(int fd)
 {
 	if (rt_io_is_by_keeper())

@@ -527,6 +527,7 @@ static const struct {
     {"mkdir", NULL},
     {"mknodat", NULL},
     {"fchmod", NULL},
+    {"fchown", NULL},
     {"fcntl", NULL},
     {"dup", NULL},
     {"fstat", NULL},
