@@ -530,7 +530,6 @@ static const struct {
     {"fchown", NULL},
     {"fcntl", NULL},
     {"dup", NULL},
-    {"fstat", NULL},
     {"ftruncate", NULL},
     {"pwrite64", NULL},
     {"getdents64", NULL},
@@ -617,6 +616,34 @@ Test(robust, a_filter_that_kills_on_a_call_of_the_library_s)
 		         strncmp(call, "clone-", 6) ? call : "clone");
 		cr_assert_str_eq(err1, line, "%s", call);
 	}
+}
+
+/* The probe's child, killed by the filter, dumps no core of the program's memory, even where
+ * the program allows core dumps (core_pattern "core": in the working directory). */
+Test(robust, a_probe_killed_by_the_filter_leaves_no_core)
+{
+	char pattern[64] = "";
+	th_read_file("/proc/sys/kernel/core_pattern", pattern, sizeof(pattern));
+	if (strcmp(pattern, "core\n") != 0)
+		cr_skip_test("core_pattern is not \"core\": a core dump would not be seen here");
+	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
+	char script[PATH_MAX + 256];
+	snprintf(script, sizeof(script),
+	         "ulimit -c unlimited && cd %s && exec %s/test/tools/killcall prctl /bin/echo hi",
+	         th_tmpdir(), RT_BUILD_DIR);
+	const char *argv[] = {"/bin/sh", "-c", script, NULL};
+	char out[256], err[1024];
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(out, "hi\n", "%s", err);
+	cr_assert_eq(th_count_in(err, "kills the process on prctl(2)"), 1, "%s", err);
+	DIR *d = opendir(th_tmpdir());
+	cr_assert_not_null(d);
+	int cores = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (!strncmp(e->d_name, "core", 4))
+			cores++, cr_log_error("core dump: %s", e->d_name);
+	closedir(d);
+	cr_assert_eq(cores, 0, "the probe left a core dump");
 }
 
 /* systemd's @system-service set allows unshare and pidfd_open but not pidfd_getfd: the library
