@@ -664,23 +664,32 @@ Test(robust, a_filter_that_kills_on_pidfd_getfd_leaves_the_library_on)
 	cr_assert_eq(th_count_in(err, "roundtrim: "), 0, "%s", err);
 }
 
-/* The keeper polls a signalfd for SIGURG, the signal that cuts its waits short; a SIGURG sent to
- * the program, which blocks it and takes it with sigtimedwait later, reaches the program all
- * the same (the keeper puts back one it took). Where unshare is refused, as in a container. */
+/* The keeper polls a signalfd for SIGURG, the signal that cuts its waits short; a SIGURG that
+ * another process sends to the program, which blocks it and takes it with sigwaitinfo, reaches
+ * the program as it was sent: its sender's pid and SI_USER (the keeper reads its signalfd only
+ * while a caller cuts its wait). Where unshare is refused, as in a container. */
 Test(robust, a_blocked_sigurg_of_the_program_s_stays_its)
 {
 	const char *env[] = {env_preload(), env_fifo_in(th_tmpdir()), NULL};
-	const char *argv[] = {th_noshare(), "/usr/bin/python3", "-c",
-	                      "import os, signal, time\n"
-	                      "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
-	                      "os.kill(os.getpid(), signal.SIGURG)\n"
-	                      "time.sleep(1)\n"
-	                      "info = signal.sigtimedwait({signal.SIGURG}, 5)\n"
-	                      "print(info and info.si_signo == signal.SIGURG)\n",
-	                      NULL};
+	const char *argv[] = {
+	    th_noshare(), "/usr/bin/python3", "-c",
+	    "import os, signal, subprocess, time\n"
+	    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
+	    "right = 0\n"
+	    "for i in range(20):\n"
+	    "    p = subprocess.Popen(['/bin/kill', '-s', 'URG', str(os.getpid())])\n"
+	    "    p.wait()\n"
+	    "    time.sleep(0.01)\n"
+	    "    info = signal.sigwaitinfo({signal.SIGURG})\n"
+	    "    if info.si_pid == p.pid and info.si_code == 0:\n"
+	    "        right += 1\n"
+	    "    else:\n"
+	    "        print(info)\n"
+	    "print(right)\n",
+	    NULL};
 	char out[256], err[1024];
 	cr_assert_eq(th_run(argv + th_keeper_mode(), env, out, sizeof(out), err, sizeof(err)), 0,
 	             "%s", err);
-	cr_assert_str_eq(out, "True\n", "%s", err);
+	cr_assert_str_eq(out, "20\n", "each signal's sender and code (SI_USER): %s", err);
 	cr_assert_str_eq(err, "", "%s", err);
 }
