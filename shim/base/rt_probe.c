@@ -3,13 +3,16 @@
  * that only the library makes would then kill a program that runs fine without it. No call
  * tells what a filter will do with another, so where /proc/self/status shows a filter, the
  * thread that starts the library makes each call the library may make, and a program of its
- * kind may not, in a throwaway child first: a clone sharing this memory (CLONE_VM, so nothing is
- * copied) but nothing else, while this thread waits (CLONE_VFORK), its signals blocked, whose
- * calls take arguments that change nothing (an empty path, descriptor -1, length 0) or change
- * only the child (its own descriptor table, credentials and signal handlers). It allocates
+ * kind may not, in a throwaway child first: a clone with memory of its own (a copy, as fork's,
+ * so that its death or core dump is its own: the kernel before 5.16 kills every process that
+ * shares the memory of one that dumps core) and nothing else shared, while this thread waits
+ * (CLONE_VFORK), whose calls take arguments that change nothing (an
+ * empty path, descriptor -1, length 0) or change only the child (its own descriptor table,
+ * credentials, signal handlers and core size limit, which it sets to 0 first). It allocates
  * nothing, takes no lock, runs no handler of the program's and no atexit handler (its end is
- * the exit system call). The child notes each call before it makes it; when the filter kills it
- * (SIGSYS), that call is the one. The list is roundtrim(7), SYSTEM CALLS. */
+ * the exit system call), and leaves the program's dumpable flag alone. The child notes each call
+ * in a shared page before it makes it; when the filter kills it (SIGSYS), that call is the one.
+ * The list is roundtrim(7), SYSTEM CALLS. */
 #include "rt_probe.h"
 #include "rt_keeper.h"
 #include "rt_procfs.h"
@@ -27,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -34,8 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The child's code runs on a stack of its own with this thread's thread pointer: no sanitizer
- * (its runtime would take the child for this thread). */
+/* The child's code runs on a stack of its own with (a copy of) this thread's thread pointer: no
+ * sanitizer (its runtime would take the child for this thread). */
 #define RT_PROBE_CHILD __attribute__((noinline, no_sanitize("address", "thread", "undefined")))
 #define RT_PROBE_STACK (32 * 1024)
 /* An argument that is the address of the child's scratch, zeroed before each call: an empty
@@ -73,9 +77,11 @@ static const struct rt_probe_call rt_probe_calls[] = {
     {"mkdir", SYS_mkdir, {S, 0700}, false},
     {"mknodat", SYS_mknodat, {AT_FDCWD, S, S_IFIFO | 0600, 0}, false},
     {"fchmod", SYS_fchmod, {-1, 0600}, false},
+    {"fchown", SYS_fchown, {-1, -1, -1}, false},
     {"fcntl", SYS_fcntl, {-1, F_DUPFD_CLOEXEC, 0}, false},
     {"dup", SYS_dup, {-1}, false},
-    {"fstat", SYS_fstat, {-1, S}, false},
+    /* glibc's fstat, and the keeper's for the worker. */
+    {"newfstatat", SYS_newfstatat, {-1, S, S, AT_EMPTY_PATH}, false},
     {"ftruncate", SYS_ftruncate, {-1, 0}, false},
     {"pread64", SYS_pread64, {-1, S, 0, 0}, false},
     {"pwrite64", SYS_pwrite64, {-1, S, 0, 0}, false},
@@ -126,20 +132,20 @@ static const struct rt_probe_call rt_probe_calls[] = {
 #undef S
 
 #define RT_PROBE_N (sizeof(rt_probe_calls) / sizeof(rt_probe_calls[0]))
-/* Before the table, the child's own rt_sigprocmask and prctl (PR_SET_DUMPABLE); after it, it
+/* Before the table, the child's own prlimit64 (no core dump of it) and rt_sigprocmask; after it, it
  * returns from a handled signal (glibc's set*id broadcast reaches the library's threads too), then
  * ends as a thread does. */
-#define RT_PROBE_MASK RT_PROBE_N
-#define RT_PROBE_DUMPABLE (RT_PROBE_N + 1)
+#define RT_PROBE_LIMIT RT_PROBE_N
+#define RT_PROBE_MASK (RT_PROBE_N + 1)
 #define RT_PROBE_SIGRETURN (RT_PROBE_N + 2)
 #define RT_PROBE_EXIT (RT_PROBE_N + 3)
 #define RT_PROBE_DONE (RT_PROBE_N + 4)
 
 static struct {
-	/* Shared with the child, which runs while this thread waits. */
-	volatile size_t at, from;
-	volatile long dumpable;
-	volatile bool undumped;
+	/* The call the child is at: in a page shared with it (MAP_SHARED), the rest of this being
+	 * the child's copy. */
+	volatile size_t *at;
+	size_t from;
 	unsigned char scratch[256] __attribute__((aligned(16)));
 	char stack[RT_PROBE_STACK] __attribute__((aligned(16)));
 	/* The calls it saw the filter kill on. */
@@ -173,17 +179,19 @@ RT_PROBE_CHILD static int
 rt_probe_child(void *arg)
 {
 	(void)arg;
+	/* No core dump of the child (a seccomp kill dumps core): its own limit. */
+	struct rlimit none = {0, 0};
+	*rt_p.at = RT_PROBE_LIMIT;
+	syscall(SYS_prlimit64, 0, RLIMIT_CORE, &none, NULL);
 	/* Every signal blocked, glibc's own included, in the child only: no handler of the
 	 * program's runs in it (until then only a signal to its process group reaches it, and the
-	 * program has installed no handler before this constructor). */
+	 * program has installed no handler before this constructor). The parent blocks none
+	 * around the clone: its rt_sigprocmask would be a call of the library's made before it is
+	 * probed (a plain program, /bin/echo, makes none), and it waits for the child in the
+	 * kernel, where no handler runs. */
 	uint64_t all = ~UINT64_C(0);
-	rt_p.at = RT_PROBE_MASK;
+	*rt_p.at = RT_PROBE_MASK;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
-	/* No core dump of the child (a seccomp kill dumps core): this memory's flag, which the
-	 * parent puts back. */
-	rt_p.at = RT_PROBE_DUMPABLE;
-	rt_p.dumpable = syscall(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0);
-	rt_p.undumped = syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
 	for (size_t i = rt_p.from; i < RT_PROBE_N; i++) {
 		const struct rt_probe_call *c = &rt_probe_calls[i];
 		long a[6];
@@ -192,7 +200,7 @@ rt_probe_child(void *arg)
 		for (int j = 0; j < 6; j++)
 			a[j] = c->args[j] == RT_PROBE_SCRATCH ? (long)(uintptr_t)rt_p.scratch
 			                                      : c->args[j];
-		rt_p.at = i;
+		*rt_p.at = i;
 		syscall(c->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}
 #ifdef RT_PROBE_RESTORER
@@ -205,19 +213,19 @@ rt_probe_child(void *arg)
 	} mine = {rt_probe_handler, 0x04000000UL /* SA_RESTORER */, rt_probe_restorer,
 	          ~UINT64_C(0)};
 	uint64_t usr1 = UINT64_C(1) << (SIGUSR1 - 1);
-	rt_p.at = RT_PROBE_SIGRETURN;
+	*rt_p.at = RT_PROBE_SIGRETURN;
 	syscall(SYS_rt_sigaction, SIGUSR1, &mine, NULL, 8);
 	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &usr1, NULL, 8);
 	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), SIGUSR1);
 #endif
-	rt_p.at = RT_PROBE_EXIT;
+	*rt_p.at = RT_PROBE_EXIT;
 	/* glibc's clone ends the child with the exit system call. */
 	return 0;
 }
 
 enum rt_probe_outcome {
 	RT_PROBE_PASSED,
-	RT_PROBE_KILLED,  /* at rt_p.at */
+	RT_PROBE_KILLED,  /* at *rt_p.at */
 	RT_PROBE_UNKNOWN, /* no child, or one that died otherwise: why says */
 };
 
@@ -226,20 +234,15 @@ rt_probe_once(size_t from, char *why, size_t size)
 {
 	int saved_errno = errno;
 	rt_p.from = from;
-	rt_p.at = RT_PROBE_MASK;
-	rt_p.dumpable = -1;
-	rt_p.undumped = false;
+	*rt_p.at = RT_PROBE_LIMIT;
 	/* Exit signal 0: no SIGCHLD for the program, and no wait(2) of the program's but one
 	 * with __WCLONE or __WALL can take it. */
-	pid_t pid =
-	    clone(rt_probe_child, rt_p.stack + sizeof(rt_p.stack), CLONE_VM | CLONE_VFORK, NULL);
+	pid_t pid = clone(rt_probe_child, rt_p.stack + sizeof(rt_p.stack), CLONE_VFORK, NULL);
 	int clone_errno = errno, status = 0;
 	pid_t got = -1;
 	while (pid > 0 && (got = waitpid(pid, &status, __WCLONE)) < 0 && errno == EINTR)
 		;
 	int wait_errno = errno;
-	if (rt_p.undumped && rt_p.dumpable >= 0)
-		syscall(SYS_prctl, PR_SET_DUMPABLE, rt_p.dumpable, 0, 0, 0);
 	errno = saved_errno;
 	if (pid < 0) {
 		snprintf(why, size, "cannot probe the seccomp filter (clone: %s)",
@@ -251,7 +254,7 @@ rt_probe_once(size_t from, char *why, size_t size)
 		         strerror(wait_errno));
 		return RT_PROBE_UNKNOWN;
 	}
-	if (WIFEXITED(status) && rt_p.at == RT_PROBE_EXIT)
+	if (WIFEXITED(status) && *rt_p.at == RT_PROBE_EXIT)
 		return RT_PROBE_PASSED;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
 		return RT_PROBE_KILLED;
@@ -263,13 +266,15 @@ rt_probe_once(size_t from, char *why, size_t size)
 static const char *
 rt_probe_name(size_t at)
 {
+	if (at == RT_PROBE_LIMIT)
+		return "prlimit64";
 	if (at == RT_PROBE_MASK)
 		return "rt_sigprocmask";
 	if (at == RT_PROBE_SIGRETURN)
 		return "rt_sigreturn";
 	if (at == RT_PROBE_EXIT)
 		return "exit";
-	return at < RT_PROBE_N ? rt_probe_calls[at].name : "prctl";
+	return at < RT_PROBE_N ? rt_probe_calls[at].name : "?";
 }
 
 bool
@@ -280,17 +285,23 @@ rt_probe_system_calls(char *why, size_t size)
 	if (rt_procread_slurp("/proc/self/status", status, sizeof(status)) &&
 	    rt_procfs_seccomp(status) == RT_PROCFS_SECCOMP_NONE)
 		return true;
+	long page = sysconf(_SC_PAGESIZE);
+	void *shared =
+	    mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED) {
+		snprintf(why, size, "cannot probe the seccomp filter (mmap: %s)", strerror(errno));
+		return false;
+	}
+	rt_p.at = shared;
+	bool ok = false;
 	/* Past a call the library does without, once more from the next. */
 	for (size_t from = 0;;) {
-		switch (rt_probe_once(from, why, size)) {
-		case RT_PROBE_PASSED:
-			return true;
-		case RT_PROBE_UNKNOWN:
-			return false;
-		case RT_PROBE_KILLED:
-			break;
-		}
-		size_t at = rt_p.at;
+		enum rt_probe_outcome outcome = rt_probe_once(from, why, size);
+		if (outcome == RT_PROBE_PASSED)
+			ok = true;
+		if (outcome != RT_PROBE_KILLED)
+			goto label_return;
+		size_t at = *rt_p.at;
 		if (at < RT_PROBE_DONE)
 			rt_p.killed[at] = true;
 		if (at >= RT_PROBE_N || !rt_probe_calls[at].optional) {
@@ -298,10 +309,14 @@ rt_probe_system_calls(char *why, size_t size)
 			         "a seccomp filter kills the process on %s(2), which the library "
 			         "would call (roundtrim(7), SYSTEM CALLS)",
 			         rt_probe_name(at));
-			return false;
+			goto label_return;
 		}
 		from = at + 1;
 	}
+label_return:
+	munmap(shared, (size_t)page);
+	rt_p.at = NULL;
+	return ok;
 }
 
 bool

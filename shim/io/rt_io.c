@@ -78,7 +78,8 @@ int
 rt_io_fstat(int fd, struct stat *st)
 {
 	if (rt_io_is_by_keeper())
-		return (int)RT_IO_KEEPER(SYS_fstat, fd, st, 0, 0, 0);
+		/* As glibc's fstat: the call a program of any kind makes (rt_probe). */
+		return (int)RT_IO_KEEPER(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH, 0);
 	return fstat(fd, st);
 }
 
@@ -88,6 +89,14 @@ rt_io_ftruncate(int fd, off_t length)
 	if (rt_io_is_by_keeper())
 		return (int)RT_IO_KEEPER(SYS_ftruncate, fd, length, 0, 0, 0);
 	return ftruncate(fd, length);
+}
+
+int
+rt_io_fchown(int fd, uid_t uid, gid_t gid)
+{
+	if (rt_io_is_by_keeper())
+		return (int)RT_IO_KEEPER(SYS_fchown, fd, (long)(int)uid, (long)(int)gid, 0, 0);
+	return fchown(fd, uid, gid);
 }
 
 int

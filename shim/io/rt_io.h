@@ -21,6 +21,7 @@ ssize_t rt_io_write(int fd, const void *buf, size_t len);
 ssize_t rt_io_pwrite(int fd, const void *buf, size_t len, off_t offset);
 int rt_io_fstat(int fd, struct stat *st);
 int rt_io_ftruncate(int fd, off_t length);
+int rt_io_fchown(int fd, uid_t uid, gid_t gid);
 int rt_io_close(int fd);
 /* Gives the unnamed file (O_TMPFILE) open on fd the name path (linkat of
  * /proc/thread-self/fd/FD, which names the descriptor in the table that holds it). */

@@ -330,10 +330,12 @@ rt_keeper_take(const struct rt_keeper_creds *want)
 
 /* Waits until the FIFO is readable, the wait's time is up, or a caller cuts it short (rt_k.cut,
  * with RT_KEEPER_WAKE_SIGNAL): true then, the time left in rt_k.timeout, for the caller to post
- * the rest of the wait again after its own request. A signal on its signalfd that is not a
- * caller's (one sent to the process, waiting in the shared queue for a program thread) goes
- * back to the process (kill: its sender and order are lost), and the wait stops looking at the
- * signalfd. */
+ * the rest of the wait again after its own request. The signalfd is read only while a caller
+ * cuts: readable with no cut, it holds a signal sent to the process (waiting in the shared
+ * queue for a program thread, which may be in sigwaitinfo) or a caller's late resend, and this
+ * wait stops looking at it, leaving it where it is. One read during a cut that is not the
+ * caller's (the program's, dequeued after the thread's own) goes back to the process (kill:
+ * its sender is lost), rarely. */
 RT_KEEPER_CODE static bool
 rt_keeper_wait(void)
 {
@@ -344,16 +346,16 @@ rt_keeper_wait(void)
 		long rc = RT_KEEPER_SYS(SYS_ppoll, pfd, n, &rt_k.timeout, 0, 0);
 		if (rc <= 0 || pfd[0].revents || n < 2 || !pfd[1].revents)
 			return false;
+		if (!atomic_load_explicit(&rt_k.cut, memory_order_acquire)) {
+			n = 1;
+			continue;
+		}
 		struct signalfd_siginfo got;
 		if (RT_KEEPER_SYS(SYS_read, rt_k.sfd, &got, sizeof(got), 0, 0) != sizeof(got))
 			continue;
-		if (got.ssi_code == SI_TKILL && (pid_t)got.ssi_pid == rt_k.pid) {
-			if (atomic_load_explicit(&rt_k.cut, memory_order_acquire))
-				return true;
-			continue;
-		}
+		if (got.ssi_code == SI_TKILL && (pid_t)got.ssi_pid == rt_k.pid)
+			return true;
 		RT_KEEPER_SYS(SYS_kill, rt_k.pid, got.ssi_signo, 0, 0, 0);
-		n = 1;
 	}
 }
 

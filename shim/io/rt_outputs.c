@@ -24,10 +24,10 @@
 struct rt_output {
 	struct rt_fd fd;
 	char path[RT_CONFIG_PATH_MAX];
-	/* O_TMPFILE: named with its first line, or before the program's first credential change
-	 * (rt_outputs_name_now); read by the program's threads too. */
+	/* O_TMPFILE: named with its first line (given to the program's user meanwhile,
+	 * rt_outputs_give_to); read by the program's threads too. */
 	atomic_bool unnamed;
-	bool made_at_start; /* named empty (no O_TMPFILE there, or early): removed if unused */
+	bool made_at_start; /* named empty (no O_TMPFILE there): removed if unused */
 	bool per_process;   /* its template has %p */
 	atomic_bool written;
 	bool lost;      /* it could not be named: each record meant for it is lost, and counted */
@@ -213,16 +213,13 @@ rt_outputs_unnamed(void)
 }
 
 void
-rt_outputs_name_now(void)
+rt_outputs_give_to(uid_t uid, gid_t gid)
 {
 	for (size_t i = 0; i < sizeof(rt_outputs_each) / sizeof(rt_outputs_each[0]); i++) {
 		struct rt_output *out = rt_outputs_each[i];
 		int fd = rt_fd_get(&out->fd);
-		if (fd < 0 || !atomic_load(&out->unnamed))
-			continue;
-		/* Empty: gone at exit unless written (rt_outputs_remove_unused). */
-		if (rt_outputs_give_name(out, fd, 0))
-			out->made_at_start = true;
+		if (fd >= 0 && atomic_load(&out->unnamed))
+			rt_io_fchown(fd, uid, gid);
 	}
 }
 

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct rt_config;
 struct rt_fd;
@@ -32,10 +33,12 @@ bool rt_outputs_have_trace(void);
 
 /* Whether a per-process output still waits for its name (read by any thread). */
 bool rt_outputs_unnamed(void);
-/* In the worker, before the program's first credential change (rt_creds): names every output
- * still unnamed, empty, while the library can (a lower user may not link a file of the starting
- * user's: fs.protected_hardlinks). It is then removed at exit if it stays empty. */
-void rt_outputs_name_now(void);
+/* In the worker, before a credential change of the program's, while the library still holds
+ * what it held: every output still unnamed becomes the file of the user (uid) and group (gid)
+ * that the change installs, -1 for unchanged, so that the library, which follows the program,
+ * may still link it at its first record (fs.protected_hardlinks lets a user link a file it
+ * owns). Where it cannot, the file stays as it is. */
+void rt_outputs_give_to(uid_t uid, gid_t gid);
 
 /* Its descriptors, to be listed, closed and forgotten with the library's others. */
 struct rt_fd *const *rt_outputs_fds(size_t *n);

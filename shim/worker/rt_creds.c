@@ -45,6 +45,10 @@
 struct rt_creds_state {
 	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
 	int securebits;
+	/* The effective user and group the call installs, -1 for unchanged: the owner that the
+	 * unnamed outputs get before it (rt_outputs_give_to). */
+	uid_t owner;
+	gid_t group;
 };
 
 /* The request word: a program thread posts, the worker takes it (TAKING) and answers. */
@@ -133,8 +137,9 @@ rt_creds_serve(void)
 	if (atomic_load(&rt_cr.word) != posted ||
 	    !atomic_compare_exchange_strong(&rt_cr.word, &posted, RT_CREDS_TAKING))
 		return;
-	/* While this thread still has the credentials it started with, and may link them. */
-	rt_outputs_name_now();
+	/* While this thread still holds what it held (CAP_CHOWN for a root drop). */
+	if (rt_cr.want.owner != (uid_t)-1 || rt_cr.want.group != (gid_t)-1)
+		rt_outputs_give_to(rt_cr.want.owner, rt_cr.want.group);
 	bool taken = rt_creds_take(&rt_cr.want);
 	atomic_store(&rt_cr.word, taken ? RT_CREDS_TAKEN : RT_CREDS_REFUSED);
 	syscall(SYS_futex, &rt_cr.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -179,19 +184,20 @@ rt_creds_ask(const struct rt_creds_state *want)
 /* In the calling thread, with the tasks' lock held, before the real call: the worker has taken
  * this thread's credentials, or has ended. */
 static void
-rt_creds_before(const char *call)
+rt_creds_before(const char *call, uid_t owner, gid_t group)
 {
 	pid_t worker = rt_worker_life_tid();
 	if (!worker || rt_worker_life_is_self() || atomic_load(&rt_cr.worker_pid) != getpid())
 		return;
-	struct rt_creds_state want, now;
+	struct rt_creds_state want = {.owner = owner, .group = group}, now;
 	want.securebits = prctl(PR_GET_SECUREBITS);
 	if (want.securebits < 0 || !rt_creds_read(0, &want))
 		return;
-	/* Most calls find the worker alike already, and the per-process outputs named (before
-	 * the first change, rt_creds_serve): no round trip. */
+	/* Most calls find the worker alike already, and no output to give the new user (named
+	 * already, or the user unchanged): no round trip. */
+	bool gives = (owner != (uid_t)-1 || group != (gid_t)-1) && rt_outputs_unnamed();
 	if (rt_creds_read(worker, &now) && rt_creds_same_caps(&now, &want) &&
-	    atomic_load(&rt_cr.worker_securebits) == want.securebits && !rt_outputs_unnamed())
+	    atomic_load(&rt_cr.worker_securebits) == want.securebits && !gives)
 		return;
 	uint32_t answer = rt_creds_ask(&want);
 	if (answer == RT_CREDS_TAKEN)
@@ -213,14 +219,14 @@ rt_creds_before(const char *call)
 /* False when the call goes straight through: nested in this thread, or the library inactive
  * here (no worker will ever start: the lock is not needed). */
 static bool
-rt_creds_enter(const char *call)
+rt_creds_enter(const char *call, uid_t owner, gid_t group)
 {
 	if (rt_creds_in_call || !atomic_load(&rt_shim_active))
 		return false;
 	rt_creds_in_call = true;
 	int saved_errno = errno;
 	rt_tasks_lock();
-	rt_creds_before(call);
+	rt_creds_before(call, owner, group);
 	errno = saved_errno;
 	return true;
 }
@@ -260,28 +266,31 @@ rt_creds_missing(void)
 	return -1;
 }
 
-#define RT_CREDS_WRAPPER(name, params, args)                                                       \
+/* owner and group: the effective user and group the call installs, -1 for unchanged. */
+#define RT_CREDS_WRAPPER(name, params, args, owner, group)                                         \
 	RT_EXPORT int name params                                                                  \
 	{                                                                                          \
 		static void *real;                                                                 \
 		int(*fn) params;                                                                   \
 		*(void **)&fn = rt_real_lazy(&real, #name);                                        \
-		bool entered = rt_creds_enter(#name);                                              \
+		bool entered = rt_creds_enter(#name, (owner), (group));                            \
 		int ret = fn ? fn args : rt_creds_missing();                                       \
 		rt_creds_leave(entered, #name);                                                    \
 		return ret;                                                                        \
 	}
 
-RT_CREDS_WRAPPER(setuid, (uid_t uid), (uid))
-RT_CREDS_WRAPPER(setgid, (gid_t gid), (gid))
-RT_CREDS_WRAPPER(seteuid, (uid_t uid), (uid))
-RT_CREDS_WRAPPER(setegid, (gid_t gid), (gid))
-RT_CREDS_WRAPPER(setreuid, (uid_t ruid, uid_t euid), (ruid, euid))
-RT_CREDS_WRAPPER(setregid, (gid_t rgid, gid_t egid), (rgid, egid))
-RT_CREDS_WRAPPER(setresuid, (uid_t ruid, uid_t euid, uid_t suid), (ruid, euid, suid))
-RT_CREDS_WRAPPER(setresgid, (gid_t rgid, gid_t egid, gid_t sgid), (rgid, egid, sgid))
-RT_CREDS_WRAPPER(setgroups, (size_t size, const gid_t *list), (size, list))
-RT_CREDS_WRAPPER(initgroups, (const char *user, gid_t group), (user, group))
+RT_CREDS_WRAPPER(setuid, (uid_t uid), (uid), uid, (gid_t)-1)
+RT_CREDS_WRAPPER(setgid, (gid_t gid), (gid), (uid_t)-1, gid)
+RT_CREDS_WRAPPER(seteuid, (uid_t uid), (uid), uid, (gid_t)-1)
+RT_CREDS_WRAPPER(setegid, (gid_t gid), (gid), (uid_t)-1, gid)
+RT_CREDS_WRAPPER(setreuid, (uid_t ruid, uid_t euid), (ruid, euid), euid, (gid_t)-1)
+RT_CREDS_WRAPPER(setregid, (gid_t rgid, gid_t egid), (rgid, egid), (uid_t)-1, egid)
+RT_CREDS_WRAPPER(setresuid, (uid_t ruid, uid_t euid, uid_t suid), (ruid, euid, suid), euid,
+                 (gid_t)-1)
+RT_CREDS_WRAPPER(setresgid, (gid_t rgid, gid_t egid, gid_t sgid), (rgid, egid, sgid), (uid_t)-1,
+                 egid)
+RT_CREDS_WRAPPER(setgroups, (size_t size, const gid_t *list), (size, list), (uid_t)-1, (gid_t)-1)
+RT_CREDS_WRAPPER(initgroups, (const char *user, gid_t group), (user, group), (uid_t)-1, (gid_t)-1)
 
 /* capset changes the calling thread only: no broadcast, nothing for the worker to take before;
  * the keeper follows after. */

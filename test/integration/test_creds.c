@@ -350,6 +350,8 @@ Test(privileges, per_process_outputs_outlive_a_drop_before_the_first_record)
 	snprintf(dir, sizeof(dir), "%s/sticky", th_tmpdir());
 	cr_assert_eq(mkdir(dir, 0700), 0);
 	cr_assert_eq(chmod(dir, 01777), 0);
+	/* The user the program drops to reaches the directory (and links its files there). */
+	cr_assert_eq(chmod(th_tmpdir(), 0711), 0);
 	snprintf(stats, sizeof(stats), "ROUNDTRIM_STATS=%s/%%p.stats", dir);
 	snprintf(prom, sizeof(prom), "ROUNDTRIM_PROM=%s/%%p.prom", dir);
 	snprintf(log, sizeof(log), "ROUNDTRIM_LOG=%s/%%p.log", dir);
@@ -360,7 +362,7 @@ Test(privileges, per_process_outputs_outlive_a_drop_before_the_first_record)
 	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
 	lines_starting(out, "api=", api, sizeof(api));
 	cr_assert_str_eq(api, "api=acted\n", "%s", err);
-	cr_assert_str_eq(err, "", "a file went off");
+	cr_assert_str_eq(err, "", "a file went off: %s", err);
 	DIR *d = opendir(dir);
 	cr_assert_not_null(d);
 	int records = 0;
@@ -374,6 +376,75 @@ Test(privileges, per_process_outputs_outlive_a_drop_before_the_first_record)
 	}
 	closedir(d);
 	cr_assert_eq(records, 1, "the stats file holds the action's record");
+}
+
+/* setpriv, gosu and su-exec drop root, then exec the program in the same process: the dropping
+ * image leaves no file of root's at the program's per-process path, and the program (same pid)
+ * opens it and writes its record. */
+Test(privileges, a_program_exec_d_after_a_drop_keeps_its_per_process_outputs)
+{
+	need_root();
+	char dir[PATH_MAX], stats[PATH_MAX + 32], path[PATH_MAX + 320];
+	snprintf(dir, sizeof(dir), "%s/sticky", th_tmpdir());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(chmod(dir, 01777), 0);
+	/* The user the program runs as reaches the directory (no FIFO: the two users would want
+	 * one directory of their own each). */
+	cr_assert_eq(chmod(th_tmpdir(), 0711), 0);
+	snprintf(stats, sizeof(stats), "ROUNDTRIM_STATS=%s/%%p.stats", dir);
+	const char *env[] = {env_preload(), "ROUNDTRIM_FIFO=none", stats, NULL};
+	const char *argv[] = {"/usr/bin/setpriv",
+	                      "--reuid=65534",
+	                      "--regid=65534",
+	                      "--clear-groups",
+	                      th_workload("creds"),
+	                      "none",
+	                      NULL};
+	char out[8192], err[4096], api[64];
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	lines_starting(out, "api=", api, sizeof(api));
+	cr_assert_str_eq(api, "api=acted\n", "%s", err);
+	cr_assert_str_eq(err, "", "a file went off: %s", err);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int records = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n < 6 || strcmp(e->d_name + n - 6, ".stats"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		records += th_count_lines(path, "\"trigger\":\"api\"");
+	}
+	closedir(d);
+	cr_assert_eq(records, 1, "the stats file holds the action's record");
+}
+
+/* A root program that drops to another user in a sticky directory's reach and ends without a
+ * record leaves nothing there (the user of its end could not remove a file of root's). */
+Test(privileges, a_drop_without_a_record_leaves_no_file)
+{
+	need_root();
+	char dir[PATH_MAX], stats[PATH_MAX + 32];
+	snprintf(dir, sizeof(dir), "%s/sticky", th_tmpdir());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(chmod(dir, 01777), 0);
+	snprintf(stats, sizeof(stats), "ROUNDTRIM_STATS=%s/%%p.stats", dir);
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), stats,
+	                     NULL};
+	const char *argv[] = {th_workload("creds"), "resids", "--no-trim", NULL};
+	char out[8192], err[4096], api[64];
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	lines_starting(out, "api=", api, sizeof(api));
+	cr_assert_str_eq(api, "api=skipped\n", "%s", err);
+	cr_assert_str_eq(err, "", "%s", err);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int left = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			left++, cr_log_error("left behind: %s", e->d_name);
+	closedir(d);
+	cr_assert_eq(left, 0, "the program left a file behind");
 }
 
 /* A server that switches its effective uid per request: 1,000 seteuid calls end well within the

@@ -1,11 +1,12 @@
 /* creds: a program that changes its uid and gid, as container entrypoints and servers do, in one
  * of the ways glibc supports, and reports what came of it. Run as root.
- *   creds SEQUENCE [--thread] [--busy]
+ *   creds SEQUENCE [--thread] [--busy] [--no-trim]
  * SEQUENCE (N is 65534, nobody/nogroup):
  *   setpriv      PR_SET_KEEPCAPS, setresuid(N), capset (effective = permitted, this thread
  *                only), setresgid(N), setgroups(0): setpriv --reuid --regid --clear-groups
  *   su-exec      setgroups({N}), setgid(N), setuid(N): su-exec's and gosu's order
  *   resids       setresgid(N), setresuid(N)
+ *   none         no call (a program that setpriv or su-exec started as N)
  *   uid-first    setresuid(N), then setresgid(N), which fails (EPERM) without capabilities
  *   keepcaps     PR_SET_KEEPCAPS, setuid(N), capset raising CAP_SETGID alone, setgid(N)
  *   setuid, setgid, seteuid (to N and back to 0), setegid (likewise), setreuid, setregid,
@@ -21,14 +22,15 @@
  *                goes with root
  *   manygroups   setgroups with 1,100 groups (1000..2099), more than 1,024
  * --thread runs the sequence in a thread of its own after the main thread has ended
- * (pthread_exit); --busy asks the library for a trim (roundtrim_trim) while a thread churns the
- * heap, which has 64 MiB of holes, right before, so that the calls come while the worker acts.
- * Prints one line per call, "NAME=0" or "NAME=-1 ERRNO", then one line per running thread of
- * the program (the library's worker and keeper aside, by tid), "thread Uid=... Gid=...
- * Groups=... CapInh=... CapPrm=... CapEff=... CapBnd=... CapAmb=...", then "caller ..." with the
- * thread that ran the sequence, "worker ..." with the worker's when it runs, "keeper ..." with
- * the keeper's when it runs, then "api=acted" once a trim asked afterwards was acted on,
- * "api=off" when the library refuses requests, or "api=none" without the library. */
+ * (pthread_exit); --no-trim asks for no trim at the end (no record: "api=skipped"); --busy asks the
+ * library for a trim (roundtrim_trim) while a thread churns the heap, which has 64 MiB of holes,
+ * right before, so that the calls come while the worker acts. Prints one line per call, "NAME=0" or
+ * "NAME=-1 ERRNO", then one line per running thread of the program (the library's worker and keeper
+ * aside, by tid), "thread Uid=... Gid=... Groups=... CapInh=... CapPrm=... CapEff=... CapBnd=...
+ * CapAmb=...", then "caller ..." with the thread that ran the sequence, "worker ..." with the
+ * worker's when it runs, "keeper ..." with the keeper's when it runs, then "api=acted" once a trim
+ * asked afterwards was acted on, "api=off" when the library refuses requests, or "api=none" without
+ * the library. */
 #include "options.h"
 
 #include <dirent.h>
@@ -163,6 +165,7 @@ run_sequence(void)
 	} else if (!strcmp(sequence, "resids")) {
 		note("setresgid", setresgid(CREDS_ID, CREDS_ID, CREDS_ID));
 		note("setresuid", setresuid(CREDS_ID, CREDS_ID, CREDS_ID));
+	} else if (!strcmp(sequence, "none")) {
 	} else if (!strcmp(sequence, "uid-first")) {
 		note("setresuid", setresuid(CREDS_ID, CREDS_ID, CREDS_ID));
 		note("setresgid", setresgid(CREDS_ID, CREDS_ID, CREDS_ID));
@@ -348,6 +351,8 @@ actions(int (*status)(char *, size_t))
 	return at ? atol(at + 10) : -1;
 }
 
+static int no_trim;
+
 static const char *
 api_after(void)
 {
@@ -417,7 +422,7 @@ finish(void *after_main)
 		exit(ret);
 	fputs(report, stdout);
 	print_threads();
-	printf("api=%s\n", api_after());
+	printf("api=%s\n", no_trim ? "skipped" : api_after());
 	exit(0);
 }
 
@@ -428,9 +433,10 @@ main(int argc, char **argv)
 	const struct wl_option options[] = {
 	    {"thread", WL_OPT_SET, &in_thread},
 	    {"busy", WL_OPT_SET, &busy},
+	    {"no-trim", WL_OPT_SET, &no_trim},
 	};
 	if (argc < 2 || !WL_PARSE_OPTIONS(argc - 1, argv + 1, options)) {
-		fprintf(stderr, "usage: creds SEQUENCE [--thread] [--busy]\n");
+		fprintf(stderr, "usage: creds SEQUENCE [--thread] [--busy] [--no-trim]\n");
 		return 2;
 	}
 	sequence = argv[1];
