@@ -94,8 +94,8 @@ static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
 /* The library's thread: whether it runs (started by rt_python_thread_start, in this process),
  * the futex word the worker bumps to send it to a request, and whether it is out on one (set by
- * the worker, cleared by the thread as its last step; a thread CPython ended at finalisation
- * leaves it set, and nothing asks again). */
+ * the worker, cleared by the thread as its last step; a thread CPython ended at finalisation,
+ * or that stood down, leaves it set, and nothing asks again). */
 static atomic_bool rt_py_thread_runs;
 static _Atomic uint32_t rt_py_thread_asks;
 static atomic_bool rt_py_thread_out;
@@ -363,13 +363,15 @@ rt_python_forget_dummy(void)
  * inside PyGILState_Ensure, once the interpreter finalises) or the process may exit around it at
  * any step. Its thread state is CPython's automatic one: PyGILState_Release deletes it, so
  * nothing of it outlives the round (a faulthandler dump, sys._current_frames()). */
-static void
+static bool
 rt_python_take(uint32_t generation)
 {
 	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
-	 * then ends a thread that asks for the GIL; this thread has nothing to undo). */
+	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
+	 * the thread stands down for good, as if CPython had ended it: no later round may send
+	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. */
 	if (!rt_py.is_initialized() || rt_py.is_finalizing())
-		return;
+		return false;
 	int gil = rt_py.gil_ensure();
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed;
@@ -384,21 +386,26 @@ rt_python_take(uint32_t generation)
 	rt_py.gil_release(gil);
 	if (claimed)
 		rt_python_publish(&answer, generation);
+	return true;
 }
 
-/* The library's thread: started by a program thread, so that it shares the program's descriptor
- * table (the worker's holds only the library's files, and a finalizer that writes to stdout must
- * find the program's). Detached, every signal blocked, never joined or waited for. It sleeps on a
- * futex until the worker sends it to a request. */
-static void *
-rt_python_thread(void *arg)
+/* The thread's exit, however it ends: a normal return, or CPython's pthread_exit inside
+ * PyGILState_Ensure at finalisation, which unwinds through this handler. A thread still counted
+ * after that would make the worker count a task that is gone, and take the program's last
+ * thread for gone while the main thread finalises. */
+static void
+rt_python_thread_gone(void *arg)
 {
 	(void)arg;
-	atomic_store(&rt_py_thread_tid, gettid());
+	atomic_store(&rt_py_thread_runs, false);
+	atomic_store(&rt_py_thread_tid, 0);
+}
+
+/* The thread's loop: sleeps on a futex until the worker sends it to a request. */
+static void
+rt_python_thread_serve(void)
+{
 	uint32_t seen = atomic_load(&rt_py_thread_asks);
-	/* Counted among the library's tasks only once it is one: the worker ends the process when
-	 * the program's threads are gone, from a count of the tasks that remain. */
-	atomic_store(&rt_py_thread_runs, true);
 	while (!atomic_load(&rt_py_thread_leave)) {
 		uint32_t asks = atomic_load(&rt_py_thread_asks);
 		if (asks == seen) {
@@ -407,12 +414,29 @@ rt_python_thread(void *arg)
 			continue;
 		}
 		seen = asks;
-		rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)));
+		/* Declined: `out` stays set, so that the worker never sends it again. */
+		if (!rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word))))
+			return;
 		atomic_store(&rt_py_thread_out, false);
 		/* The worker may have a request waiting for the thread: it looks again now. */
 		rt_worker_life_wake();
 	}
-	atomic_store(&rt_py_thread_runs, false);
+}
+
+/* The library's thread: started by a program thread, so that it shares the program's descriptor
+ * table (the worker's holds only the library's files, and a finalizer that writes to stdout must
+ * find the program's). Detached, every signal blocked, never joined or waited for. */
+static void *
+rt_python_thread(void *arg)
+{
+	(void)arg;
+	atomic_store(&rt_py_thread_tid, gettid());
+	/* Counted among the library's tasks only once it is one: the worker ends the process when
+	 * the program's threads are gone, from a count of the tasks that remain. */
+	atomic_store(&rt_py_thread_runs, true);
+	pthread_cleanup_push(rt_python_thread_gone, NULL);
+	rt_python_thread_serve();
+	pthread_cleanup_pop(1);
 	return NULL;
 }
 
@@ -551,7 +575,12 @@ rt_python_tend(void)
 	uint64_t now = rt_python_now_us(), waited = now - rt_py_armed_us;
 	enum rt_python_state state = rt_python_word_state(word);
 	bool out = atomic_load(&rt_py_thread_out);
-	if (rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+	/* Never sent once the interpreter finalises or is gone (an embedder's Py_Finalize): it
+	 * would stand down at once. The main thread's pending call, if it runs, answers. */
+	bool alive = atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() &&
+	             !rt_py.is_finalizing();
+	if (alive &&
+	    rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
 		atomic_store(&rt_py_thread_out, true);
 		atomic_fetch_add(&rt_py_thread_asks, 1);
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -559,7 +588,8 @@ rt_python_tend(void)
 	}
 	/* Armed within the grace: look again when it ends. A thread out wakes the worker as it
 	 * ends; the main thread's answer wakes it too. */
-	if (!rt_py_main_only && state == RT_PYTHON_ARMED && !out && waited < RT_PYTHON_GRACE_US)
+	if (alive && !rt_py_main_only && state == RT_PYTHON_ARMED && !out &&
+	    waited < RT_PYTHON_GRACE_US)
 		return RT_PYTHON_GRACE_US - waited;
 	return UINT64_MAX;
 }

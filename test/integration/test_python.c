@@ -472,6 +472,31 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 	}
 }
 
+/* CPython ends the library's thread (pthread_exit inside PyGILState_Ensure) when its finalizer
+ * asks for the GIL back after the program began to exit, and the program's finalisation then
+ * lasts 500 ms: the worker, counting the thread CPython ended among the tasks it holds, took the
+ * main thread for gone and ended the process with exit(0) while it still finalised. */
+Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
+{
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 0; i < 3; i++) {
+		struct py_run run;
+		char line[256], err[8192];
+		py_start(&run, "exit_during.py", "slow", manual, "ready");
+		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "exit %d: the steps never ran", i);
+		cr_assert_str_eq(line, "in-steps");
+		th_close_stdin(&run.proc);
+		cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "exit %d hung", i);
+		th_read_stderr(&run.proc, err, sizeof(err));
+		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
+		          "exit %d: status %d, stderr: %s", i, run.proc.status, err);
+		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
+	}
+}
+
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for
  * its next model: the release does not wait for the main thread (the round's record is there
  * while it still waits), and the steps run when the wait ends. */
