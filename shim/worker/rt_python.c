@@ -77,6 +77,10 @@ struct rt_python_api {
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
  * DONE: the word orders them. */
 static struct rt_python_outcome rt_py_answer;
+/* The CUDA step that the main thread's call ran alone after the library's thread took the
+ * request: written before rt_py_cuda_posted is set, read by the worker after it clears it. */
+static struct rt_python_outcome rt_py_cuda_answer;
+static atomic_bool rt_py_cuda_posted;
 
 /* The API, published once whole: 0 not looked up (or not found yet: libpython may be loaded
  * later), 1 being looked up by one thread, 2 found. */
@@ -255,7 +259,7 @@ rt_python_collect(enum rt_python_gc step, rt_pyobj gc)
  * false on the library's thread, where empty_cache() could create a CUDA context on a device the
  * program never used (the current device is per thread): the CUDA step is the main thread's. */
 static void
-rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here)
+rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here, bool collect)
 {
 	*out = (struct rt_python_outcome){
 	    .plan = RT_PYTHON_RUN, .gc_collected = -1, .cuda = RT_PYTHON_CUDA_SKIPPED};
@@ -274,8 +278,10 @@ rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here)
 			raised = rt_py.err_get_raised();
 		else
 			rt_py.err_fetch(&type, &value, &tb);
-		if (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C)
+		if (collect && (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C))
 			out->gc_collected = rt_python_collect(step, gc);
+		if (!collect)
+			out->end = RT_PYTHON_END_DONE;
 		if (rt_python_cuda_runs(step))
 			out->cuda = cuda_here ? rt_python_cuda(cuda_option)
 			          : cuda_option ? RT_PYTHON_CUDA_MAIN_ONLY
@@ -321,10 +327,18 @@ rt_python_pending(void *arg)
 		if (call == RT_PYTHON_CALL_STALE)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
-	if (call != RT_PYTHON_CALL_RUN)
+	if (call == RT_PYTHON_CALL_TAKEN)
 		return 0;
 	struct rt_python_outcome answer;
-	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true);
+	if (call == RT_PYTHON_CALL_CUDA) {
+		/* The library's thread collected; the CUDA step is this thread's alone. */
+		rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true, false);
+		rt_py_cuda_answer = answer;
+		atomic_store(&rt_py_cuda_posted, true);
+		rt_worker_life_wake();
+		return 0;
+	}
+	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true, true);
 	rt_python_publish(&answer, generation);
 	return 0;
 }
@@ -375,12 +389,13 @@ rt_python_take(uint32_t generation)
 	int gil = rt_py.gil_ensure();
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed;
-	while ((claimed = rt_python_claim(word, generation, &next)) &&
+	bool cuda = atomic_load(&rt_py_cuda_option);
+	while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
 	       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 	}
 	struct rt_python_outcome answer;
 	if (claimed) {
-		rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), false);
+		rt_python_steps(&answer, cuda, false, true);
 		rt_python_forget_dummy();
 	}
 	rt_py.gil_release(gil);
@@ -566,6 +581,16 @@ rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
 	return true;
 }
 
+bool
+rt_python_cuda_answered(struct rt_python_outcome *out, uint64_t *round)
+{
+	if (!atomic_exchange(&rt_py_cuda_posted, false))
+		return false;
+	*out = rt_py_cuda_answer;
+	*round = rt_py_round;
+	return true;
+}
+
 uint64_t
 rt_python_tend(void)
 {
@@ -609,7 +634,7 @@ rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 	 * would corrupt the interpreter, so the steps go to the main thread instead. */
 	if (!rt_py.gil_held())
 		return false;
-	rt_python_steps(out, cfg->cuda_empty_cache, true);
+	rt_python_steps(out, cfg->cuda_empty_cache, true, true);
 	return true;
 }
 
@@ -682,6 +707,7 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
+	atomic_store(&rt_py_cuda_posted, false);
 	/* The parent's thread is not in the child: the child's start makes its own. */
 	atomic_store(&rt_py_thread_runs, false);
 	atomic_store(&rt_py_thread_out, false);

@@ -47,6 +47,9 @@ uint64_t rt_python_tend(void);
 /* Worker thread only: true once for each hand-off whose steps have run since, with their
  * outcome and the last round they served. */
 bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);
+/* Worker: the CUDA step that the main thread's call ran alone, after the library's thread took
+ * the request's other steps; its outcome and the round it serves. */
+bool rt_python_cuda_answered(struct rt_python_outcome *out, uint64_t *round);
 /* In a thread that holds the GIL (the Python module's call, through ctypes.PyDLL): runs the
  * steps here, as the program's own gc.collect() and torch.cuda.empty_cache() would run, or says
  * why not (off, finalising). False when they must go to the main thread instead: the calling
