@@ -68,6 +68,7 @@ struct rt_python_api {
 	rt_pyobj (*dict_item)(rt_pyobj, rt_pyobj);    /* PyDict_GetItem: borrowed, never raises */
 	int (*dict_del)(rt_pyobj, rt_pyobj);          /* PyDict_DelItem */
 	int (*is_instance)(rt_pyobj, rt_pyobj);       /* PyObject_IsInstance */
+	rt_pyobj (*call_method)(rt_pyobj, const char *, const char *, ...); /* PyObject_CallMethod */
 	bool threads;                                 /* all of the above were found */
 	/* Around an API caller's allocator action; without both the GIL stays held. */
 	void *(*save_thread)(void);        /* PyEval_SaveThread */
@@ -159,10 +160,11 @@ rt_python_resolve(void)
 	*(void **)&a.dict_item = rt_python_sym("PyDict_GetItem");
 	*(void **)&a.dict_del = rt_python_sym("PyDict_DelItem");
 	*(void **)&a.is_instance = rt_python_sym("PyObject_IsInstance");
+	*(void **)&a.call_method = rt_python_sym("PyObject_CallMethod");
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
-	            a.dict_item && a.dict_del && a.is_instance;
+	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
 	if (!a.is_finalizing || !a.add_pending || !a.gil_held || !a.gc_collect || !a.as_long_long ||
@@ -349,7 +351,9 @@ rt_python_pending(void *arg)
  * for this thread and registered it in threading._active for good (CPython never removes a
  * dummy): it goes, in the same hold of the GIL, so that threading.enumerate() and
  * active_count() never list a thread of ours. Only an entry of this thread's ident that is a
- * dummy; nothing is imported. */
+ * dummy; nothing is imported. threading changes _active under _active_limbo_lock, which a
+ * thread of the program's may hold while it gave the GIL up: taken without waiting
+ * (acquire(0)); when busy, the entry stays until the next hold of the GIL. */
 static void
 rt_python_forget_dummy(void)
 {
@@ -358,13 +362,25 @@ rt_python_forget_dummy(void)
 		return;
 	rt_pyobj active = rt_py.getattr(threading, "_active");
 	rt_pyobj dummy = active ? rt_py.getattr(threading, "_DummyThread") : NULL;
-	rt_pyobj ident = dummy ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
+	rt_pyobj lock = dummy ? rt_py.getattr(threading, "_active_limbo_lock") : NULL;
+	rt_pyobj ident = lock ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
 	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
-	if (entry && rt_py.is_instance(entry, dummy) == 1)
-		rt_py.dict_del(active, ident);
+	if (entry && rt_py.is_instance(entry, dummy) == 1) {
+		rt_pyobj took = rt_py.call_method(lock, "acquire", "i", 0);
+		if (took && rt_py.is_true(took) == 1) {
+			rt_py.dict_del(active, ident);
+			rt_pyobj released = rt_py.call_method(lock, "release", NULL);
+			if (released)
+				rt_py.decref(released);
+		}
+		if (took)
+			rt_py.decref(took);
+	}
 	rt_py.err_clear();
 	if (ident)
 		rt_py.decref(ident);
+	if (lock)
+		rt_py.decref(lock);
 	if (dummy)
 		rt_py.decref(dummy);
 	if (active)
@@ -394,10 +410,10 @@ rt_python_take(uint32_t generation)
 	       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 	}
 	struct rt_python_outcome answer;
-	if (claimed) {
+	if (claimed)
 		rt_python_steps(&answer, cuda, false, true);
-		rt_python_forget_dummy();
-	}
+	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */
+	rt_python_forget_dummy();
 	rt_py.gil_release(gil);
 	if (claimed)
 		rt_python_publish(&answer, generation);
