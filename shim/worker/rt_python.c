@@ -498,6 +498,13 @@ rt_python_thread_start(const struct rt_config *cfg)
 	return true;
 }
 
+unsigned
+rt_python_thread_needed(const struct rt_config *cfg)
+{
+	return cfg->python && !cfg->python_main_only && rt_python_resolve() && rt_py.threads ? 1u
+	                                                                                     : 0u;
+}
+
 bool
 rt_python_thread_is_self(void)
 {

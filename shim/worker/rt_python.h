@@ -34,6 +34,9 @@ void rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_p
 bool rt_python_thread_start(const struct rt_config *cfg);
 /* 1 while the library's thread runs in this process, else 0: a task of the library's. */
 unsigned rt_python_thread_held(void);
+/* The tasks the library's Python thread will take at start: 1 where the process is CPython and
+ * ROUNDTRIM_PYTHON lets the steps leave the main thread, else 0 (for the task limits). */
+unsigned rt_python_thread_needed(const struct rt_config *cfg);
 /* Whether the calling thread is the library's Python thread. */
 bool rt_python_thread_is_self(void);
 /* The library stands down: the thread leaves at once when idle, else after its request. Never
