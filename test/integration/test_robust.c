@@ -412,6 +412,7 @@ Test(robust, api_from_a_signal_handler_inside_malloc_returns)
 	char line[2048];
 	th_start_probe(&run, (const char *[]){"apisignal", "2000", NULL}, NULL, line, sizeof(line));
 	cr_assert_geq(th_field(line, "calls"), 100, "%s", line);
+	th_close_stdin(&run.proc);
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
 }
 

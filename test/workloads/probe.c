@@ -39,7 +39,7 @@
  *                   free, and exits; then prints "emfile N" (N: descriptors opened), waits for EOF
  *   apisignal MS    for MS ms the main thread allocates and frees blocks of many sizes while a
  *                   1 ms timer's SIGALRM handler calls roundtrim_trim() (often inside malloc or
- *                   free); prints "calls=N" at the end
+ *                   free); prints "calls=N" at the end and waits for EOF
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -482,6 +482,7 @@ mode_apisignal(long ms)
 		free(blocks[k]);
 	printf("calls=%d\n", (int)apisignal_calls);
 	fflush(stdout);
+	wait_eof();
 	return 0;
 }
 
