@@ -218,19 +218,23 @@ rt_python_called(uint32_t word, uint32_t generation, uint32_t *next)
 	 * generation a call is added only while none is queued, so this one is the only one. */
 	if (!rt_python_own(word, generation))
 		return RT_PYTHON_CALL_STALE;
-	*next = word & ~RT_PYTHON_WORD_QUEUED;
+	*next = word & ~(RT_PYTHON_WORD_QUEUED | RT_PYTHON_WORD_CUDA_OWED);
 	if (rt_python_word_state(word) != RT_PYTHON_ARMED)
-		return RT_PYTHON_CALL_TAKEN;
+		return (word & RT_PYTHON_WORD_CUDA_OWED) ? RT_PYTHON_CALL_CUDA
+		                                         : RT_PYTHON_CALL_TAKEN;
+	/* The full steps, CUDA included: they pay what an earlier request owed. */
 	*next = rt_python_moved(*next, RT_PYTHON_RUNNING);
 	return RT_PYTHON_CALL_RUN;
 }
 
 bool
-rt_python_claim(uint32_t word, uint32_t generation, uint32_t *next)
+rt_python_claim(uint32_t word, uint32_t generation, bool cuda, uint32_t *next)
 {
 	if (!rt_python_own(word, generation) || rt_python_word_state(word) != RT_PYTHON_ARMED)
 		return false;
 	*next = rt_python_moved(word, RT_PYTHON_RUNNING);
+	if (cuda && rt_python_word_queued(word))
+		*next |= RT_PYTHON_WORD_CUDA_OWED;
 	return true;
 }
 

@@ -92,7 +92,11 @@ enum rt_python_state {
 
 #define RT_PYTHON_WORD_STATE_MASK 3u
 #define RT_PYTHON_WORD_QUEUED 4u
-#define RT_PYTHON_WORD_GENERATION_SHIFT 3
+/* The library's thread took a request whose CUDA step is the main thread's (it would create a
+ * context on the thread's current device): the queued call, finding the steps taken, still
+ * runs that step. */
+#define RT_PYTHON_WORD_CUDA_OWED 8u
+#define RT_PYTHON_WORD_GENERATION_SHIFT 4
 #define RT_PYTHON_GENERATION_MASK ((1u << (32 - RT_PYTHON_WORD_GENERATION_SHIFT)) - 1u)
 
 uint32_t rt_python_word(uint32_t generation, enum rt_python_state state);
@@ -118,11 +122,14 @@ enum rt_python_call {
 	RT_PYTHON_CALL_STALE, /* another generation's call (a fork parent's): touch nothing */
 	RT_PYTHON_CALL_RUN,   /* ours, armed: *next is RUNNING, no longer queued; the steps run */
 	RT_PYTHON_CALL_TAKEN, /* ours, but nothing armed (the thread took it): *next, not queued */
+	RT_PYTHON_CALL_CUDA,  /* taken, with the CUDA step owed: *next, neither queued nor owing */
 };
 enum rt_python_call rt_python_called(uint32_t word, uint32_t generation, uint32_t *next);
 /* The library's thread, with the GIL: claims an armed request of its generation (ARMED ->
- * RUNNING in *next); false when there is none (the main thread took it first). */
-bool rt_python_claim(uint32_t word, uint32_t generation, uint32_t *next);
+ * RUNNING in *next); false when there is none (the main thread took it first). cuda: the CUDA
+ * step is configured; then the queued call owes it (when a call is queued: one always is,
+ * unless Py_AddPendingCall refused it). */
+bool rt_python_claim(uint32_t word, uint32_t generation, bool cuda, uint32_t *next);
 /* The one that ran the steps: RUNNING -> DONE in its own generation only (a fork made during
  * the steps leaves a child whose word has moved on). */
 bool rt_python_finish(uint32_t word, uint32_t generation, uint32_t *next);

@@ -266,9 +266,12 @@ rt_main_ready_for_request(void)
 /* A round or trim of the API. The round is counted here, in the caller's thread; when it acts
  * and here_with_gil (the Python module's call, through ctypes.PyDLL), the Python steps run here
  * too, as the program's own cleanup would. Otherwise the worker hands the steps to the
- * interpreter's main thread. When it acts, the allocator's action runs here too, after the steps,
- * as NVFlare's cleanup_memory() runs malloc_trim: the memory is back when the call returns (a fork
- * child leaves it to its worker, as before). Returns 1 when the call acts, 0 when it only counted,
+ * interpreter's main thread. When the Python module's call acts, the allocator's action runs here
+ * too, after the steps, as NVFlare's cleanup_memory() runs malloc_trim: the memory is back when
+ * the call returns (a fork child leaves it to its worker, as before). Only there: that call comes
+ * between bytecodes, never from a C signal handler, which may have interrupted malloc holding an
+ * arena lock that the action takes (pthread_mutex_lock is not async-signal-safe). A C caller's
+ * action is the worker's, woken at once. Returns 1 when the call acts, 0 when it only counted,
  * -1 when the library is inactive here. The caller's errno is kept. */
 static int
 rt_main_api(bool trim, bool here_with_gil)
@@ -282,7 +285,7 @@ rt_main_api(bool trim, bool here_with_gil)
 	bool steps_ran = acts && here_with_gil && rt_python_run_here(rt_main_worker.cfg, &ran);
 	/* The program's other Python threads run during the action. */
 	void *gil = steps_ran && !rt_main_forked ? rt_python_let_go() : NULL;
-	if (acts && !rt_main_forked)
+	if (acts && here_with_gil && !rt_main_forked)
 		rt_worker_api_release();
 	bool posted = rt_worker_api_post(trim, acts, steps_ran ? &ran : NULL);
 	rt_python_take_back(gil);

@@ -68,6 +68,7 @@ struct rt_python_api {
 	rt_pyobj (*dict_item)(rt_pyobj, rt_pyobj);    /* PyDict_GetItem: borrowed, never raises */
 	int (*dict_del)(rt_pyobj, rt_pyobj);          /* PyDict_DelItem */
 	int (*is_instance)(rt_pyobj, rt_pyobj);       /* PyObject_IsInstance */
+	rt_pyobj (*call_method)(rt_pyobj, const char *, const char *, ...); /* PyObject_CallMethod */
 	bool threads;                                 /* all of the above were found */
 	/* Around an API caller's allocator action; without both the GIL stays held. */
 	void *(*save_thread)(void);        /* PyEval_SaveThread */
@@ -77,6 +78,10 @@ struct rt_python_api {
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
  * DONE: the word orders them. */
 static struct rt_python_outcome rt_py_answer;
+/* The CUDA step that the main thread's call ran alone after the library's thread took the
+ * request: written before rt_py_cuda_posted is set, read by the worker after it clears it. */
+static struct rt_python_outcome rt_py_cuda_answer;
+static atomic_bool rt_py_cuda_posted;
 
 /* The API, published once whole: 0 not looked up (or not found yet: libpython may be loaded
  * later), 1 being looked up by one thread, 2 found. */
@@ -94,8 +99,8 @@ static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
 /* The library's thread: whether it runs (started by rt_python_thread_start, in this process),
  * the futex word the worker bumps to send it to a request, and whether it is out on one (set by
- * the worker, cleared by the thread as its last step; a thread CPython ended at finalisation
- * leaves it set, and nothing asks again). */
+ * the worker, cleared by the thread as its last step; a thread CPython ended at finalisation,
+ * or that stood down, leaves it set, and nothing asks again). */
 static atomic_bool rt_py_thread_runs;
 static _Atomic uint32_t rt_py_thread_asks;
 static atomic_bool rt_py_thread_out;
@@ -155,10 +160,11 @@ rt_python_resolve(void)
 	*(void **)&a.dict_item = rt_python_sym("PyDict_GetItem");
 	*(void **)&a.dict_del = rt_python_sym("PyDict_DelItem");
 	*(void **)&a.is_instance = rt_python_sym("PyObject_IsInstance");
+	*(void **)&a.call_method = rt_python_sym("PyObject_CallMethod");
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
-	            a.dict_item && a.dict_del && a.is_instance;
+	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
 	if (!a.is_finalizing || !a.add_pending || !a.gil_held || !a.gc_collect || !a.as_long_long ||
@@ -255,7 +261,7 @@ rt_python_collect(enum rt_python_gc step, rt_pyobj gc)
  * false on the library's thread, where empty_cache() could create a CUDA context on a device the
  * program never used (the current device is per thread): the CUDA step is the main thread's. */
 static void
-rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here)
+rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here, bool collect)
 {
 	*out = (struct rt_python_outcome){
 	    .plan = RT_PYTHON_RUN, .gc_collected = -1, .cuda = RT_PYTHON_CUDA_SKIPPED};
@@ -274,8 +280,10 @@ rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here)
 			raised = rt_py.err_get_raised();
 		else
 			rt_py.err_fetch(&type, &value, &tb);
-		if (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C)
+		if (collect && (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C))
 			out->gc_collected = rt_python_collect(step, gc);
+		if (!collect)
+			out->end = RT_PYTHON_END_DONE;
 		if (rt_python_cuda_runs(step))
 			out->cuda = cuda_here ? rt_python_cuda(cuda_option)
 			          : cuda_option ? RT_PYTHON_CUDA_MAIN_ONLY
@@ -321,10 +329,18 @@ rt_python_pending(void *arg)
 		if (call == RT_PYTHON_CALL_STALE)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&rt_py_word, &word, next));
-	if (call != RT_PYTHON_CALL_RUN)
+	if (call == RT_PYTHON_CALL_TAKEN)
 		return 0;
 	struct rt_python_outcome answer;
-	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true);
+	if (call == RT_PYTHON_CALL_CUDA) {
+		/* The library's thread collected; the CUDA step is this thread's alone. */
+		rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true, false);
+		rt_py_cuda_answer = answer;
+		atomic_store(&rt_py_cuda_posted, true);
+		rt_worker_life_wake();
+		return 0;
+	}
+	rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), true, true);
 	rt_python_publish(&answer, generation);
 	return 0;
 }
@@ -335,7 +351,9 @@ rt_python_pending(void *arg)
  * for this thread and registered it in threading._active for good (CPython never removes a
  * dummy): it goes, in the same hold of the GIL, so that threading.enumerate() and
  * active_count() never list a thread of ours. Only an entry of this thread's ident that is a
- * dummy; nothing is imported. */
+ * dummy; nothing is imported. threading changes _active under _active_limbo_lock, which a
+ * thread of the program's may hold while it gave the GIL up: taken without waiting
+ * (acquire(0)); when busy, the entry stays until the next hold of the GIL. */
 static void
 rt_python_forget_dummy(void)
 {
@@ -344,13 +362,25 @@ rt_python_forget_dummy(void)
 		return;
 	rt_pyobj active = rt_py.getattr(threading, "_active");
 	rt_pyobj dummy = active ? rt_py.getattr(threading, "_DummyThread") : NULL;
-	rt_pyobj ident = dummy ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
+	rt_pyobj lock = dummy ? rt_py.getattr(threading, "_active_limbo_lock") : NULL;
+	rt_pyobj ident = lock ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
 	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
-	if (entry && rt_py.is_instance(entry, dummy) == 1)
-		rt_py.dict_del(active, ident);
+	if (entry && rt_py.is_instance(entry, dummy) == 1) {
+		rt_pyobj took = rt_py.call_method(lock, "acquire", "i", 0);
+		if (took && rt_py.is_true(took) == 1) {
+			rt_py.dict_del(active, ident);
+			rt_pyobj released = rt_py.call_method(lock, "release", NULL);
+			if (released)
+				rt_py.decref(released);
+		}
+		if (took)
+			rt_py.decref(took);
+	}
 	rt_py.err_clear();
 	if (ident)
 		rt_py.decref(ident);
+	if (lock)
+		rt_py.decref(lock);
 	if (dummy)
 		rt_py.decref(dummy);
 	if (active)
@@ -363,42 +393,50 @@ rt_python_forget_dummy(void)
  * inside PyGILState_Ensure, once the interpreter finalises) or the process may exit around it at
  * any step. Its thread state is CPython's automatic one: PyGILState_Release deletes it, so
  * nothing of it outlives the round (a faulthandler dump, sys._current_frames()). */
-static void
+static bool
 rt_python_take(uint32_t generation)
 {
 	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
-	 * then ends a thread that asks for the GIL; this thread has nothing to undo). */
+	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
+	 * the thread stands down for good, as if CPython had ended it: no later round may send
+	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. */
 	if (!rt_py.is_initialized() || rt_py.is_finalizing())
-		return;
+		return false;
 	int gil = rt_py.gil_ensure();
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed;
-	while ((claimed = rt_python_claim(word, generation, &next)) &&
+	bool cuda = atomic_load(&rt_py_cuda_option);
+	while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
 	       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 	}
 	struct rt_python_outcome answer;
-	if (claimed) {
-		rt_python_steps(&answer, atomic_load(&rt_py_cuda_option), false);
-		rt_python_forget_dummy();
-	}
+	if (claimed)
+		rt_python_steps(&answer, cuda, false, true);
+	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */
+	rt_python_forget_dummy();
 	rt_py.gil_release(gil);
 	if (claimed)
 		rt_python_publish(&answer, generation);
+	return true;
 }
 
-/* The library's thread: started by a program thread, so that it shares the program's descriptor
- * table (the worker's holds only the library's files, and a finalizer that writes to stdout must
- * find the program's). Detached, every signal blocked, never joined or waited for. It sleeps on a
- * futex until the worker sends it to a request. */
-static void *
-rt_python_thread(void *arg)
+/* The thread's exit, however it ends: a normal return, or CPython's pthread_exit inside
+ * PyGILState_Ensure at finalisation, which unwinds through this handler. A thread still counted
+ * after that would make the worker count a task that is gone, and take the program's last
+ * thread for gone while the main thread finalises. */
+static void
+rt_python_thread_gone(void *arg)
 {
 	(void)arg;
-	atomic_store(&rt_py_thread_tid, gettid());
+	atomic_store(&rt_py_thread_runs, false);
+	atomic_store(&rt_py_thread_tid, 0);
+}
+
+/* The thread's loop: sleeps on a futex until the worker sends it to a request. */
+static void
+rt_python_thread_serve(void)
+{
 	uint32_t seen = atomic_load(&rt_py_thread_asks);
-	/* Counted among the library's tasks only once it is one: the worker ends the process when
-	 * the program's threads are gone, from a count of the tasks that remain. */
-	atomic_store(&rt_py_thread_runs, true);
 	while (!atomic_load(&rt_py_thread_leave)) {
 		uint32_t asks = atomic_load(&rt_py_thread_asks);
 		if (asks == seen) {
@@ -407,12 +445,29 @@ rt_python_thread(void *arg)
 			continue;
 		}
 		seen = asks;
-		rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)));
+		/* Declined: `out` stays set, so that the worker never sends it again. */
+		if (!rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word))))
+			return;
 		atomic_store(&rt_py_thread_out, false);
 		/* The worker may have a request waiting for the thread: it looks again now. */
 		rt_worker_life_wake();
 	}
-	atomic_store(&rt_py_thread_runs, false);
+}
+
+/* The library's thread: started by a program thread, so that it shares the program's descriptor
+ * table (the worker's holds only the library's files, and a finalizer that writes to stdout must
+ * find the program's). Detached, every signal blocked, never joined or waited for. */
+static void *
+rt_python_thread(void *arg)
+{
+	(void)arg;
+	atomic_store(&rt_py_thread_tid, gettid());
+	/* Counted among the library's tasks only once it is one: the worker ends the process when
+	 * the program's threads are gone, from a count of the tasks that remain. */
+	atomic_store(&rt_py_thread_runs, true);
+	pthread_cleanup_push(rt_python_thread_gone, NULL);
+	rt_python_thread_serve();
+	pthread_cleanup_pop(1);
 	return NULL;
 }
 
@@ -441,6 +496,13 @@ rt_python_thread_start(const struct rt_config *cfg)
 		return false;
 	}
 	return true;
+}
+
+unsigned
+rt_python_thread_needed(const struct rt_config *cfg)
+{
+	return cfg->python && !cfg->python_main_only && rt_python_resolve() && rt_py.threads ? 1u
+	                                                                                     : 0u;
 }
 
 bool
@@ -542,6 +604,16 @@ rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
 	return true;
 }
 
+bool
+rt_python_cuda_answered(struct rt_python_outcome *out, uint64_t *round)
+{
+	if (!atomic_exchange(&rt_py_cuda_posted, false))
+		return false;
+	*out = rt_py_cuda_answer;
+	*round = rt_py_round;
+	return true;
+}
+
 uint64_t
 rt_python_tend(void)
 {
@@ -551,7 +623,12 @@ rt_python_tend(void)
 	uint64_t now = rt_python_now_us(), waited = now - rt_py_armed_us;
 	enum rt_python_state state = rt_python_word_state(word);
 	bool out = atomic_load(&rt_py_thread_out);
-	if (rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+	/* Never sent once the interpreter finalises or is gone (an embedder's Py_Finalize): it
+	 * would stand down at once. The main thread's pending call, if it runs, answers. */
+	bool alive = atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() &&
+	             !rt_py.is_finalizing();
+	if (alive &&
+	    rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
 		atomic_store(&rt_py_thread_out, true);
 		atomic_fetch_add(&rt_py_thread_asks, 1);
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -559,7 +636,8 @@ rt_python_tend(void)
 	}
 	/* Armed within the grace: look again when it ends. A thread out wakes the worker as it
 	 * ends; the main thread's answer wakes it too. */
-	if (!rt_py_main_only && state == RT_PYTHON_ARMED && !out && waited < RT_PYTHON_GRACE_US)
+	if (alive && !rt_py_main_only && state == RT_PYTHON_ARMED && !out &&
+	    waited < RT_PYTHON_GRACE_US)
 		return RT_PYTHON_GRACE_US - waited;
 	return UINT64_MAX;
 }
@@ -579,7 +657,7 @@ rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 	 * would corrupt the interpreter, so the steps go to the main thread instead. */
 	if (!rt_py.gil_held())
 		return false;
-	rt_python_steps(out, cfg->cuda_empty_cache, true);
+	rt_python_steps(out, cfg->cuda_empty_cache, true, true);
 	return true;
 }
 
@@ -652,6 +730,7 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
+	atomic_store(&rt_py_cuda_posted, false);
 	/* The parent's thread is not in the child: the child's start makes its own. */
 	atomic_store(&rt_py_thread_runs, false);
 	atomic_store(&rt_py_thread_out, false);

@@ -34,6 +34,9 @@ void rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_p
 bool rt_python_thread_start(const struct rt_config *cfg);
 /* 1 while the library's thread runs in this process, else 0: a task of the library's. */
 unsigned rt_python_thread_held(void);
+/* The tasks the library's Python thread will take at start: 1 where the process is CPython and
+ * ROUNDTRIM_PYTHON lets the steps leave the main thread, else 0 (for the task limits). */
+unsigned rt_python_thread_needed(const struct rt_config *cfg);
 /* Whether the calling thread is the library's Python thread. */
 bool rt_python_thread_is_self(void);
 /* The library stands down: the thread leaves at once when idle, else after its request. Never
@@ -47,6 +50,9 @@ uint64_t rt_python_tend(void);
 /* Worker thread only: true once for each hand-off whose steps have run since, with their
  * outcome and the last round they served. */
 bool rt_python_answered(struct rt_python_outcome *out, uint64_t *round);
+/* Worker: the CUDA step that the main thread's call ran alone, after the library's thread took
+ * the request's other steps; its outcome and the round it serves. */
+bool rt_python_cuda_answered(struct rt_python_outcome *out, uint64_t *round);
 /* In a thread that holds the GIL (the Python module's call, through ctypes.PyDLL): runs the
  * steps here, as the program's own gc.collect() and torch.cuda.empty_cache() would run, or says
  * why not (off, finalising). False when they must go to the main thread instead: the calling

@@ -198,15 +198,18 @@ rt_tasks_decide(unsigned tasks, uint64_t *cgroup_room, char *where, size_t size,
 bool
 rt_tasks_room_to_start(const struct rt_config *cfg)
 {
-	unsigned tasks = rt_tasks_needed();
+	/* The Python thread is started with the worker, in the same limits. */
+	unsigned python = rt_python_thread_needed(cfg);
+	unsigned tasks = rt_tasks_needed() + python;
 	char where[RT_CONFIG_PATH_MAX] = "", unused[RT_CONFIG_PATH_MAX];
 	uint64_t limit = 0, cgroup_room, nproc_room, room1, limit1;
 	enum rt_limits_verdict verdict =
 	    rt_tasks_decide(tasks, &cgroup_room, where, sizeof(where), &nproc_room, &limit);
 	/* No room for the keeper but for the worker: the program's table, where it is accepted. */
 	bool one_fits =
-	    tasks > 1 && verdict != RT_LIMITS_START &&
-	    rt_tasks_decide(1, &room1, unused, sizeof(unused), &room1, &limit1) == RT_LIMITS_START;
+	    tasks > 1 + python && verdict != RT_LIMITS_START &&
+	    rt_tasks_decide(1 + python, &room1, unused, sizeof(unused), &room1, &limit1) ==
+	        RT_LIMITS_START;
 	rt_tasks_no_keeper = one_fits && cfg->shared_table;
 	const char *hint = one_fits ? "; ROUNDTRIM_SHARED_TABLE=1 runs it with the worker alone, "
 	                              "in the program's descriptor table"

@@ -433,11 +433,17 @@ rt_worker_python_follow_up(struct rt_worker *w)
 {
 	struct rt_python_outcome outcome;
 	uint64_t round;
-	if (!rt_python_answered(&outcome, &round))
-		return;
-	struct rt_batch b = {0};
-	rt_batch_python(&b, round, rt_python_outcome_freed(&outcome));
-	rt_worker_handle(w, &b, &outcome, 0);
+	if (rt_python_answered(&outcome, &round)) {
+		struct rt_batch b = {0};
+		rt_batch_python(&b, round, rt_python_outcome_freed(&outcome));
+		rt_worker_handle(w, &b, &outcome, 0);
+	}
+	/* The CUDA step the main thread ran after the library's thread took the others. */
+	if (rt_python_cuda_answered(&outcome, &round)) {
+		struct rt_batch b = {0};
+		rt_batch_python(&b, round, rt_python_outcome_freed(&outcome));
+		rt_worker_handle(w, &b, &outcome, 0);
+	}
 }
 
 /* How long to wait for the next tick: the triggers' need, and the longest wait. */

@@ -414,6 +414,42 @@ Test(python, steps_while_the_main_thread_reads)
 	waiting_case("read");
 }
 
+/* The CUDA step stays with the main thread: while it reads, the library's thread collects and
+ * leaves that step (main-thread-only); once the read returns, the main thread's queued call,
+ * finding the steps taken, still empties the cache, before any bytecode of the program's, and
+ * posts its own record (before, it found the request taken and did nothing). */
+Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
+{
+	struct py_run run;
+	char line[1024], answer[256], dump[PATH_MAX], log[PATH_MAX], log_env[PATH_MAX + 16];
+	char torch_env[PATH_MAX + 16], buf[256];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
+	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
+	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
+	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
+	const char *extra[] = {"ROUNDTRIM_AUTO=off", "NVFLARE_CUDA_EMPTY_CACHE=true",
+	                       "FAKETORCH_CUDA_INITIALIZED=1", log_env, torch_env, NULL};
+	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(answer, "collected 100 by=Dummy-", 23), 0, "%s", answer);
+	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"cuda\":\"main-thread-only\"");
+	ssize_t n = th_read_file(log, buf, sizeof(buf));
+	cr_assert(n <= 0 || !strstr(buf, "empty_cache"), "emptied off the main thread: %s", buf);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
+	n = th_read_file(log, buf, sizeof(buf));
+	cr_assert(n > 0 && strstr(buf, "empty_cache"), "the main thread never emptied the cache");
+	char stats[PATH_MAX];
+	snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), run.proc.pid);
+	cr_assert(th_wait_line(stats, "\"cuda\":\"emptied\"", line, sizeof(line), TH_TIMEOUT_MS),
+	          "no record of the CUDA step");
+	th_expect_in(line, "\"trigger\":\"python\"");
+	py_finish(&run);
+}
+
 /* ROUNDTRIM_PYTHON=main keeps the steps on the main thread: nothing is collected while it
  * reads (several graces pass), and everything when the read returns, there. */
 Test(python, main_only_leaves_the_steps_to_the_main_thread)
@@ -470,6 +506,31 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status, err);
 		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
 		cr_assert_null(strstr(err, "Traceback"), "%s", err);
+	}
+}
+
+/* CPython ends the library's thread (pthread_exit inside PyGILState_Ensure) when its finalizer
+ * asks for the GIL back after the program began to exit, and the program's finalisation then
+ * lasts 500 ms: the worker, counting the thread CPython ended among the tasks it holds, took the
+ * main thread for gone and ended the process with exit(0) while it still finalised. */
+Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
+{
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 0; i < 3; i++) {
+		struct py_run run;
+		char line[256], err[8192];
+		py_start(&run, "exit_during.py", "slow", manual, "ready");
+		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "exit %d: the steps never ran", i);
+		cr_assert_str_eq(line, "in-steps");
+		th_close_stdin(&run.proc);
+		cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "exit %d hung", i);
+		th_read_stderr(&run.proc, err, sizeof(err));
+		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
+		          "exit %d: status %d, stderr: %s", i, run.proc.status, err);
+		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
 	}
 }
 

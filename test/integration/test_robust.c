@@ -440,13 +440,26 @@ Test(robust, api_counts_this_threads_allocations_and_rounds)
 	cr_assert_geq(th_field(line, "frees"), 100, "%s", line);
 	cr_assert_geq(th_field(line, "bytes"), 100000, "%s", line);
 	cr_assert_eq(th_field(line, "round"), 0, "%s", line);
-	/* The trim acts, in the calling thread: the caller's errno is its own. */
+	/* The trim acts (the worker releases, woken at once): the caller's errno is its own. */
 	cr_assert_eq(th_field(line, "trim"), 0, "%s", line);
 	cr_assert_eq(th_field(line, "round_errno"), EXDEV, "%s", line);
 	cr_assert_eq(th_field(line, "trim_errno"), EXDEV, "%s", line);
 	th_wait_rounds(&run, 1, line, sizeof(line));
 	th_close_stdin(p);
 	cr_assert(th_wait(p, TH_TIMEOUT_MS));
+}
+
+/* roundtrim_trim() from a C signal handler that may have interrupted malloc or free: the call
+ * counts and leaves the allocator's action to the worker (the caller-side release took the
+ * allocator's locks, which the interrupted call may hold: the handler waited for itself). */
+Test(robust, api_from_a_signal_handler_inside_malloc_returns)
+{
+	struct th_probe run;
+	char line[2048];
+	th_start_probe(&run, (const char *[]){"apisignal", "2000", NULL}, NULL, line, sizeof(line));
+	cr_assert_geq(th_field(line, "calls"), 100, "%s", line);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
 }
 
 Test(robust, dead_processes_files_are_swept)

@@ -180,10 +180,10 @@ Test(python_word, a_request_runs_once_and_answers)
 Test(python_word, the_thread_takes_a_request_the_main_thread_left)
 {
 	uint32_t word = w(RT_PYTHON_ARMED) | Q, next = 0;
-	cr_assert(rt_python_claim(word, GEN, &next));
+	cr_assert(rt_python_claim(word, GEN, false, &next));
 	cr_assert_eq(next, w(RT_PYTHON_RUNNING) | Q);
 	word = next;
-	cr_assert_not(rt_python_claim(word, GEN, &next), "claimed once");
+	cr_assert_not(rt_python_claim(word, GEN, false, &next), "claimed once");
 	cr_assert(rt_python_finish(word, GEN, &next));
 	cr_assert_eq(next, w(RT_PYTHON_DONE) | Q);
 	word = next;
@@ -205,14 +205,53 @@ Test(python_word, the_thread_takes_a_request_the_main_thread_left)
 	}
 }
 
+/* The CUDA step stays with the main thread: when the library's thread takes the steps with it
+ * configured, the queued call still owes it, runs it alone, and owes nothing after; a call that
+ * serves a new request runs the full steps, the owed one included. */
+#define C RT_PYTHON_WORD_CUDA_OWED
+
+Test(python_word, the_cuda_step_a_thread_left_is_the_queued_calls)
+{
+	uint32_t word = w(RT_PYTHON_ARMED) | Q, next = 0;
+	cr_assert(rt_python_claim(word, GEN, true, &next));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING) | Q | C);
+	cr_assert_eq(rt_python_word_state(next), RT_PYTHON_RUNNING);
+	cr_assert_eq(rt_python_word_generation(next), GEN);
+	/* Whatever the thread's request has become meanwhile. */
+	const enum rt_python_state taken[] = {RT_PYTHON_IDLE, RT_PYTHON_RUNNING, RT_PYTHON_DONE};
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_eq(rt_python_called(w(taken[i]) | Q | C, GEN, &next),
+		             RT_PYTHON_CALL_CUDA);
+		cr_assert_eq(next, w(taken[i]), "neither queued nor owing");
+	}
+	/* The thread finishes and the worker collects with the debt kept. */
+	word = w(RT_PYTHON_RUNNING) | Q | C;
+	cr_assert(rt_python_finish(word, GEN, &next));
+	cr_assert_eq(next, w(RT_PYTHON_DONE) | Q | C);
+	cr_assert(rt_python_collect_answer(next, &next));
+	cr_assert_eq(next, w(RT_PYTHON_IDLE) | Q | C);
+	/* A new round arms; the call then serves it whole, and owes nothing after. */
+	cr_assert_eq(rt_python_ask(next, &next), RT_PYTHON_ASK_ARM);
+	cr_assert_eq(rt_python_called(next, GEN, &next), RT_PYTHON_CALL_RUN);
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING));
+	/* Not configured, or no call queued (Py_AddPendingCall refused it): nothing owed. */
+	cr_assert(rt_python_claim(w(RT_PYTHON_ARMED) | Q, GEN, false, &next));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING) | Q);
+	cr_assert(rt_python_claim(w(RT_PYTHON_ARMED), GEN, true, &next));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING));
+	/* A fork child's call owes nothing to its parent's thread. */
+	cr_assert_eq(rt_python_called(w(RT_PYTHON_IDLE) | Q | C, GEN + 1, &next),
+	             RT_PYTHON_CALL_STALE);
+}
+
 /* The main thread came first: the thread, once it has the GIL, finds nothing to run. */
 Test(python_word, the_thread_finds_a_request_the_main_thread_took)
 {
 	uint32_t next = 0xdeadbeef;
-	cr_assert_not(rt_python_claim(w(RT_PYTHON_IDLE), GEN, &next));
-	cr_assert_not(rt_python_claim(w(RT_PYTHON_RUNNING), GEN, &next));
-	cr_assert_not(rt_python_claim(w(RT_PYTHON_DONE) | Q, GEN, &next));
-	cr_assert_not(rt_python_claim(w(RT_PYTHON_ARMED), GEN + 1, &next), "another generation");
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_IDLE), GEN, false, &next));
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_RUNNING), GEN, false, &next));
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_DONE) | Q, GEN, false, &next));
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_ARMED), GEN + 1, false, &next), "another generation");
 	cr_assert_eq(next, 0xdeadbeef);
 }
 
@@ -274,7 +313,7 @@ Test(python_word, a_fork_child_never_runs_its_parents_request)
 	cr_assert_eq(rt_python_ask(child, &next), RT_PYTHON_ASK_ADD);
 	child = next;
 	cr_assert_eq(rt_python_called(child, GEN, &next), RT_PYTHON_CALL_STALE);
-	cr_assert_not(rt_python_claim(child, GEN, &next));
+	cr_assert_not(rt_python_claim(child, GEN, false, &next));
 	cr_assert_eq(rt_python_called(child, GEN + 1, &next), RT_PYTHON_CALL_RUN);
 	/* Steps the parent's call was running when a finalizer forked end without an answer. */
 	child = rt_python_word(GEN + 1, RT_PYTHON_RUNNING);

@@ -73,6 +73,9 @@
  *                   thread calls execvp of a missing file for 1 s; prints "setgid=N" (N > 0:
  *                   calls that returned 0) once the timer is stopped, then "main setgid=0" once
  *                   a setgid of the main thread's has returned
+ *   apisignal MS    for MS ms the main thread allocates and frees blocks of many sizes while a
+ *                   1 ms timer's SIGALRM handler calls roundtrim_trim() (often inside malloc or
+ *                   free); prints "calls=N" at the end and waits for EOF
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
@@ -100,6 +103,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -789,6 +793,50 @@ mode_emfile(void)
 	return 0;
 }
 
+static int (*apisignal_trim)(void);
+static volatile sig_atomic_t apisignal_calls;
+
+static void
+apisignal_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	apisignal_trim();
+	apisignal_calls = apisignal_calls + 1;
+	errno = saved;
+}
+
+static int
+mode_apisignal(long ms)
+{
+	apisignal_trim = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_trim");
+	if (!apisignal_trim)
+		return 1;
+	struct sigaction sa = {.sa_handler = apisignal_handler, .sa_flags = SA_RESTART};
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval every = {{0, 1000}, {0, 1000}};
+	setitimer(ITIMER_REAL, &every, NULL);
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	void *blocks[64] = {0};
+	unsigned i = 0;
+	do {
+		for (int k = 0; k < 1000; k++, i++) {
+			free(blocks[i % 64]);
+			blocks[i % 64] = malloc(16 + (i * 2654435761u) % 200000);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+	struct itimerval off = {{0, 0}, {0, 0}};
+	setitimer(ITIMER_REAL, &off, NULL);
+	for (int k = 0; k < 64; k++)
+		free(blocks[k]);
+	printf("calls=%d\n", (int)apisignal_calls);
+	fflush(stdout);
+	wait_eof();
+	return 0;
+}
+
 static int
 mode_api(void)
 {
@@ -1199,6 +1247,8 @@ main(int argc, char **argv)
 		return mode_handler(argv[2]);
 	if (!strcmp(mode, "forkexec") && argc > 2)
 		return mode_forkexec(atoi(argv[2]));
+	if (!strcmp(mode, "apisignal") && argc > 2)
+		return mode_apisignal(strtol(argv[2], NULL, 10));
 	if (!strcmp(mode, "apiwake"))
 		return mode_apiwake();
 	if (!strcmp(mode, "lastexit"))

@@ -4,8 +4,10 @@ Makes N unreachable reference cycles after gc.disable(), each with a weakref.fin
 prints "ready" and waits for a line of stdin in one C call (a read by the main thread), so that
 a round's steps go to the library's thread. The first callback that runs prints "in-steps" and
 then, by HOW: "sleep" sleeps 20 ms (giving up the GIL in the middle of the collection), "spin"
-keeps the GIL for 20 ms, "none" goes on at once. At EOF on stdin the main thread exits with
-status 3 through interpreter finalisation, whatever the library's thread is doing then."""
+keeps the GIL for 20 ms, "none" goes on at once, "slow" sleeps 200 ms (CPython ends the library's
+thread when it asks for the GIL back after finalisation began) and makes finalisation last 1 s
+(sys.stdout becomes an object whose flush() sleeps once the interpreter finalises). At EOF on stdin
+the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then."""
 import gc
 import os
 import sys
@@ -20,6 +22,15 @@ class Node:
     pass
 
 
+class SlowFlush:
+    def write(self, text):
+        return len(text)
+
+    def flush(self, sleep=time.sleep, finalizing=sys.is_finalizing):
+        if finalizing():
+            sleep(0.5)
+
+
 def finalized(how):
     if first:
         return
@@ -27,6 +38,8 @@ def finalized(how):
     os.write(1, b"in-steps\n")
     if how == "sleep":
         time.sleep(0.02)
+    elif how == "slow":
+        time.sleep(0.2)
     elif how == "spin":
         end = time.monotonic() + 0.02
         while time.monotonic() < end:
@@ -44,6 +57,8 @@ def main():
     del a, b
     print("ready", flush=True)
     sys.stdin.buffer.read()
+    if how == "slow":
+        sys.stdout = SlowFlush()
     return 3
 
 

@@ -11,7 +11,8 @@ what a program sees of threads, "dump=D frames=F enumerate=E dummies=M active=A"
 headers of a faulthandler dump of all threads (written to DUMP_PATH, the second argument), F
 len(sys._current_frames()), E len(threading.enumerate()), M the Dummy threads in it and A
 threading.active_count(). Then it answers each further line of stdin the same way, without
-"woke ", waiting in bytecode (mainloop). EOF ends it."""
+"woke ", waiting in bytecode (mainloop). EOF ends it. With WAITING_TORCH set to a directory, it
+first imports torch from there (a stand-in), as a program that uses CUDA."""
 import faulthandler
 import gc
 import os
@@ -22,6 +23,10 @@ import time
 import weakref
 
 import mainloop
+
+if os.environ.get("WAITING_TORCH"):
+    sys.path.insert(0, os.environ["WAITING_TORCH"])
+    import torch  # noqa: F401
 
 N = 100
 gone = []
