@@ -135,8 +135,9 @@ expect_as_without_in(const char *sequence, bool stands, bool noshare)
 		             mode, status1, status0, err1);
 		lines_starting(out0, "thread ", threads0, sizeof(threads0));
 		lines_starting(out1, "thread ", threads1, sizeof(threads1));
-		cr_assert_str_eq(threads1, threads0, "%s %s: the program's threads differ",
-		                 sequence, mode);
+		cr_assert_str_eq(threads1, threads0,
+		                 "%s %s: the program's threads differ:\n%s--- without:\n%s",
+		                 sequence, mode, threads1, threads0);
 		/* Every line before the threads': the calls and their results. */
 		snprintf(calls0, sizeof(calls0), "%.*s", (int)(strstr(out0, "thread ") - out0),
 		         out0);
