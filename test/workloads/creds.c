@@ -222,11 +222,27 @@ run_sequence(void)
 	return 0;
 }
 
+static atomic_int busy_tid;
+
 static void *
 busy_thread(void *arg)
 {
+	atomic_store(&busy_tid, (int)syscall(SYS_gettid));
 	wl_churn(&stop_busy);
 	return arg;
+}
+
+/* pthread_join returns once the kernel has cleared the thread's tid, before its task leaves
+ * /proc/self/task: waits (5 s at most) until it has, so that the listing of the program's
+ * threads never shows the churner with the credentials it had when it ended. */
+static void
+busy_thread_gone(void)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", atomic_load(&busy_tid));
+	struct timespec tick = {0, 1000 * 1000};
+	for (int i = 0; i < 5000 && access(path, F_OK) == 0; i++)
+		nanosleep(&tick, NULL);
 }
 
 /* A heap with 64 MiB of holes, so that a trim has something to walk. */
@@ -456,6 +472,7 @@ main(int argc, char **argv)
 			trim();
 		atomic_store(&stop_busy, 1);
 		pthread_join(churner, NULL);
+		busy_thread_gone();
 	}
 	if (!in_thread)
 		finish(NULL);
