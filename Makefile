@@ -490,6 +490,13 @@ fuzz: $(FUZZ_BIN)
 # - ASan: allocators/*: tcmalloc and mimalloc between the wrappers and ASan call its
 #   interceptors before they are set up (tcmalloc through libunwind at its first page-heap
 #   growth, mimalloc in mi_process_init), and crash at address 0, as jemalloc does.
+# - ASan, TSan: pymod/round_has_{released,trimmed}_when_it_returns: they assert that glibc's
+#   release (or malloc_trim) in the caller's thread returned the program's freed heap; under ASan
+#   or TSan the runtime's allocator serves, which has no such release (the jemalloc twin is left
+#   out with every *jemalloc* test).
+# - ASan, TSan: robust/a_probe_killed_by_the_filter_leaves_no_core: the runtime calls prctl
+#   itself, so the filter that kills on prctl kills the program with or without the library (the
+#   kill-filter test of every call leaves such calls out under a sanitizer, and says so).
 # - ASan, TSan: command/patched_nvflare_client_*: the patched launcher preloads the library
 #   alone, so the runtime loads as its dependency: under TSan it crashes before main
 #   (libstdc++, below); under ASan the client's first round (PyTorch's import, unsanitized
@@ -512,6 +519,8 @@ SAN_SKIP_runtime := $(SAN_SKIP_runtime)|install/command_carrying_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|@(arena|stress)/heap_shapes_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|auto_rounds/pressure_in_a_real_memory_cgroup
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/patched_nvflare_client_*
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|pymod/round_has_@(released|trimmed)_when_it_returns
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|robust/a_probe_killed_by_the_filter_leaves_no_core
 SAN_SKIP_address := $(SAN_SKIP_runtime)|sites/forks_and_reallocs_while_sampling|stress/fork_exec
 SAN_SKIP_address := $(SAN_SKIP_address)|allocators/*
 SAN_SKIP_thread := $(SAN_SKIP_runtime)|robust/non_matching_*|invisible/process_ends_when_*
