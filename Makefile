@@ -494,6 +494,9 @@ fuzz: $(FUZZ_BIN)
 #   release (or malloc_trim) in the caller's thread returned the program's freed heap; under ASan
 #   or TSan the runtime's allocator serves, which has no such release (the jemalloc twin is left
 #   out with every *jemalloc* test).
+# - ASan, TSan: robust/started_fork_worker_finds_its_rounds_and_returns_the_heap and
+#   robust/double_forked_daemon_is_a_process_of_its_own assert that the child's own rounds return
+#   its freed glibc heap; the runtime's allocator has no release (allocator "unknown").
 # - ASan, TSan: robust/a_probe_killed_by_the_filter_leaves_no_core: the runtime calls prctl
 #   itself, so the filter that kills on prctl kills the program with or without the library (the
 #   kill-filter test of every call leaves such calls out under a sanitizer, and says so).
@@ -521,6 +524,7 @@ SAN_SKIP_runtime := $(SAN_SKIP_runtime)|auto_rounds/pressure_in_a_real_memory_cg
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/patched_nvflare_client_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|pymod/round_has_@(released|trimmed)_when_it_returns
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|robust/a_probe_killed_by_the_filter_leaves_no_core
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|robust/@(started_fork_worker_finds_its_rounds_and_returns_the_heap|double_forked_daemon_is_a_process_of_its_own)
 SAN_SKIP_address := $(SAN_SKIP_runtime)|sites/forks_and_reallocs_while_sampling|stress/fork_exec
 SAN_SKIP_address := $(SAN_SKIP_address)|allocators/*
 SAN_SKIP_thread := $(SAN_SKIP_runtime)|robust/non_matching_*|invisible/process_ends_when_*
