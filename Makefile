@@ -508,6 +508,10 @@ fuzz: $(FUZZ_BIN)
 #   instrumentation, so TSan sees its entries copied and compared but not the atomics that order
 #   them; and libunwind's pipe lands, in the program's table, on a number that the worker's own
 #   table also uses, which TSan, knowing one table per process, takes for a race.
+# - ASan: invisible/*setgid_from_a_timer_thread_while_exec: the probe, under the library, exits 1
+#   where it exits 0 alone; LeakSanitizer reported the storage (DTV) of glibc's SIGEV_THREAD
+#   helper threads, which glibc never joins. Not yet understood further; the normal build and
+#   check-ubsan run it.
 # - Not yet understood, left out until they are (each failed in one full run after the sampler
 #   landed): TSan: invisible/program_handler_by_sigaction_* (its 20 s timeout); ASan:
 #   sites/forks_and_reallocs_while_sampling, stress/fork_exec (its 60 s timeout).
@@ -526,6 +530,7 @@ SAN_SKIP_runtime := $(SAN_SKIP_runtime)|pymod/round_has_@(released|trimmed)_when
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|robust/a_probe_killed_by_the_filter_leaves_no_core
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|robust/@(started_fork_worker_finds_its_rounds_and_returns_the_heap|double_forked_daemon_is_a_process_of_its_own)
 SAN_SKIP_address := $(SAN_SKIP_runtime)|sites/forks_and_reallocs_while_sampling|stress/fork_exec
+SAN_SKIP_address := $(SAN_SKIP_address)|invisible/*setgid_from_a_timer_thread_while_exec
 SAN_SKIP_address := $(SAN_SKIP_address)|allocators/*
 SAN_SKIP_thread := $(SAN_SKIP_runtime)|robust/non_matching_*|invisible/process_ends_when_*
 SAN_SKIP_thread := $(SAN_SKIP_thread)|triggers/exec_via_exec@(ve|vp|l)_*|sites/*
