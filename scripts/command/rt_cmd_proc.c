@@ -64,8 +64,11 @@ rt_cmd_proc_is_fork_child(int pid, int fork_of)
 	return rt_child_is_fork_of(&child, &parent);
 }
 
-bool
-rt_cmd_proc_has_library_thread(int pid)
+/* Calls visit with each of the library's threads of pid (its name says so; the main thread bears
+ * the program's name, which may be anything, and is never one) until visit returns true. */
+static bool
+rt_cmd_proc_any_library_thread(int pid, bool (*visit)(int pid, const char *tid, void *arg),
+                               void *arg)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
@@ -74,19 +77,32 @@ rt_cmd_proc_has_library_thread(int pid)
 	struct dirent *e;
 	while (tasks && !found && (e = readdir(tasks)) != NULL) {
 		char comm[32] = "";
-		/* The main thread bears the program's name, which may be anything. */
 		if (e->d_name[0] == '.' || atoi(e->d_name) == pid)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, e->d_name);
 		FILE *f = fopen(path, "re");
 		if (!f)
 			continue;
-		found = fgets(comm, sizeof(comm), f) && rt_target_is_library_comm(comm);
+		bool named = fgets(comm, sizeof(comm), f) && rt_target_is_library_comm(comm);
 		fclose(f);
+		found = named && visit(pid, e->d_name, arg);
 	}
 	if (tasks)
 		closedir(tasks);
 	return found;
+}
+
+static bool
+rt_cmd_proc_is_any(int pid, const char *tid, void *arg)
+{
+	(void)pid, (void)tid, (void)arg;
+	return true;
+}
+
+bool
+rt_cmd_proc_has_library_thread(int pid)
+{
+	return rt_cmd_proc_any_library_thread(pid, rt_cmd_proc_is_any, NULL);
 }
 
 bool
@@ -245,6 +261,14 @@ rt_cmd_proc_find_fifo_in(const char *dir_path, int pid, struct rt_cmd_target *t)
 	return found;
 }
 
+static bool
+rt_cmd_proc_find_fifo_of_thread(int pid, const char *tid, void *target)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/fd", pid, tid);
+	return rt_cmd_proc_find_fifo_in(path, pid, target);
+}
+
 /* The library keeps its descriptors in a table of its own, which only the listing of the thread
  * that holds it shows (/proc/PID/task/TID/fd): the worker (RT_FILE_WORKER_THREAD), or where the
  * kernel refused it one the keeper (RT_FILE_KEEPER_THREAD); where neither could have one, they
@@ -253,27 +277,10 @@ static bool
 rt_cmd_proc_find_fifo(int pid, struct rt_cmd_target *t)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	DIR *tasks = opendir(path);
-	bool found = false;
-	struct dirent *e;
-	while (tasks && !found && (e = readdir(tasks)) != NULL) {
-		char comm[32] = "";
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, e->d_name);
-		FILE *f = fopen(path, "re");
-		if (!f)
-			continue;
-		bool named = fgets(comm, sizeof(comm), f) && rt_target_is_library_comm(comm);
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/fd", pid, e->d_name);
-		found = named && rt_cmd_proc_find_fifo_in(path, pid, t);
-	}
-	if (tasks)
-		closedir(tasks);
+	if (rt_cmd_proc_any_library_thread(pid, rt_cmd_proc_find_fifo_of_thread, t))
+		return true;
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	return found || rt_cmd_proc_find_fifo_in(path, pid, t);
+	return rt_cmd_proc_find_fifo_in(path, pid, t);
 }
 
 enum rt_cmd_proc_result
