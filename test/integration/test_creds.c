@@ -596,6 +596,17 @@ Test(privileges, nsenter_mount_and_unshare_mount_as_without)
 	}
 }
 
+/* The probe's namespace call, where unshare is refused, without the library (out0, err0) and
+ * with it (out1, err1); both must exit 0. */
+static void
+run_setns_probe(const char *call, char *out0, char *err0, char *out1, char *err1, size_t size)
+{
+	const char *argv[] = {th_noshare(), "--setns", th_workload("probe"), "ns", call, NULL};
+	const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	cr_assert_eq(th_run(argv, NULL, out0, size, err0, size), 0, "%s", err0);
+	cr_assert_eq(th_run(argv, env, out1, size, err1, size), 0, "%s", err1);
+}
+
 /* Where unshare is refused but setns is not, the worker shares the program's descriptor table
  * and so its filesystem context: it stands down before the program's setns into a mount
  * namespace, which then succeeds as without the library. */
@@ -606,15 +617,8 @@ Test(privileges, keeper_setns_into_a_mount_namespace_stands_down_first)
 		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns to everyone");
 	static const char *const calls[] = {"setns-mnt", "setns-any"};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
-		const char *argv[] = {th_noshare(), "--setns", th_workload("probe"),
-		                      "ns",         calls[i],  NULL};
-		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-		                     NULL};
 		char out0[1024], err0[1024], out1[1024], err1[1024], expect[256];
-		cr_assert_eq(th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s",
-		             err0);
-		cr_assert_eq(th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s",
-		             err1);
+		run_setns_probe(calls[i], out0, err0, out1, err1, sizeof(out0));
 		snprintf(expect, sizeof(expect), "%s=0\nlibrary=", calls[i]);
 		th_expect_in(out0, expect);
 		snprintf(expect, sizeof(expect), "%s=0\nlibrary=off\n", calls[i]);
@@ -637,15 +641,8 @@ Test(privileges, keeper_setns_failing_for_the_programs_own_reasons_keeps_the_lib
 		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns to everyone");
 	static const char *const calls[] = {"setns-net-as-mnt", "setns-threaded"};
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
-		const char *argv[] = {th_noshare(), "--setns", th_workload("probe"),
-		                      "ns",         calls[i],  NULL};
-		const char *env[] = {env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-		                     NULL};
 		char out0[1024], err0[1024], out1[1024], err1[1024], expect[256];
-		cr_assert_eq(th_run(argv, NULL, out0, sizeof(out0), err0, sizeof(err0)), 0, "%s",
-		             err0);
-		cr_assert_eq(th_run(argv, env, out1, sizeof(out1), err1, sizeof(err1)), 0, "%s",
-		             err1);
+		run_setns_probe(calls[i], out0, err0, out1, err1, sizeof(out0));
 		snprintf(expect, sizeof(expect), "%s=-1 EINVAL\nlibrary=none\n", calls[i]);
 		cr_assert_str_eq(out0, expect);
 		snprintf(expect, sizeof(expect), "%s=-1 EINVAL\nlibrary=on\n", calls[i]);
