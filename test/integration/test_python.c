@@ -35,11 +35,11 @@ struct py_run {
 	char stats[PATH_MAX];
 };
 
-/* Starts python3 SCRIPT ARG (ARG may be NULL) with the library and up to 3 more NAME=VALUE
- * (NULL-terminated), and reads its first line, which must be `first`. */
+/* Starts python3 SCRIPT ARG1 ARG2 (NULL ends them) with the library, PYTHONPATH and up to 6 more
+ * NAME=VALUE (NULL-terminated), and reads its first line, which must be `first`. */
 static void
-py_start(struct py_run *run, const char *script, const char *arg, const char *const extra[],
-         const char *first)
+py_spawn(struct py_run *run, const char *script, const char *arg1, const char *arg2,
+         const char *pythonpath, const char *const extra[], const char *first)
 {
 	const char *dir = th_tmpdir();
 	const char *env[12];
@@ -47,38 +47,7 @@ py_start(struct py_run *run, const char *script, const char *arg, const char *co
 	snprintf(run->env[0], PATH_MAX, "LD_PRELOAD=%s", th_lib());
 	snprintf(run->env[1], PATH_MAX, "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
 	snprintf(run->env[2], PATH_MAX, "ROUNDTRIM_STATS=%s/%%p.jsonl", dir);
-	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%sfaketorch:%s/scripts/python", PY_DIR,
-	         RT_SOURCE_DIR);
-	for (; n < 4; n++)
-		env[n] = run->env[n];
-	for (size_t i = 0; extra && extra[i] && n < 10; i++)
-		env[n++] = extra[i];
-	env[n] = NULL;
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s%s", PY_DIR, script);
-	const char *argv[] = {PYTHON, path, arg, NULL};
-	th_spawn(&run->proc, argv, env);
-	snprintf(run->fifo, sizeof(run->fifo), "%s/%d.fifo", dir, run->proc.pid);
-	snprintf(run->stats, sizeof(run->stats), "%s/%d.jsonl", dir, run->proc.pid);
-	char line[256];
-	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS), "%s: no first line",
-	          script);
-	cr_assert_str_eq(line, first);
-	cr_assert(th_wait_path(run->fifo, false, TH_TIMEOUT_MS), "no FIFO %s", run->fifo);
-}
-
-/* As py_start, with two arguments. */
-static void
-py_start_args(struct py_run *run, const char *script, const char *arg1, const char *arg2,
-              const char *const extra[], const char *first)
-{
-	const char *dir = th_tmpdir();
-	const char *env[12];
-	size_t n = 0;
-	snprintf(run->env[0], PATH_MAX, "LD_PRELOAD=%s", th_lib());
-	snprintf(run->env[1], PATH_MAX, "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
-	snprintf(run->env[2], PATH_MAX, "ROUNDTRIM_STATS=%s/%%p.jsonl", dir);
-	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%s", PY_DIR);
+	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%s", pythonpath);
 	for (; n < 4; n++)
 		env[n] = run->env[n];
 	for (size_t i = 0; extra && extra[i] && n < 10; i++)
@@ -95,6 +64,25 @@ py_start_args(struct py_run *run, const char *script, const char *arg1, const ch
 	          script);
 	cr_assert_str_eq(line, first);
 	cr_assert(th_wait_path(run->fifo, false, TH_TIMEOUT_MS), "no FIFO %s", run->fifo);
+}
+
+/* py_spawn of SCRIPT ARG (ARG may be NULL), with the fake torch and roundtrim's module. */
+static void
+py_start(struct py_run *run, const char *script, const char *arg, const char *const extra[],
+         const char *first)
+{
+	char pythonpath[PATH_MAX];
+	snprintf(pythonpath, sizeof(pythonpath), "%sfaketorch:%s/scripts/python", PY_DIR,
+	         RT_SOURCE_DIR);
+	py_spawn(run, script, arg, NULL, pythonpath, extra, first);
+}
+
+/* py_spawn of SCRIPT ARG1 ARG2, with the workloads' directory alone. */
+static void
+py_start_args(struct py_run *run, const char *script, const char *arg1, const char *arg2,
+              const char *const extra[], const char *first)
+{
+	py_spawn(run, script, arg1, arg2, PY_DIR, extra, first);
 }
 
 /* Waits for the first stats line of pid's round (its own record) and copies it into line. */
