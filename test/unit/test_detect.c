@@ -112,6 +112,8 @@ Test(detect, documented_defaults)
 	cr_assert_eq(p.in_phase_permille, 750);
 	cr_assert_eq(p.early_quiet_us, 250000);
 	cr_assert_eq(p.min_burst_share_permille, 100);
+	cr_assert_eq(p.rhythm_bursts, 4);
+	cr_assert_eq(p.rhythm_spread_permille, 250);
 	cr_assert_not(p.want_live);
 }
 
@@ -656,6 +658,68 @@ Test(detect, a_small_burst_after_a_large_release_is_no_rounds_end)
 	gen_run(&g, 10, &quiet);
 	gen_step(&g, &poll);
 	cr_assert_geq(gen_run(&g, 10, &quiet), 0);
+}
+
+/* A program that leaves cyclic garbage for a later collection keeps part of every round and
+ * gives it back every few rounds: one burst a round, alike and evenly spaced. Once rhythm_bursts
+ * such bursts, one of them given back, are seen, the quiet after each is a round's end. */
+Test(detect, alike_bursts_evenly_spaced_are_rounds_whatever_the_heap_kept)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	struct step w = work(500); /* half of every round kept: 200 MiB and 1000 blocks */
+	struct step collect = {0, 3000, 0, 600 * MIB, -(int64_t)(600 * MIB), STEP_US};
+	int found = 0, by_rhythm = 0;
+	gen_init(&g, &p, true, true, true);
+	for (int round = 0; round < 12; round++) {
+		gen_run(&g, 10, &w);
+		if (round % 3 == 2)
+			gen_step(&g, &collect); /* the last three rounds' garbage */
+		int at = gen_run(&g, 30, &quiet);
+		if (round < 2)
+			cr_assert_eq(at, -1, "round %d", round);
+		if (round >= 3) {
+			cr_assert_geq(at, 0, "round %d", round);
+			by_rhythm += g.d.basis == RT_DETECT_BY_RHYTHM;
+		}
+		found += at >= 0;
+	}
+	cr_assert_eq(found, 10);
+	cr_assert_geq(by_rhythm, 6);
+	cr_assert_str_eq(rt_detect_basis_name(RT_DETECT_BY_RHYTHM), "rhythm");
+	/* Off: only the rounds that give back are found. */
+	p.rhythm_bursts = 0;
+	gen_init(&g, &p, true, true, true);
+	for (int round = 0; round < 12; round++) {
+		gen_run(&g, 10, &w);
+		if (round % 3 == 2)
+			gen_step(&g, &collect);
+		gen_run(&g, 30, &quiet);
+	}
+	cr_assert_eq(g.boundaries, 4);
+}
+
+/* Bursts of unlike sizes (a model's arrival, then the training), or alike but unevenly spaced,
+ * make no rhythm. */
+Test(detect, unlike_or_uneven_bursts_make_no_rhythm)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	struct step w = work(500);
+	gen_init(&g, &p, true, true, true);
+	for (int round = 0; round < 10; round++) {
+		gen_run(&g, 3, &w); /* 120 MiB */
+		gen_run(&g, 30, &quiet);
+		gen_run(&g, 10, &w); /* 400 MiB */
+		gen_run(&g, 30, &quiet);
+	}
+	cr_assert_eq(g.boundaries, 0);
+	gen_init(&g, &p, true, true, true);
+	for (int round = 0; round < 10; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, round % 2 ? 30 : 60, &quiet); /* 2 s, then 3.5 s between quiets */
+	}
+	cr_assert_eq(g.boundaries, 0);
 }
 
 /* The confidence: how large the work is against the recent candidates' and how close to a period
