@@ -400,7 +400,8 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	bool boundary = false;
 	bool candidate = round_start && rt_detect_round_sized(d, requested);
 	bool rhythm = rt_detect_push_burst(d, round_start != NULL);
-	if (candidate && rt_detect_own_return(d)) {
+	bool weighed = candidate && rt_detect_own_return(d);
+	if (weighed) {
 		uint64_t weight = rt_detect_weight(d, requested);
 		boundary = rt_detect_keeps_rhythm(d, weight);
 		if (boundary)
@@ -411,13 +412,14 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 			                    &d->next_weight, requested);
 	}
 	if (!boundary && rhythm) {
-		/* One burst a round: the work since the last boundary is this round's. */
+		/* One burst a round: the work since the last boundary is this round's, and as
+		 * large as the rounds' (the bursts are alike). */
 		requested = now->bytes_requested - d->base.bytes_requested;
 		if (rt_detect_round_sized(d, requested)) {
 			boundary = true;
 			basis = RT_DETECT_BY_RHYTHM;
 			d->confidence_permille = rt_detect_confidence(d, 1000);
-			if (d->boundaries)
+			if (d->boundaries && !weighed)
 				rt_detect_ring_push(d->weights, RT_DETECT_WEIGHTS, &d->nweights,
 				                    &d->next_weight, requested);
 		}

@@ -158,7 +158,7 @@ struct rt_detect {
 	/* How sure the detector is of the last boundary, 0 to 1000: the mean of how large the
 	 * work it closed is against the largest recent candidate's (capped at 1000), and how close
 	 * it came to a period after the last boundary (1000 at one period, 0 at none or two; 500
-	 * while the period is not known). */
+	 * while the period is not known). A round found by the rhythm alone weighs a round. */
 	uint32_t confidence_permille;
 	uint64_t period_us; /* the rounds' period; 0 while not known */
 };
