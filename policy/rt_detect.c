@@ -26,6 +26,8 @@ rt_detect_default_params(struct rt_detect_params *params)
 	params->in_phase_permille = 750;
 	params->early_quiet_us = 250000;
 	params->min_burst_share_permille = 100;
+	params->rhythm_bursts = 4;
+	params->rhythm_spread_permille = 250;
 	params->want_live = false;
 }
 
@@ -46,6 +48,8 @@ rt_detect_restart(struct rt_detect *d, const struct rt_reading *r)
 	d->burst_events = 0;
 	d->burst_bytes = 0;
 	d->largest_burst_bytes = 0;
+	d->nbursts = 0;
+	d->next_burst = 0;
 }
 
 void
@@ -81,6 +85,8 @@ rt_detect_basis_name(enum rt_detect_basis basis)
 		return "freed";
 	case RT_DETECT_BY_COUNTS:
 		return "counts";
+	case RT_DETECT_BY_RHYTHM:
+		return "rhythm";
 	case RT_DETECT_BY_NONE:
 		break;
 	}
@@ -159,6 +165,7 @@ rt_detect_released_since(const struct rt_detect_params *p, const struct rt_readi
 		           (int64_t)(requested - (now->bytes_freed - base->bytes_freed)), requested,
 		           p->max_kept_permille);
 	case RT_DETECT_BY_COUNTS:
+	case RT_DETECT_BY_RHYTHM:
 	case RT_DETECT_BY_NONE:
 		break;
 	}
@@ -292,6 +299,51 @@ rt_detect_confidence(const struct rt_detect *d, uint64_t weight)
 	return (uint32_t)(((weight > 1000 ? 1000 : weight) + phase_score) / 2);
 }
 
+/* Whether every one of n values is within spread_permille of their median. */
+static bool
+rt_detect_alike(const uint64_t *values, unsigned n, uint32_t spread_permille)
+{
+	uint64_t median = rt_detect_median(values, n);
+	uint64_t spread = rt_detect_scale(median, spread_permille, 1000);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = values[i] > median ? values[i] - median : median - values[i];
+		if (off > spread)
+			return false;
+	}
+	return true;
+}
+
+/* Records the burst whose quiet period is being decided (gave_back: the heap gave back since
+ * some base), and says whether the last rhythm_bursts bursts, it included, keep a rhythm (see
+ * the parameter). */
+static bool
+rt_detect_push_burst(struct rt_detect *d, bool gave_back)
+{
+	const struct rt_detect_params *p = &d->params;
+	uint64_t sizes[RT_DETECT_RHYTHM_MAX], intervals[RT_DETECT_RHYTHM_MAX];
+	d->burst_sizes[d->next_burst] = d->burst_bytes;
+	d->burst_quiets_us[d->next_burst] = d->quiet_since_us;
+	d->burst_gave_back[d->next_burst] = gave_back;
+	d->next_burst = (d->next_burst + 1) % RT_DETECT_RHYTHM_MAX;
+	if (d->nbursts < RT_DETECT_RHYTHM_MAX)
+		d->nbursts++;
+	unsigned n = p->rhythm_bursts;
+	if (n < 2 || n > RT_DETECT_RHYTHM_MAX || d->nbursts < n)
+		return false;
+	bool gave_back_once = false;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned at = (d->next_burst + RT_DETECT_RHYTHM_MAX - 1 - i) % RT_DETECT_RHYTHM_MAX;
+		sizes[i] = d->burst_sizes[at];
+		gave_back_once |= d->burst_gave_back[at];
+		if (i + 1 < n) {
+			unsigned before = (at + RT_DETECT_RHYTHM_MAX - 1) % RT_DETECT_RHYTHM_MAX;
+			intervals[i] = d->burst_quiets_us[at] - d->burst_quiets_us[before];
+		}
+	}
+	return gave_back_once && rt_detect_alike(sizes, n, p->rhythm_spread_permille) &&
+	       rt_detect_alike(intervals, n - 1, p->rhythm_spread_permille);
+}
+
 static bool
 rt_detect_significant(const struct rt_detect *d)
 {
@@ -347,7 +399,9 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	d->base_wants_live = false;
 	bool boundary = false;
 	bool candidate = round_start && rt_detect_round_sized(d, requested);
-	if (candidate && rt_detect_own_return(d)) {
+	bool rhythm = rt_detect_push_burst(d, round_start != NULL);
+	bool weighed = candidate && rt_detect_own_return(d);
+	if (weighed) {
 		uint64_t weight = rt_detect_weight(d, requested);
 		boundary = rt_detect_keeps_rhythm(d, weight);
 		if (boundary)
@@ -356,6 +410,19 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 		if (d->boundaries)
 			rt_detect_ring_push(d->weights, RT_DETECT_WEIGHTS, &d->nweights,
 			                    &d->next_weight, requested);
+	}
+	if (!boundary && rhythm) {
+		/* One burst a round: the work since the last boundary is this round's, and as
+		 * large as the rounds' (the bursts are alike). */
+		requested = now->bytes_requested - d->base.bytes_requested;
+		if (rt_detect_round_sized(d, requested)) {
+			boundary = true;
+			basis = RT_DETECT_BY_RHYTHM;
+			d->confidence_permille = rt_detect_confidence(d, 1000);
+			if (d->boundaries && !weighed)
+				rt_detect_ring_push(d->weights, RT_DETECT_WEIGHTS, &d->nweights,
+				                    &d->next_weight, requested);
+		}
 	}
 	if (boundary) {
 		rt_detect_ring_push(d->round_bytes, RT_DETECT_HISTORY, &d->nrounds, &d->next_round,

@@ -69,6 +69,18 @@ struct rt_detect_params {
 	 * given back what an earlier burst kept (a thread that freed it meanwhile) is no round's
 	 * end. 0 = off. */
 	uint32_t min_burst_share_permille; /* 100 */
+	/* The rhythm alone: when the last rhythm_bursts significant bursts (this one included) are
+	 * alike, each within rhythm_spread_permille of their median size, evenly spaced, each
+	 * interval between their quiet periods within as much of the intervals' median, and the
+	 * heap gave back after at least one of them, the process does one burst a round, and the
+	 * quiet after this one is a round's end whatever the heap kept (a program that leaves
+	 * cyclic garbage for a later collection keeps part of every round, and gives it back every
+	 * few rounds). Alike bursts that are all kept are parts of a round that a burst of another
+	 * kind gives back (a server's arrivals, then its aggregation). It must still close a
+	 * round's worth of work (min_round_share_permille). At most RT_DETECT_RHYTHM_MAX bursts;
+	 * 0 = off. */
+	uint32_t rhythm_bursts;          /* 4 */
+	uint32_t rhythm_spread_permille; /* 250 */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
 	 * when a quiet period after a significant burst is about to be confirmed. */
 	bool want_live; /* false */
@@ -78,6 +90,7 @@ struct rt_detect_params {
 #define RT_DETECT_HISTORY 5
 #define RT_DETECT_WEIGHTS 8
 #define RT_DETECT_LOCK_ROUNDS 3
+#define RT_DETECT_RHYTHM_MAX 8
 
 enum rt_detect_result {
 	RT_DETECT_NOTHING,
@@ -95,6 +108,7 @@ enum rt_detect_basis {
 	RT_DETECT_BY_LIVE,
 	RT_DETECT_BY_FREED,
 	RT_DETECT_BY_COUNTS,
+	RT_DETECT_BY_RHYTHM, /* the rhythm alone (rhythm_bursts), whatever the heap kept */
 };
 
 struct rt_detect {
@@ -130,6 +144,13 @@ struct rt_detect {
 	uint64_t intervals_us[RT_DETECT_HISTORY];
 	unsigned nintervals;
 	unsigned next_interval;
+	/* The last significant bursts: their bytes requested, where their quiet periods began and
+	 * whether the heap had given back at its end (rings, as the checkpoints). */
+	uint64_t burst_sizes[RT_DETECT_RHYTHM_MAX];
+	uint64_t burst_quiets_us[RT_DETECT_RHYTHM_MAX];
+	bool burst_gave_back[RT_DETECT_RHYTHM_MAX];
+	unsigned nbursts;
+	unsigned next_burst;
 	/* Outputs */
 	uint64_t boundaries;        /* boundaries found so far */
 	uint64_t boundary_us;       /* the last boundary: when its quiet period began */
@@ -137,7 +158,7 @@ struct rt_detect {
 	/* How sure the detector is of the last boundary, 0 to 1000: the mean of how large the
 	 * work it closed is against the largest recent candidate's (capped at 1000), and how close
 	 * it came to a period after the last boundary (1000 at one period, 0 at none or two; 500
-	 * while the period is not known). */
+	 * while the period is not known). A round found by the rhythm alone weighs a round. */
 	uint32_t confidence_permille;
 	uint64_t period_us; /* the rounds' period; 0 while not known */
 };

@@ -8,7 +8,8 @@
  *                    [--kept-count-permille P] [--rss-growth-permille P]
  *                    [--round-share-permille P] [--weight-permille P]
  *                    [--phase-permille P] [--early-quiet-ms MS]
- *                    [--burst-share-permille P] [--name NAME]
+ *                    [--burst-share-permille P] [--rhythm-bursts N]
+ *                    [--rhythm-spread-permille P] [--name NAME]
  *                    [--list] TRACE TRUTH
  *        detect_eval --detected FILE --end-us T [--name NAME] [--list] TRUTH
  *
@@ -40,7 +41,8 @@ usage(void)
 	                "[--half-life-ms MS] [--min-burst-events N] [--min-burst-kib K] "
 	                "[--kept-permille P] [--kept-count-permille P] [--rss-growth-permille P] "
 	                "[--round-share-permille P] [--weight-permille P] [--phase-permille P] "
-	                "[--early-quiet-ms MS] [--burst-share-permille P] "
+	                "[--early-quiet-ms MS] [--burst-share-permille P] [--rhythm-bursts N] "
+	                "[--rhythm-spread-permille P] "
 	                "[--name NAME] [--list] TRACE TRUTH\n"
 	                "       detect_eval --detected FILE --end-us T [--name NAME] [--list] "
 	                "TRUTH\n");
@@ -132,6 +134,10 @@ main(int argc, char **argv)
 			params.early_quiet_us = n * 1000;
 		else if (!strcmp(a, "--burst-share-permille"))
 			params.min_burst_share_permille = (uint32_t)n;
+		else if (!strcmp(a, "--rhythm-bursts"))
+			params.rhythm_bursts = (uint32_t)n;
+		else if (!strcmp(a, "--rhythm-spread-permille"))
+			params.rhythm_spread_permille = (uint32_t)n;
 		else if (!strcmp(a, "--name"))
 			name = v;
 		else if (!strcmp(a, "--detected"))
