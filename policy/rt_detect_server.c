@@ -12,10 +12,14 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->quiet_cpu_permille = 250;
 	params->idle_cpu_permille = 50;
 	params->min_burst_events = 500;
-	params->min_weight_permille = 600;
-	params->min_phase_permille = 500;
+	params->min_share_permille = 50;
+	params->gap_us = 1000000;
+	params->gap_period_permille = 200;
+	params->round_permille = 900;
+	params->hold_us = 1000000;
 }
 
+/* A restart forgets the readings' rates and the burst under way, not what the rounds are like. */
 static void
 rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 {
@@ -24,6 +28,9 @@ rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 	d->quiet_since_us = r->t_us;
 	d->quiet_handled = true;
 	d->burst_events = 0;
+	d->burst_start_us = r->t_us;
+	d->pending = false;
+	d->last_end_us = 0;
 }
 
 void
@@ -36,11 +43,17 @@ rt_detect_server_init(struct rt_detect_server *detect,
 	detect->peak_events_per_s = 0;
 	detect->peak_bytes_per_s = 0;
 	detect->peak_cpu_permille = 0;
-	detect->nweights = 0;
-	detect->next_weight = 0;
+	detect->seen_start_up = false;
+	detect->heaviest = 0;
+	detect->in_round = false;
+	detect->round_work = 0;
+	detect->round_heaviest = 0;
+	detect->round_to_heaviest = 0;
+	detect->round_ended = false;
+	detect->nworks = 0;
+	detect->next_work = 0;
 	detect->nintervals = 0;
 	detect->next_interval = 0;
-	detect->last_weight = 0;
 	detect->boundaries = 0;
 	detect->boundary_us = 0;
 	detect->confidence_permille = 0;
@@ -79,70 +92,90 @@ rt_detect_server_push(uint64_t *ring, unsigned *n, unsigned *next, uint64_t valu
 		(*n)++;
 }
 
-/* The most recent entry of a ring, for the phase to move. */
-static uint64_t *
-rt_detect_server_newest(uint64_t *ring, unsigned n, unsigned next)
-{
-	return n ? &ring[(next + RT_DETECT_SERVER_HISTORY - 1) % RT_DETECT_SERVER_HISTORY] : NULL;
-}
-
-/* Where t lies in the period since the last end, in permille; 0 while the period is unknown. */
-static uint64_t
-rt_detect_server_phase(const struct rt_detect_server *d, uint64_t t)
-{
-	return d->period_us ? rt_detect_server_scale(t - d->boundary_us, 1000, d->period_us) : 0;
-}
-
-/* How sure the detector is of an end of weight w: the mean of its weight against the recent
- * ends' (capped at 1000) and how close it came to a period after the last (500 while the period
- * is not known), as rt_detect's confidence. */
+/* See confidence_permille. typical: the typical round's work, 0 when not known. */
 static uint32_t
-rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t weight_permille,
-                            uint64_t t)
+rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, uint64_t t)
 {
-	uint64_t phase = rt_detect_server_phase(d, t);
+	uint64_t reached = typical ? rt_detect_server_scale(d->round_work, 1000, typical) : 500;
+	uint64_t phase = d->period_us
+	                     ? rt_detect_server_scale(t - d->boundary_us, 1000, d->period_us)
+	                     : 1000;
 	uint64_t off = phase > 1000 ? phase - 1000 : 1000 - phase;
 	uint64_t phase_score = !d->period_us ? 500 : off >= 1000 ? 0 : 1000 - off;
-	return (uint32_t)(((weight_permille > 1000 ? 1000 : weight_permille) + phase_score) / 2);
+	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);
 }
 
-/* A confirmed quiet period after a burst of at least min_burst_events: a round's end, a move of
- * the phase, or nothing (see the header). */
+/* A round ends at t (the start of the quiet after the burst that ended it). */
+static enum rt_detect_result
+rt_detect_server_end(struct rt_detect_server *d, uint64_t t)
+{
+	d->confidence_permille =
+	    rt_detect_server_confidence(d, rt_detect_median(d->works, d->nworks), t);
+	if (d->boundaries)
+		rt_detect_server_push(d->intervals_us, &d->nintervals, &d->next_interval,
+		                      t - d->boundary_us);
+	d->period_us = d->nintervals >= RT_DETECT_LOCK_ROUNDS
+	                   ? rt_detect_median(d->intervals_us, d->nintervals)
+	                   : 0;
+	d->boundaries++;
+	d->boundary_us = t;
+	d->round_ended = true;
+	d->pending = false;
+	return RT_DETECT_BOUNDARY;
+}
+
+/* A confirmed quiet period after a burst of at least min_burst_events (see the header). */
 static enum rt_detect_result
 rt_detect_server_decide(struct rt_detect_server *d)
 {
 	const struct rt_detect_server_params *p = &d->params;
-	uint64_t t = d->quiet_since_us, w = d->burst_events;
-	uint64_t typical = rt_detect_median(d->weights, d->nweights);
-	uint64_t weight = typical ? rt_detect_server_scale(w, 1000, typical) : 1000;
-	bool heavy = weight >= p->min_weight_permille;
-	bool in_phase = !d->period_us || !d->boundaries ||
-	                rt_detect_server_phase(d, t) >= p->min_phase_permille;
-	if (heavy && in_phase) {
-		d->confidence_permille = rt_detect_server_confidence(d, weight, t);
-		if (d->boundaries) {
-			rt_detect_server_push(d->intervals_us, &d->nintervals, &d->next_interval,
-			                      t - d->boundary_us);
-			rt_detect_server_push(d->weights, &d->nweights, &d->next_weight, w);
-		}
-		d->period_us = d->nintervals >= RT_DETECT_LOCK_ROUNDS
-		                   ? rt_detect_median(d->intervals_us, d->nintervals)
-		                   : 0;
-		d->boundaries++;
-		d->boundary_us = t;
-		d->last_weight = w;
-		return RT_DETECT_BOUNDARY;
+	uint64_t w = d->burst_events, t = d->quiet_since_us;
+	if (!d->seen_start_up) {
+		d->seen_start_up = true;
+		d->last_end_us = t;
+		return RT_DETECT_NOTHING;
 	}
-	if (!in_phase && w > d->last_weight) {
-		uint64_t *interval = rt_detect_server_newest(d->intervals_us, d->nintervals,
-		                                             d->next_interval);
-		uint64_t *last = rt_detect_server_newest(d->weights, d->nweights, d->next_weight);
-		if (interval)
-			*interval += t - d->boundary_us;
-		if (last)
-			*last = w;
-		d->boundary_us = t;
-		d->last_weight = w;
+	uint64_t typical = rt_detect_median(d->works, d->nworks);
+	uint64_t reference = typical ? typical : d->heaviest;
+	if (w > d->heaviest)
+		d->heaviest = w;
+	if (rt_detect_server_scale(w, 1000, 1) <
+	    rt_detect_server_scale(reference, p->min_share_permille, 1))
+		return RT_DETECT_NOTHING;
+	uint64_t gap = rt_detect_server_scale(d->period_us, p->gap_period_permille, 1000);
+	if (gap < p->gap_us)
+		gap = p->gap_us;
+	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
+		if (d->in_round && d->round_heaviest)
+			rt_detect_server_push(d->works, &d->nworks, &d->next_work,
+			                      d->round_to_heaviest);
+		d->in_round = true;
+		d->round_work = 0;
+		d->round_heaviest = 0;
+		d->round_to_heaviest = 0;
+		d->round_ended = false;
+		typical = rt_detect_median(d->works, d->nworks);
+	}
+	d->last_end_us = t;
+	if (!d->in_round)
+		return RT_DETECT_NOTHING;
+	d->round_work += w;
+	if (w > d->round_heaviest) {
+		d->round_heaviest = w;
+		d->round_to_heaviest = d->round_work;
+	}
+	if (d->round_ended)
+		return RT_DETECT_NOTHING;
+	if (typical) {
+		if (rt_detect_server_scale(d->round_work, 1000, 1) >=
+		    rt_detect_server_scale(typical, p->round_permille, 1))
+			return rt_detect_server_end(d, t);
+		return RT_DETECT_NOTHING;
+	}
+	if (!d->pending || w > d->pending_weight) {
+		d->pending = true;
+		d->pending_weight = w;
+		d->pending_us = t;
 	}
 	return RT_DETECT_NOTHING;
 }
@@ -188,12 +221,20 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 	if (active) {
 		/* A burst after a confirmed quiet period is a new one; a shorter pause is part of
 		 * it. Only active intervals weigh: the trickle between bursts is no work. */
-		if (was_confirmed)
+		if (was_confirmed) {
 			d->burst_events = 0;
+			d->burst_start_us = quiet_start;
+		}
 		d->burst_events += events;
 		d->in_quiet = false;
-		return RT_DETECT_NOTHING;
+		/* A heavier burst under way: the one waiting was not the round's heaviest. */
+		if (d->pending && d->burst_events > d->pending_weight)
+			d->pending = false;
 	}
+	if (d->pending && r->t_us - d->pending_us >= p->hold_us)
+		return rt_detect_server_end(d, d->pending_us);
+	if (active)
+		return RT_DETECT_NOTHING;
 	if (!d->in_quiet) {
 		d->in_quiet = true;
 		d->quiet_since_us = quiet_start;

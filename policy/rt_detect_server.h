@@ -1,6 +1,5 @@
-/* rt_detect_server: the server role's round boundaries, one a period, from its allocation rhythm.
- * Owns what makes a burst a server's round end, the period and phase it locks on, and their
- * parameters. */
+/* rt_detect_server: the server role's round boundaries, one a round, from its allocation rhythm.
+ * Owns what makes a burst a server's round end, the rounds' work and period, and their parameters. */
 #ifndef RT_DETECT_SERVER_H
 #define RT_DETECT_SERVER_H
 
@@ -10,25 +9,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A federated server's round is near-periodic: the clients train while it waits (heartbeats,
- * polls), their updates arrive and are aggregated, the round ends, and the next model goes out
- * to every client. The round's end falls inside that activity, and what follows it (the sends)
- * gives back no less than what came before it, so the client detector's rule (the quiet after
- * a burst that gave back what it took) fires at every part of it. This detector counts periods
- * instead:
- *  - activity, bursts and quiet periods are rt_detect's (the same rates, peaks and CPU rule):
- *    a burst is confirmed over once no interval has been active for quiet_us;
- *  - a burst's weight is its allocation events (allocations + frees): aggregating the updates
- *    is many small objects, while a model sent or relayed is few large blocks;
- *  - a burst of at least min_burst_events is a round's end when it weighs at least
- *    min_weight_permille of the median of the last rounds' ends (RT_DETECT_SERVER_HISTORY;
- *    none before the second) and, once the period is known (the median of the last
- *    intervals between ends, after RT_DETECT_LOCK_ROUNDS of them), when it comes at least
- *    min_phase_permille of a period after the last end: one end a period;
- *  - a burst inside that part of the period that weighs more than the last end moves the
- *    phase to itself without a new boundary (the period's heaviest burst is its aggregation),
- *    so that a first lock on the wrong burst of a period does not last.
- * The live heap and the bytes freed are not used: the detector never asks for the live heap. */
+/* A federated server's round: it waits while the clients train (heartbeats, polls), their
+ * updates arrive and are aggregated, the round ends, and the next model goes out to every client.
+ * The round's end falls inside that activity, and what follows it (the model sent) gives back no
+ * less than what came before it, so the client detector's rule (the quiet after a burst that
+ * gave back what it took) fires at every part of it. This detector counts the work that comes
+ * in instead:
+ *  - activity, bursts and quiet periods are rt_detect's (the same rates, decaying peaks and CPU
+ *    rule); a burst is over once no interval has been active for quiet_us;
+ *  - a burst's weight is its allocation events (allocations + frees): receiving and aggregating
+ *    updates is many small objects, sending a model a few large blocks;
+ *  - the process's first burst is its start-up; a burst under min_burst_events, or under
+ *    min_share_permille of the typical round's work (before one is known, of the heaviest burst
+ *    since start-up) is noise: heartbeats, polls, a relay of a few messages;
+ *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
+ *    gap_period_permille of the period once known: the clients training); once it is over, its
+ *    work is the weight from its start up to and with its heaviest burst (the aggregation: what
+ *    comes after it, the model sent, is not the round's), and the typical round's work is the
+ *    median of the last RT_DETECT_SERVER_HISTORY rounds';
+ *  - a round ends at the quiet after the burst with which its activity reached round_permille of
+ *    the typical round's work: once per round's activity. Before a round's work is known, at the
+ *    quiet after its heaviest burst so far once hold_us passed with no heavier one.
+ * The period (the median of the last intervals between round ends, after RT_DETECT_LOCK_ROUNDS
+ * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
+ * detector never asks for the live heap. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;    /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;           /* 400000 */
@@ -36,9 +40,12 @@ struct rt_detect_server_params {
 	uint64_t peak_half_life_us;  /* 5000000 */
 	uint32_t quiet_cpu_permille; /* 250; 0 = CPU time not used */
 	uint32_t idle_cpu_permille;  /* 50 */
-	uint64_t min_burst_events;   /* 500: heartbeats and polls weigh less */
-	uint32_t min_weight_permille; /* 600 */
-	uint32_t min_phase_permille;  /* 500 */
+	uint64_t min_burst_events;   /* 500 */
+	uint32_t min_share_permille; /* 50 */
+	uint64_t gap_us;             /* 1000000 */
+	uint32_t gap_period_permille; /* 200 */
+	uint32_t round_permille;      /* 900 */
+	uint64_t hold_us;             /* 1000000 */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
@@ -54,18 +61,37 @@ struct rt_detect_server {
 	uint64_t quiet_since_us; /* the end of the last active interval */
 	bool quiet_handled;      /* this quiet period was already decided */
 	uint64_t burst_events;   /* the current or last burst's weight */
-	/* The weights of the last rounds' ends (the first, start-up's, left out) and the intervals
-	 * between them: rings, the oldest overwritten. */
-	uint64_t weights[RT_DETECT_SERVER_HISTORY];
-	unsigned nweights;
-	unsigned next_weight;
+	uint64_t burst_start_us; /* when it began */
+	bool seen_start_up;      /* the first burst is over */
+	uint64_t heaviest;       /* the heaviest burst since start-up */
+	/* The round's activity under way: since when (false before the first idle gap), its
+	 * weight, its heaviest burst, its weight up to and with that burst, and whether a round
+	 * ended in it. last_end_us: when the last burst that was no noise ended (0: none yet). */
+	bool in_round;
+	uint64_t round_work;
+	uint64_t round_heaviest;
+	uint64_t round_to_heaviest;
+	bool round_ended;
+	uint64_t last_end_us;
+	/* Before a round's work is known: the heaviest burst waiting for hold_us. */
+	bool pending;
+	uint64_t pending_weight;
+	uint64_t pending_us; /* its quiet's start */
+	/* The last rounds' work and the intervals between their ends: rings, the oldest
+	 * overwritten. */
+	uint64_t works[RT_DETECT_SERVER_HISTORY];
+	unsigned nworks;
+	unsigned next_work;
 	uint64_t intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nintervals;
 	unsigned next_interval;
-	uint64_t last_weight; /* the weight of the burst the phase is locked on */
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
-	uint64_t boundary_us; /* where the phase is locked: the quiet after the last end */
+	uint64_t boundary_us; /* the last round's end: when its quiet began */
+	/* 0 to 1000: the mean of how much of the typical round's work the round's activity had
+	 * reached (capped at 1000; 500 while none is known) and how close the end came to a
+	 * period after the last one (1000 at one period, 0 at none or two; 500 while the period
+	 * is not known). */
 	uint32_t confidence_permille;
 	uint64_t period_us; /* 0 while not known */
 };
@@ -75,8 +101,9 @@ void rt_detect_server_default_params(struct rt_detect_server_params *params);
 void rt_detect_server_init(struct rt_detect_server *detect,
                            const struct rt_detect_server_params *params);
 
-/* Feeds the next reading, as rt_detect_feed (skipped when too soon, a restart of the history
- * when a counter or the time went back). Returns RT_DETECT_NOTHING or RT_DETECT_BOUNDARY. */
+/* Feeds the next reading, as rt_detect_feed (skipped when too soon, a restart of the rhythm's
+ * reading when a counter or the time went back). Returns RT_DETECT_NOTHING or
+ * RT_DETECT_BOUNDARY, never RT_DETECT_WANT_LIVE. */
 enum rt_detect_result rt_detect_server_feed(struct rt_detect_server *detect,
                                             const struct rt_reading *reading);
 

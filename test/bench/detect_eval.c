@@ -2,8 +2,9 @@
  * or policy/rt_detect_server with --server (the detector of ROUNDTRIM_ROLE=server), or scores
  * the detections a running library made (--detected).
  *
- * usage: detect_eval [--server [--server-weight-permille P] [--server-phase-permille P]
- *                    [--server-min-events N]]
+ * usage: detect_eval [--server [--server-min-events N] [--server-share-permille P]
+ *                    [--server-gap-ms MS] [--server-gap-period-permille P]
+ *                    [--server-round-permille P] [--server-hold-ms MS]]
  *                    [--inputs WORD[+WORD...]] [--every-ms MS] [--quiet-ms MS]
  *                    [--quiet-permille P] [--quiet-cpu-permille P] [--idle-cpu-permille P]
  *                    [--half-life-ms MS]
@@ -37,8 +38,10 @@
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: detect_eval [--server [--server-weight-permille P] "
-	                "[--server-phase-permille P] [--server-min-events N]] "
+	fprintf(stderr, "usage: detect_eval [--server [--server-min-events N] "
+	                "[--server-share-permille P] [--server-gap-ms MS] "
+	                "[--server-gap-period-permille P] [--server-round-permille P] "
+	                "[--server-hold-ms MS]] "
 	                "[--inputs WORD[+WORD...]] [--every-ms MS] "
 	                "[--quiet-ms MS] [--quiet-permille P] [--quiet-cpu-permille P] "
 	                "[--idle-cpu-permille P] "
@@ -144,12 +147,18 @@ main(int argc, char **argv)
 			params.early_quiet_us = n * 1000;
 		else if (!strcmp(a, "--burst-share-permille"))
 			params.min_burst_share_permille = (uint32_t)n;
-		else if (!strcmp(a, "--server-weight-permille"))
-			server_params.min_weight_permille = (uint32_t)n;
-		else if (!strcmp(a, "--server-phase-permille"))
-			server_params.min_phase_permille = (uint32_t)n;
 		else if (!strcmp(a, "--server-min-events"))
 			server_params.min_burst_events = n;
+		else if (!strcmp(a, "--server-share-permille"))
+			server_params.min_share_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-gap-ms"))
+			server_params.gap_us = n * 1000;
+		else if (!strcmp(a, "--server-gap-period-permille"))
+			server_params.gap_period_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-round-permille"))
+			server_params.round_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-hold-ms"))
+			server_params.hold_us = n * 1000;
 		else if (!strcmp(a, "--name"))
 			name = v;
 		else if (!strcmp(a, "--detected"))
