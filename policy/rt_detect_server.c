@@ -12,7 +12,7 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->quiet_cpu_permille = 250;
 	params->idle_cpu_permille = 50;
 	params->min_burst_events = 500;
-	params->min_share_permille = 50;
+	params->min_share_permille = 250;
 	params->gap_us = 1000000;
 	params->gap_period_permille = 200;
 	params->round_permille = 900;
@@ -145,6 +145,7 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	uint64_t gap = rt_detect_server_scale(d->period_us, p->gap_period_permille, 1000);
 	if (gap < p->gap_us)
 		gap = p->gap_us;
+
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
 		if (d->in_round && d->round_heaviest)
 			rt_detect_server_push(d->works, &d->nworks, &d->next_work,

@@ -21,7 +21,9 @@
  *    updates is many small objects, sending a model a few large blocks;
  *  - the process's first burst is its start-up; a burst under min_burst_events, or under
  *    min_share_permille of the typical round's work (before one is known, of the heaviest burst
- *    since start-up) is noise: heartbeats, polls, a relay of a few messages;
+ *    since start-up) is noise: heartbeats, polls, a relay of a few messages. A lower share lets
+ *    a relay's polls (a twentieth of a round) open rounds of their own before the first
+ *    round's work is known, and their work then sets the typical round's;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training); once it is over, its
  *    work is the weight from its start up to and with its heaviest burst (the aggregation: what
@@ -41,7 +43,7 @@ struct rt_detect_server_params {
 	uint32_t quiet_cpu_permille; /* 250; 0 = CPU time not used */
 	uint32_t idle_cpu_permille;  /* 50 */
 	uint64_t min_burst_events;   /* 500 */
-	uint32_t min_share_permille; /* 50 */
+	uint32_t min_share_permille; /* 250 */
 	uint64_t gap_us;             /* 1000000 */
 	uint32_t gap_period_permille; /* 200 */
 	uint32_t round_permille;      /* 900 */
