@@ -47,11 +47,12 @@ rt_detect_server_init(struct rt_detect_server *detect,
 	detect->heaviest = 0;
 	detect->in_round = false;
 	detect->round_work = 0;
-	detect->round_heaviest = 0;
-	detect->round_to_heaviest = 0;
+	detect->nround_bursts = 0;
 	detect->round_ended = false;
 	detect->nworks = 0;
 	detect->next_work = 0;
+	detect->nheavies = 0;
+	detect->next_heavy = 0;
 	detect->nintervals = 0;
 	detect->next_interval = 0;
 	detect->boundaries = 0;
@@ -124,6 +125,28 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t)
 	return RT_DETECT_BOUNDARY;
 }
 
+/* A round's activity is over: its work and heaviest burst join the last rounds' (see the
+ * header). */
+static void
+rt_detect_server_close_round(struct rt_detect_server *d)
+{
+	uint64_t heaviest = 0, work = 0;
+	unsigned at = 0;
+	for (unsigned i = 0; i < d->nround_bursts; i++)
+		if (d->round_bursts[i] > heaviest) {
+			heaviest = d->round_bursts[i];
+			at = i;
+		}
+	if (!heaviest)
+		return;
+	uint64_t noise = rt_detect_server_scale(heaviest, d->params.min_share_permille, 1000);
+	for (unsigned i = 0; i <= at; i++)
+		if (d->round_bursts[i] >= noise)
+			work += d->round_bursts[i];
+	rt_detect_server_push(d->works, &d->nworks, &d->next_work, work);
+	rt_detect_server_push(d->heavies, &d->nheavies, &d->next_heavy, heaviest);
+}
+
 /* A confirmed quiet period after a burst of at least min_burst_events (see the header). */
 static enum rt_detect_result
 rt_detect_server_decide(struct rt_detect_server *d)
@@ -135,8 +158,7 @@ rt_detect_server_decide(struct rt_detect_server *d)
 		d->last_end_us = t;
 		return RT_DETECT_NOTHING;
 	}
-	uint64_t typical = rt_detect_median(d->works, d->nworks);
-	uint64_t reference = typical ? typical : d->heaviest;
+	uint64_t reference = d->nheavies ? rt_detect_median(d->heavies, d->nheavies) : d->heaviest;
 	if (w > d->heaviest)
 		d->heaviest = w;
 	if (rt_detect_server_scale(w, 1000, 1) <
@@ -145,28 +167,25 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	uint64_t gap = rt_detect_server_scale(d->period_us, p->gap_period_permille, 1000);
 	if (gap < p->gap_us)
 		gap = p->gap_us;
-
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
-		if (d->in_round && d->round_heaviest)
-			rt_detect_server_push(d->works, &d->nworks, &d->next_work,
-			                      d->round_to_heaviest);
+		if (d->in_round)
+			rt_detect_server_close_round(d);
 		d->in_round = true;
 		d->round_work = 0;
-		d->round_heaviest = 0;
-		d->round_to_heaviest = 0;
+		d->nround_bursts = 0;
 		d->round_ended = false;
-		typical = rt_detect_median(d->works, d->nworks);
 	}
 	d->last_end_us = t;
 	if (!d->in_round)
 		return RT_DETECT_NOTHING;
 	d->round_work += w;
-	if (w > d->round_heaviest) {
-		d->round_heaviest = w;
-		d->round_to_heaviest = d->round_work;
-	}
+	if (d->nround_bursts < RT_DETECT_SERVER_BURSTS)
+		d->round_bursts[d->nround_bursts++] = w;
+	else
+		d->round_bursts[RT_DETECT_SERVER_BURSTS - 1] += w;
 	if (d->round_ended)
 		return RT_DETECT_NOTHING;
+	uint64_t typical = rt_detect_median(d->works, d->nworks);
 	if (typical) {
 		if (rt_detect_server_scale(d->round_work, 1000, 1) >=
 		    rt_detect_server_scale(typical, p->round_permille, 1))

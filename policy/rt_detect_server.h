@@ -20,15 +20,17 @@
  *  - a burst's weight is its allocation events (allocations + frees): receiving and aggregating
  *    updates is many small objects, sending a model a few large blocks;
  *  - the process's first burst is its start-up; a burst under min_burst_events, or under
- *    min_share_permille of the typical round's work (before one is known, of the heaviest burst
- *    since start-up) is noise: heartbeats, polls, a relay of a few messages. A lower share lets
- *    a relay's polls (a twentieth of a round) open rounds of their own before the first
- *    round's work is known, and their work then sets the typical round's;
+ *    min_share_permille of the typical round's heaviest burst (before one is known, of the
+ *    heaviest since start-up) is noise: heartbeats, polls, a relay of a few messages. A lower
+ *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
+ *    first round is known, and their work then sets the typical round's;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training); once it is over, its
- *    work is the weight from its start up to and with its heaviest burst (the aggregation: what
- *    comes after it, the model sent, is not the round's), and the typical round's work is the
- *    median of the last RT_DETECT_SERVER_HISTORY rounds';
+ *    work is the weight of its bursts from its start up to and with its heaviest (the
+ *    aggregation: what comes after it, the model sent, is not the round's), each counted only
+ *    if it is no noise against that heaviest, as the next rounds will count theirs; the typical
+ *    round's work and heaviest burst are the medians of the last RT_DETECT_SERVER_HISTORY
+ *    rounds';
  *  - a round ends at the quiet after the burst with which its activity reached round_permille of
  *    the typical round's work: once per round's activity. Before a round's work is known, at the
  *    quiet after its heaviest burst so far once hold_us passed with no heavier one.
@@ -51,6 +53,7 @@ struct rt_detect_server_params {
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
+#define RT_DETECT_SERVER_BURSTS 32
 
 struct rt_detect_server {
 	struct rt_detect_server_params params;
@@ -71,19 +74,22 @@ struct rt_detect_server {
 	 * ended in it. last_end_us: when the last burst that was no noise ended (0: none yet). */
 	bool in_round;
 	uint64_t round_work;
-	uint64_t round_heaviest;
-	uint64_t round_to_heaviest;
+	uint64_t round_bursts[RT_DETECT_SERVER_BURSTS]; /* the last one takes any more */
+	unsigned nround_bursts;
 	bool round_ended;
 	uint64_t last_end_us;
 	/* Before a round's work is known: the heaviest burst waiting for hold_us. */
 	bool pending;
 	uint64_t pending_weight;
 	uint64_t pending_us; /* its quiet's start */
-	/* The last rounds' work and the intervals between their ends: rings, the oldest
-	 * overwritten. */
+	/* The last rounds' work and heaviest bursts and the intervals between their ends: rings,
+	 * the oldest overwritten. */
 	uint64_t works[RT_DETECT_SERVER_HISTORY];
 	unsigned nworks;
 	unsigned next_work;
+	uint64_t heavies[RT_DETECT_SERVER_HISTORY]; /* each round's heaviest burst */
+	unsigned nheavies;
+	unsigned next_heavy;
 	uint64_t intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nintervals;
 	unsigned next_interval;
