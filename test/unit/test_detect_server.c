@@ -322,6 +322,7 @@ static const struct sshape sshapes[] = {
     {"nvflare_s5_workers_server_job", SSHAPE_ROUNDS, false},
     {"nvflare_s6_4sites_server_job", SSHAPE_ROUNDS, false},
     {"grpc_fl_server", SSHAPE_ROUNDS, true},
+    {"server_rounds", SSHAPE_ROUNDS, true},
     {"fl_server", SSHAPE_ROUNDS, false},
     {"nvflare_s1_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s2_tiny_server_parent", SSHAPE_RELAY, false},
