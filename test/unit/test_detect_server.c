@@ -370,6 +370,7 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 	static double score[NSGRID][NSSHAPES];
 	static size_t detected[NSGRID][NSSHAPES], truths[NSSHAPES];
 	static double median_delay[NSGRID][NSSHAPES], max_delay[NSGRID][NSSHAPES];
+	static double precision[NSGRID][NSSHAPES], recall[NSGRID][NSSHAPES];
 	for (size_t k = 0; k < NSSHAPES; k++) {
 		struct dm_trace trace;
 		struct dm_truth truth;
@@ -381,6 +382,8 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 			detected[i][k] = res.detected;
 			truths[k] = res.truths;
 			median_delay[i][k] = res.median_delay_s;
+			precision[i][k] = res.precision;
+			recall[i][k] = res.recall;
 			max_delay[i][k] = res.max_delay_s;
 			dm_result_free(&res);
 		}
@@ -406,10 +409,12 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 		}
 		struct rt_detect_server_params p = sgrid_params(best);
 		cr_log_info("%s left out: round %u gap %u hold %lu us: score %.3f, %zu detections "
-		            "for %zu rounds, delay median %.2f s max %.2f s%s",
+		            "for %zu rounds, precision %.3f recall %.3f, delay median %.2f s max "
+		            "%.2f s%s",
 		            sshapes[out].name, p.round_permille, p.gap_period_permille,
 		            (unsigned long)p.hold_us, score[best][out], detected[best][out],
-		            truths[out], median_delay[best][out], max_delay[best][out],
+		            truths[out], precision[best][out], recall[best][out],
+		            median_delay[best][out], max_delay[best][out],
 		            sshapes[out].held ? "" : " (not held yet)");
 		if (!sshapes[out].held)
 			continue;
