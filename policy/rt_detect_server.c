@@ -250,20 +250,23 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 		/* A heavier burst under way: the one waiting was not the round's heaviest. */
 		if (d->pending && d->burst_events > d->pending_weight)
 			d->pending = false;
-	}
-	if (d->pending && r->t_us - d->pending_us >= p->hold_us)
-		return rt_detect_server_end(d, d->pending_us);
-	if (active)
 		return RT_DETECT_NOTHING;
+	}
 	if (!d->in_quiet) {
 		d->in_quiet = true;
 		d->quiet_since_us = quiet_start;
 		d->quiet_handled = false;
 	}
-	if (d->quiet_handled || r->t_us - d->quiet_since_us < p->quiet_us)
-		return RT_DETECT_NOTHING;
-	d->quiet_handled = true;
-	if (d->burst_events < p->min_burst_events)
-		return RT_DETECT_NOTHING;
-	return rt_detect_server_decide(d);
+	enum rt_detect_result got = RT_DETECT_NOTHING;
+	if (!d->quiet_handled && r->t_us - d->quiet_since_us >= p->quiet_us) {
+		d->quiet_handled = true;
+		if (d->burst_events >= p->min_burst_events)
+			got = rt_detect_server_decide(d);
+	}
+	/* The burst waiting ends the round once hold_us passed in its own quiet, or once a later
+	 * burst, begun within the hold, went quiet lighter: it is weighed whole first. */
+	if (got == RT_DETECT_NOTHING && d->pending && r->t_us - d->pending_us >= p->hold_us &&
+	    (d->quiet_since_us == d->pending_us || d->quiet_handled))
+		got = rt_detect_server_end(d, d->pending_us);
+	return got;
 }

@@ -33,7 +33,8 @@
  *    rounds';
  *  - a round ends at the quiet after the burst with which its activity reached round_permille of
  *    the typical round's work: once per round's activity. Before a round's work is known, at the
- *    quiet after its heaviest burst so far once hold_us passed with no heavier one.
+ *    quiet after its heaviest burst so far once hold_us passed with no heavier one (a burst
+ *    begun within the hold is weighed whole first).
  * The period (the median of the last intervals between round ends, after RT_DETECT_LOCK_ROUNDS
  * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
  * detector never asks for the live heap. */

@@ -164,6 +164,25 @@ Test(detect_server, each_round_ends_once_at_the_aggregation)
 	cr_assert_eq(g.asks, 0, "the server's detector never asks for the live heap");
 }
 
+/* Before any round's work is known, the first round ends at its heaviest burst: a heavier one
+ * begun within the hold but not yet heavier when the hold runs out is weighed whole first (the
+ * s1 server job's first round: an update, then the second with the aggregation 0.5 s later,
+ * slowly, under load). */
+Test(detect_server, the_first_round_s_hold_weighs_a_burst_begun_within_it)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_burst(&g, 3, 1000);
+	sgen_idle(&g, 12);
+	sgen_burst(&g, 20, 200);
+	uint64_t end = g.last_quiet;
+	sgen_idle(&g, 100);
+	cr_assert_eq(g.boundaries, 1);
+	cr_assert_eq(g.d.boundary_us, end, "the round ended at the update, not the aggregation");
+}
+
 /* A first update under a quarter of the aggregation is noise from the second round on: the
  * first round's work, measured before that was known, must not count it either, or the second
  * round never reaches nine tenths of it (test/workloads/server_rounds lost its second round). */
