@@ -34,8 +34,7 @@ rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 }
 
 void
-rt_detect_server_init(struct rt_detect_server *detect,
-                      const struct rt_detect_server_params *params)
+rt_detect_server_init(struct rt_detect_server *detect, const struct rt_detect_server_params *params)
 {
 	struct rt_reading zero = {0};
 	detect->params = *params;
@@ -98,9 +97,8 @@ static uint32_t
 rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, uint64_t t)
 {
 	uint64_t reached = typical ? rt_detect_server_scale(d->round_work, 1000, typical) : 500;
-	uint64_t phase = d->period_us
-	                     ? rt_detect_server_scale(t - d->boundary_us, 1000, d->period_us)
-	                     : 1000;
+	uint64_t phase =
+	    d->period_us ? rt_detect_server_scale(t - d->boundary_us, 1000, d->period_us) : 1000;
 	uint64_t off = phase > 1000 ? phase - 1000 : 1000 - phase;
 	uint64_t phase_score = !d->period_us ? 500 : off >= 1000 ? 0 : 1000 - off;
 	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);

@@ -1,5 +1,5 @@
 /* rt_detect_server: the server role's round boundaries, one a round, from its allocation rhythm.
- * Owns what makes a burst a server's round end, the rounds' work and period, and their parameters. */
+ * Owns what ends a server's round, the rounds' work and period, and their parameters. */
 #ifndef RT_DETECT_SERVER_H
 #define RT_DETECT_SERVER_H
 
@@ -39,15 +39,15 @@
  * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
  * detector never asks for the live heap. */
 struct rt_detect_server_params {
-	uint64_t min_interval_us;    /* 10000: a reading sooner after the last one is skipped */
-	uint64_t quiet_us;           /* 400000 */
-	uint32_t quiet_permille;     /* 20 */
-	uint64_t peak_half_life_us;  /* 5000000 */
-	uint32_t quiet_cpu_permille; /* 250; 0 = CPU time not used */
-	uint32_t idle_cpu_permille;  /* 50 */
-	uint64_t min_burst_events;   /* 500 */
-	uint32_t min_share_permille; /* 250 */
-	uint64_t gap_us;             /* 1000000 */
+	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
+	uint64_t quiet_us;            /* 400000 */
+	uint32_t quiet_permille;      /* 20 */
+	uint64_t peak_half_life_us;   /* 5000000 */
+	uint32_t quiet_cpu_permille;  /* 250; 0 = CPU time not used */
+	uint32_t idle_cpu_permille;   /* 50 */
+	uint64_t min_burst_events;    /* 500 */
+	uint32_t min_share_permille;  /* 250 */
+	uint64_t gap_us;              /* 1000000 */
 	uint32_t gap_period_permille; /* 200 */
 	uint32_t round_permille;      /* 900 */
 	uint64_t hold_us;             /* 1000000 */

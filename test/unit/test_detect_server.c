@@ -10,8 +10,8 @@ struct sgen {
 	struct rt_reading r;
 	size_t boundaries;
 	size_t asks;
-	size_t step;        /* steps fed so far */
-	size_t last_fired;  /* the step whose reading returned the last boundary */
+	size_t step;         /* steps fed so far */
+	size_t last_fired;   /* the step whose reading returned the last boundary */
 	uint64_t last_quiet; /* when the last burst fed went quiet (sgen_burst) */
 };
 
@@ -30,7 +30,7 @@ static void
 sgen_init(struct sgen *g, const struct rt_detect_server_params *p)
 {
 	rt_detect_server_init(&g->d, p);
-	struct rt_reading r = {1000000, 0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
+	struct rt_reading r = {1000000,          0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
 	                       RT_TRACE_UNKNOWN, 0};
 	g->r = r;
 	g->boundaries = g->asks = g->step = g->last_fired = 0;
@@ -158,8 +158,9 @@ Test(detect_server, each_round_ends_once_at_the_aggregation)
 			cr_assert_geq(wait_us, p.hold_us, "round 1 found after %lu us",
 			              (unsigned long)wait_us);
 		else
-			cr_assert_leq(wait_us, p.quiet_us + SSTEP_US, "round %zu found after %lu us",
-			              round, (unsigned long)wait_us);
+			cr_assert_leq(wait_us, p.quiet_us + SSTEP_US,
+			              "round %zu found after %lu us", round,
+			              (unsigned long)wait_us);
 	}
 	cr_assert_eq(g.asks, 0, "the server's detector never asks for the live heap");
 }
@@ -251,8 +252,7 @@ Test(detect_server, without_the_period_a_long_pause_splits_a_round)
 	size_t before = g.boundaries;
 	for (size_t round = 6; round <= 10; round++)
 		sgen_round(&g, 40, 300);
-	cr_assert_gt(g.boundaries - before, 5, "%zu boundaries in 5 rounds",
-	             g.boundaries - before);
+	cr_assert_gt(g.boundaries - before, 5, "%zu boundaries in 5 rounds", g.boundaries - before);
 }
 
 Test(detect_server, confidence_is_high_for_a_round_in_rhythm)
@@ -437,11 +437,12 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 		            sshapes[out].held ? "" : " (not held yet)");
 		if (!sshapes[out].held)
 			continue;
-		cr_expect_geq(score[best][out], 0.95,
-		              "%s left out: chosen round %u gap %u hold %lu us (worst elsewhere %.3f) "
-		              "scores %.3f on it",
-		              sshapes[out].name, p.round_permille, p.gap_period_permille,
-		              (unsigned long)p.hold_us, best_worst, score[best][out]);
+		cr_expect_geq(
+		    score[best][out], 0.95,
+		    "%s left out: chosen round %u gap %u hold %lu us (worst elsewhere %.3f) "
+		    "scores %.3f on it",
+		    sshapes[out].name, p.round_permille, p.gap_period_permille,
+		    (unsigned long)p.hold_us, best_worst, score[best][out]);
 	}
 }
 

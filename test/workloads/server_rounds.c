@@ -66,8 +66,8 @@ aggregate(struct pieces *global, struct pieces updates[CLIENTS])
 	pieces_alloc(&next, 0);
 	for (size_t i = 0; i < next.n; i++)
 		for (size_t b = 0; b < PIECE; b += 64)
-			next.piece[i][b] = (unsigned char)((updates[0].piece[i][b] +
-			                                    updates[1].piece[i][b]) / 2);
+			next.piece[i][b] =
+			    (unsigned char)((updates[0].piece[i][b] + updates[1].piece[i][b]) / 2);
 	for (int c = 0; c < CLIENTS; c++)
 		pieces_free(&updates[c]);
 	pieces_free(global);
@@ -126,7 +126,7 @@ int
 main(int argc, char **argv)
 {
 	const struct wl_option options[] = {
-	    {"rounds", WL_OPT_INT, &opts.rounds}, {"train", WL_OPT_DOUBLE, &opts.train},
+	    {"rounds", WL_OPT_INT, &opts.rounds},  {"train", WL_OPT_DOUBLE, &opts.train},
 	    {"pause", WL_OPT_DOUBLE, &opts.pause}, {"mib", WL_OPT_LONG, &opts.mib},
 	    {"wait", WL_OPT_SET, &opts.wait},
 	};
