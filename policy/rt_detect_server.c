@@ -248,6 +248,9 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 		/* A heavier burst under way: the one waiting was not the round's heaviest. */
 		if (d->pending && d->burst_events > d->pending_weight)
 			d->pending = false;
+		/* One still lighter after a second hold: the one waiting was (the model sent). */
+		if (d->pending && r->t_us - d->pending_us >= 2 * p->hold_us)
+			return rt_detect_server_end(d, d->pending_us);
 		return RT_DETECT_NOTHING;
 	}
 	if (!d->in_quiet) {
@@ -262,7 +265,7 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 			got = rt_detect_server_decide(d);
 	}
 	/* The burst waiting ends the round once hold_us passed in its own quiet, or once a later
-	 * burst, begun within the hold, went quiet lighter: it is weighed whole first. */
+	 * burst, begun within the hold, went quiet lighter or is still lighter a hold later. */
 	if (got == RT_DETECT_NOTHING && d->pending && r->t_us - d->pending_us >= p->hold_us &&
 	    (d->quiet_since_us == d->pending_us || d->quiet_handled))
 		got = rt_detect_server_end(d, d->pending_us);

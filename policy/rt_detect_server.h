@@ -34,7 +34,7 @@
  *  - a round ends at the quiet after the burst with which its activity reached round_permille of
  *    the typical round's work: once per round's activity. Before a round's work is known, at the
  *    quiet after its heaviest burst so far once hold_us passed with no heavier one (a burst
- *    begun within the hold is weighed whole first).
+ *    begun within the hold is weighed first: whole, or for another hold_us).
  * The period (the median of the last intervals between round ends, after RT_DETECT_LOCK_ROUNDS
  * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
  * detector never asks for the live heap. */

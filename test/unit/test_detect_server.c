@@ -184,6 +184,26 @@ Test(detect_server, the_first_round_s_hold_weighs_a_burst_begun_within_it)
 	cr_assert_eq(g.d.boundary_us, end, "the round ended at the update, not the aggregation");
 }
 
+/* ... but not for longer than a second hold: a lighter burst still under way then is what follows
+ * the round's end (the s3 server job's first round: the 1.4 GiB model sent for 7 s). */
+Test(detect_server, the_first_round_s_hold_waits_one_more_hold_at_most)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_burst(&g, 4, 2000);
+	uint64_t end = g.last_quiet;
+	sgen_idle(&g, 10);
+	for (int i = 0; i < 80; i++)
+		sgen_step(&g, 90, 40 * SMIB, true);
+	cr_assert_eq(g.boundaries, 1, "the round's end waited for the model sent");
+	cr_assert_eq(g.d.boundary_us, end);
+	uint64_t wait_us = 1000000 + g.last_fired * SSTEP_US - end;
+	cr_assert_leq(wait_us, 2 * p.hold_us + SSTEP_US, "found after %lu us",
+	              (unsigned long)wait_us);
+}
+
 /* A first update under a quarter of the aggregation is noise from the second round on: the
  * first round's work, measured before that was known, must not count it either, or the second
  * round never reaches nine tenths of it (test/workloads/server_rounds lost its second round). */
