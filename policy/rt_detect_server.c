@@ -15,6 +15,7 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->min_share_permille = 250;
 	params->gap_us = 1000000;
 	params->gap_period_permille = 200;
+	params->open_gap_period_permille = 350;
 	params->round_permille = 900;
 	params->hold_us = 1000000;
 }
@@ -162,7 +163,11 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	if (rt_detect_server_scale(w, 1000, 1) <
 	    rt_detect_server_scale(reference, p->min_share_permille, 1))
 		return RT_DETECT_NOTHING;
-	uint64_t gap = rt_detect_server_scale(d->period_us, p->gap_period_permille, 1000);
+	/* A round's activity in which no round ended yet still waits for an update: a pause in it
+	 * (a slow client) closes it only when it is a longer share of the period. */
+	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
+	                                                             : p->gap_period_permille;
+	uint64_t gap = rt_detect_server_scale(d->period_us, share, 1000);
 	if (gap < p->gap_us)
 		gap = p->gap_us;
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {

@@ -25,7 +25,9 @@
  *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
  *    first round is known, and their work then sets the typical round's;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
- *    gap_period_permille of the period once known: the clients training); once it is over, its
+ *    gap_period_permille of the period once known: the clients training; while no round ended
+ *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
+ *    slow client's update, and a pause before that is no idle gap); once it is over, its
  *    work is the weight of its bursts from its start up to and with its heaviest (the
  *    aggregation: what comes after it, the model sent, is not the round's), each counted only
  *    if it is no noise against that heaviest, as the next rounds will count theirs; the typical
@@ -49,8 +51,9 @@ struct rt_detect_server_params {
 	uint32_t min_share_permille;  /* 250 */
 	uint64_t gap_us;              /* 1000000 */
 	uint32_t gap_period_permille; /* 200 */
-	uint32_t round_permille;      /* 900 */
-	uint64_t hold_us;             /* 1000000 */
+	uint32_t open_gap_period_permille; /* 350 */
+	uint32_t round_permille;           /* 900 */
+	uint64_t hold_us;                  /* 1000000 */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5

@@ -4,6 +4,7 @@
  *
  * usage: detect_eval [--server [--server-min-events N] [--server-share-permille P]
  *                    [--server-gap-ms MS] [--server-gap-period-permille P]
+ *                    [--server-open-gap-period-permille P]
  *                    [--server-round-permille P] [--server-hold-ms MS]]
  *                    [--inputs WORD[+WORD...]] [--every-ms MS] [--quiet-ms MS]
  *                    [--quiet-permille P] [--quiet-cpu-permille P] [--idle-cpu-permille P]
@@ -40,7 +41,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: detect_eval [--server [--server-min-events N] "
 	                "[--server-share-permille P] [--server-gap-ms MS] "
-	                "[--server-gap-period-permille P] [--server-round-permille P] "
+	                "[--server-gap-period-permille P] [--server-open-gap-period-permille P] "
+	                "[--server-round-permille P] "
 	                "[--server-hold-ms MS]] "
 	                "[--inputs WORD[+WORD...]] [--every-ms MS] "
 	                "[--quiet-ms MS] [--quiet-permille P] [--quiet-cpu-permille P] "
@@ -155,6 +157,8 @@ main(int argc, char **argv)
 			server_params.gap_us = n * 1000;
 		else if (!strcmp(a, "--server-gap-period-permille"))
 			server_params.gap_period_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-open-gap-period-permille"))
+			server_params.open_gap_period_permille = (uint32_t)n;
 		else if (!strcmp(a, "--server-round-permille"))
 			server_params.round_permille = (uint32_t)n;
 		else if (!strcmp(a, "--server-hold-ms"))
