@@ -44,7 +44,8 @@ rt_detect_server_init(struct rt_detect_server *detect, const struct rt_detect_se
 	detect->peak_bytes_per_s = 0;
 	detect->peak_cpu_permille = 0;
 	detect->seen_start_up = false;
-	detect->heaviest = 0;
+	detect->nrecent = 0;
+	detect->next_recent = 0;
 	detect->in_round = false;
 	detect->round_work = 0;
 	detect->nround_bursts = 0;
@@ -84,13 +85,21 @@ rt_detect_server_peak(uint64_t peak, uint64_t rate, uint64_t dt_us, uint64_t hal
 	return rate > peak ? rate : peak;
 }
 
+/* Appends to a ring of `size` values. */
+static void
+rt_detect_server_push_in(uint64_t *ring, unsigned size, unsigned *n, unsigned *next, uint64_t value)
+{
+	ring[*next] = value;
+	*next = (*next + 1) % size;
+	if (*n < size)
+		(*n)++;
+}
+
+/* Appends to a ring of the last rounds'. */
 static void
 rt_detect_server_push(uint64_t *ring, unsigned *n, unsigned *next, uint64_t value)
 {
-	ring[*next] = value;
-	*next = (*next + 1) % RT_DETECT_SERVER_HISTORY;
-	if (*n < RT_DETECT_SERVER_HISTORY)
-		(*n)++;
+	rt_detect_server_push_in(ring, RT_DETECT_SERVER_HISTORY, n, next, value);
 }
 
 /* See confidence_permille. typical: the typical round's work, 0 when not known. */
@@ -157,9 +166,19 @@ rt_detect_server_decide(struct rt_detect_server *d)
 		d->last_end_us = t;
 		return RT_DETECT_NOTHING;
 	}
-	uint64_t reference = d->nheavies ? rt_detect_median(d->heavies, d->nheavies) : d->heaviest;
-	if (w > d->heaviest)
-		d->heaviest = w;
+	/* Noise is judged against the typical round's heaviest burst; while fewer rounds than
+	 * RT_DETECT_LOCK_ROUNDS make it, against no more than the heaviest of the last bursts: a
+	 * first round that was an outlier (start-up's end, a checkpoint read) would otherwise make
+	 * every later burst noise, and no round would close again. */
+	uint64_t reference = 0;
+	for (unsigned i = 0; d->nheavies < RT_DETECT_LOCK_ROUNDS && i < d->nrecent; i++)
+		if (d->recent[i] > reference)
+			reference = d->recent[i];
+	uint64_t typical_heaviest = rt_detect_median(d->heavies, d->nheavies);
+	if (d->nheavies && (d->nheavies >= RT_DETECT_LOCK_ROUNDS || typical_heaviest < reference))
+		reference = typical_heaviest;
+	rt_detect_server_push_in(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent,
+	                         w);
 	if (rt_detect_server_scale(w, 1000, 1) <
 	    rt_detect_server_scale(reference, p->min_share_permille, 1))
 		return RT_DETECT_NOTHING;

@@ -20,8 +20,10 @@
  *  - a burst's weight is its allocation events (allocations + frees): receiving and aggregating
  *    updates is many small objects, sending a model a few large blocks;
  *  - the process's first burst is its start-up; a burst under min_burst_events, or under
- *    min_share_permille of the typical round's heaviest burst (before one is known, of the
- *    heaviest since start-up) is noise: heartbeats, polls, a relay of a few messages. A lower
+ *    min_share_permille of the typical round's heaviest burst (while fewer than
+ *    RT_DETECT_LOCK_ROUNDS rounds make it, or none, of the heaviest of the last
+ *    RT_DETECT_SERVER_RECENT bursts when that is lighter) is noise:
+ *    heartbeats, polls, a relay of a few messages. A lower
  *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
  *    first round is known, and their work then sets the typical round's;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
@@ -58,6 +60,7 @@ struct rt_detect_server_params {
 
 #define RT_DETECT_SERVER_HISTORY 5
 #define RT_DETECT_SERVER_BURSTS 32
+#define RT_DETECT_SERVER_RECENT 5
 
 struct rt_detect_server {
 	struct rt_detect_server_params params;
@@ -72,7 +75,11 @@ struct rt_detect_server {
 	uint64_t burst_events;   /* the current or last burst's weight */
 	uint64_t burst_start_us; /* when it began */
 	bool seen_start_up;      /* the first burst is over */
-	uint64_t heaviest;       /* the heaviest burst since start-up */
+	/* The last bursts since start-up (a ring, as the rounds' below): noise is judged against
+	 * their heaviest at most, so that one outlier is soon forgotten. */
+	uint64_t recent[RT_DETECT_SERVER_RECENT];
+	unsigned nrecent;
+	unsigned next_recent;
 	/* The round's activity under way: since when (false before the first idle gap), its
 	 * weight, its heaviest burst, its weight up to and with that burst, and whether a round
 	 * ended in it. last_end_us: when the last burst that was no noise ended (0: none yet). */

@@ -205,6 +205,22 @@ Test(detect_server, the_first_round_s_hold_waits_one_more_hold_at_most)
 	              (unsigned long)wait_us);
 }
 
+/* One burst after start-up far heavier than any round's (a dataset loaded, a checkpoint read)
+ * judges noise only until five more bursts have come: then the rounds are found. */
+Test(detect_server, an_outlier_before_the_first_round_is_soon_forgotten)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_burst(&g, 20, 10000);
+	sgen_idle(&g, 60);
+	for (size_t round = 1; round <= 10; round++)
+		sgen_round(&g, 12, 100);
+	cr_assert_geq(g.boundaries, 7, "%zu rounds found of 10", g.boundaries);
+	cr_assert_leq(g.boundaries, 10);
+}
+
 /* A first update under a quarter of the aggregation is noise from the second round on: the
  * first round's work, measured before that was known, must not count it either, or the second
  * round never reaches nine tenths of it (test/workloads/server_rounds lost its second round). */
