@@ -197,10 +197,11 @@ $(RECORDER): test/tools/recorder.c policy/rt_trace.c policy/rt_trace.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -fvisibility=hidden -shared -o $@ test/tools/recorder.c \
 		policy/rt_trace.c -pthread
-$(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h $(POLICY_LIB_OBJ)
+$(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h test/bench/detect_server_match.h \
+		$(POLICY_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ test/bench/detect_eval.c $(POLICY_LIB_OBJ)
-$(UNIT): test/bench/detect_match.h
+$(UNIT): test/bench/detect_match.h test/bench/detect_server_match.h
 # Figure 9's reader of the stats lines: policy's reader (json-c), not a parse of its own.
 $(BUILD)/test/bench/between_eval: test/bench/between_eval.c test/bench/detect_match.h $(POLICY_OBJ)
 	@mkdir -p $(@D)

@@ -8,6 +8,9 @@
 #   counts+cpu        the process's CPU time at each reading
 #   live-asked+cpu    and the live heap, read only when the detector asks for it
 #   freed+cpu         and the bytes freed instead (a cost in every free())
+# A server's shapes (a name with "server" in it) are scored by the server role's detector too
+# (policy/rt_detect_server, what ROUNDTRIM_ROLE=server runs), on what the library gives it:
+#   server:counts+cpu the counts and the CPU time (it never asks for the live heap)
 # A detection matches a true boundary when it comes within 3 s after it and before the next.
 # "mallinfo" is how many times the detector asked for the live heap.
 #
@@ -27,7 +30,7 @@ RECORDER=$BUILD_DIR/test/tools/librecorder.so
 EVAL=$BUILD_DIR/test/bench/detect_eval
 WORKLOADS_BIN=$BUILD_DIR/test/workloads
 INPUTS=(counts counts+cpu live-asked+cpu freed+cpu)
-WORKLOAD_NAMES=(frag fl_client fl_server phases steady fl_shape_short fl_shape_tiny)
+WORKLOAD_NAMES=(frag fl_client fl_server phases steady fl_shape_short fl_shape_tiny server_rounds)
 
 usage() {
 	sed -n '/^# Usage/,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
@@ -106,6 +109,9 @@ workload_command() {
 		echo "$ROOT/test/workloads/py/fl_shape.py" --model-mib 0.4 --train 0.6:2 \
 			--rounds "$rounds" --seed "$seed"
 		;;
+	server_rounds)
+		echo "$WORKLOADS_BIN/server_rounds" --rounds "$rounds" --train 2 --pause 0.6
+		;;
 	esac
 }
 
@@ -152,16 +158,20 @@ if [[ $traces != "$out" ]]; then
 		names+=("$(basename "$trace" .trace)")
 	done
 fi
-printf '%-22s %-15s %6s %8s %9s %6s %12s %9s %9s %8s\n' workload inputs rounds detected \
+printf '%-22s %-17s %6s %8s %9s %6s %12s %9s %9s %8s\n' workload inputs rounds detected \
 	precision recall median_delay max_delay false/min mallinfo
 for name in "${names[@]}"; do
 	[[ -r $traces/$name.trace && -r $traces/$name.truth ]] || continue
-	for inputs in "${INPUTS[@]}"; do
-		line=$("$EVAL" --inputs "$inputs" --name "$name" "$traces/$name.trace" \
-			"$traces/$name.truth")
+	rows=("${INPUTS[@]}")
+	[[ $name == *server* ]] && rows+=(server:counts+cpu)
+	for inputs in "${rows[@]}"; do
+		detector=()
+		[[ $inputs == server:* ]] && detector=(--server)
+		line=$("$EVAL" "${detector[@]}" --inputs "${inputs#server:}" --name "$name" \
+			"$traces/$name.trace" "$traces/$name.truth")
 		IFS=$'\t' read -r truths detected precision recall median max fpm asks < <(fields "$line" \
 			truths detected precision recall median_delay_s max_delay_s false_per_min live_asks)
-		printf '%-22s %-15s %6s %8s %9s %6s %11ss %8ss %9s %8s\n' "$name" "$inputs" "$truths" \
+		printf '%-22s %-17s %6s %8s %9s %6s %11ss %8ss %9s %8s\n' "$name" "$inputs" "$truths" \
 			"$detected" "$precision" "$recall" "$median" "$max" "$fpm" "$asks"
 	done
 done

@@ -10,6 +10,7 @@
 #include "rt_child.h"
 #include "rt_creds.h"
 #include "rt_detect.h"
+#include "rt_detect_server.h"
 #include "rt_fd.h"
 #include "rt_fifo.h"
 #include "rt_file_rules.h"
@@ -83,9 +84,12 @@ struct rt_worker {
 	/* The book-keeping; its round count is also the API callers' (rt_worker_api_count). */
 	struct rt_ledger ledger;
 	struct rt_proto proto;
-	/* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect). */
+	/* The rounds and actions that come by themselves (policy/rt_triggers, rt_detect; with
+	 * ROUNDTRIM_ROLE=server, rt_detect_server instead, which never asks for the live heap). */
 	struct rt_triggers triggers;
 	struct rt_detect detect;
+	struct rt_detect_server detect_server;
+	bool server_detector;
 	bool want_live;
 	uint64_t events;    /* allocations + frees at the last reading */
 	uint64_t events_us; /* when they last changed */
@@ -295,7 +299,10 @@ rt_worker_read(struct rt_worker *w, struct rt_batch *b)
 			char line[RT_TRACE_LINE_MAX];
 			rt_outputs_trace_line(line, rt_trace_format(line, sizeof(line), &rd));
 		}
-		if (detecting) {
+		if (detecting && w->server_detector) {
+			if (rt_detect_server_feed(&w->detect_server, &rd) == RT_DETECT_BOUNDARY)
+				rt_batch_detected(b, w->detect_server.confidence_permille);
+		} else if (detecting) {
 			enum rt_detect_result r = rt_detect_feed(&w->detect, &rd);
 			w->want_live = r == RT_DETECT_WANT_LIVE;
 			if (r == RT_DETECT_BOUNDARY)
@@ -766,6 +773,10 @@ rt_worker_init(struct rt_worker *w, const struct rt_worker_setup *setup)
 	rt_detect_default_params(&dp);
 	dp.want_live = rt_heap_has_live();
 	rt_detect_init(&w->detect, &dp);
+	struct rt_detect_server_params sp;
+	rt_detect_server_default_params(&sp);
+	rt_detect_server_init(&w->detect_server, &sp);
+	w->server_detector = setup->cfg->role == RT_ROLE_SERVER;
 	w->want_live = false;
 	w->events_us = now;
 }

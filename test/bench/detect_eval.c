@@ -1,7 +1,12 @@
 /* detect_eval: scores policy/rt_detect offline on a recorded trace against its true boundaries,
- * or scores the detections a running library made (--detected).
+ * or policy/rt_detect_server with --server (the detector of ROUNDTRIM_ROLE=server), or scores
+ * the detections a running library made (--detected).
  *
- * usage: detect_eval [--inputs WORD[+WORD...]] [--every-ms MS] [--quiet-ms MS]
+ * usage: detect_eval [--server [--server-min-events N] [--server-share-permille P]
+ *                    [--server-gap-ms MS] [--server-gap-period-permille P]
+ *                    [--server-open-gap-period-permille P]
+ *                    [--server-round-permille P] [--server-hold-ms MS]]
+ *                    [--inputs WORD[+WORD...]] [--every-ms MS] [--quiet-ms MS]
  *                    [--quiet-permille P] [--quiet-cpu-permille P] [--idle-cpu-permille P]
  *                    [--half-life-ms MS]
  *                    [--min-burst-events N] [--min-burst-kib K] [--kept-permille P]
@@ -26,7 +31,7 @@
  *   max_delay_s=S false_per_min=F warmup=W live_asks=A
  * and with --list, one line per detection and per true boundary. A detection matches a true
  * boundary when it comes within 3 s after it and before the next. */
-#include "detect_match.h"
+#include "detect_server_match.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +40,12 @@
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: detect_eval [--inputs WORD[+WORD...]] [--every-ms MS] "
+	fprintf(stderr, "usage: detect_eval [--server [--server-min-events N] "
+	                "[--server-share-permille P] [--server-gap-ms MS] "
+	                "[--server-gap-period-permille P] [--server-open-gap-period-permille P] "
+	                "[--server-round-permille P] "
+	                "[--server-hold-ms MS]] "
+	                "[--inputs WORD[+WORD...]] [--every-ms MS] "
 	                "[--quiet-ms MS] [--quiet-permille P] [--quiet-cpu-permille P] "
 	                "[--idle-cpu-permille P] "
 	                "[--half-life-ms MS] [--min-burst-events N] [--min-burst-kib K] "
@@ -82,6 +92,9 @@ main(int argc, char **argv)
 {
 	struct rt_detect_params params;
 	rt_detect_default_params(&params);
+	struct rt_detect_server_params server_params;
+	rt_detect_server_default_params(&server_params);
+	bool server = false;
 	unsigned inputs = 0;
 	const char *inputs_text = "counts";
 	uint64_t every_us = 0;
@@ -92,6 +105,10 @@ main(int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "--list")) {
 			with_list = 1;
+			continue;
+		}
+		if (!strcmp(a, "--server")) {
+			server = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -105,7 +122,7 @@ main(int argc, char **argv)
 		} else if (!strcmp(a, "--every-ms"))
 			every_us = n * 1000;
 		else if (!strcmp(a, "--quiet-ms"))
-			params.quiet_us = n * 1000;
+			params.quiet_us = server_params.quiet_us = n * 1000;
 		else if (!strcmp(a, "--quiet-permille"))
 			params.quiet_permille = (uint32_t)n;
 		else if (!strcmp(a, "--quiet-cpu-permille"))
@@ -138,6 +155,20 @@ main(int argc, char **argv)
 			params.rhythm_bursts = (uint32_t)n;
 		else if (!strcmp(a, "--rhythm-spread-permille"))
 			params.rhythm_spread_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-min-events"))
+			server_params.min_burst_events = n;
+		else if (!strcmp(a, "--server-share-permille"))
+			server_params.min_share_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-gap-ms"))
+			server_params.gap_us = n * 1000;
+		else if (!strcmp(a, "--server-gap-period-permille"))
+			server_params.gap_period_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-open-gap-period-permille"))
+			server_params.open_gap_period_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-round-permille"))
+			server_params.round_permille = (uint32_t)n;
+		else if (!strcmp(a, "--server-hold-ms"))
+			server_params.hold_us = n * 1000;
 		else if (!strcmp(a, "--name"))
 			name = v;
 		else if (!strcmp(a, "--detected"))
@@ -162,7 +193,10 @@ main(int argc, char **argv)
 			return usage();
 		if (!dm_trace_load(argv[i], &trace) || !dm_truth_load(argv[i + 1], &truth))
 			return 1;
-		dm_replay(&trace, &truth, &params, inputs, every_us, &res);
+		if (server) {
+			dm_server_replay(&trace, &truth, &server_params, inputs, every_us, &res);
+		} else
+			dm_replay(&trace, &truth, &params, inputs, every_us, &res);
 	}
 	if (with_list)
 		list(&truth, &res, detected != NULL);

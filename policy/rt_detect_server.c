@@ -1,0 +1,297 @@
+#include "rt_detect_server.h"
+
+#define RT_DETECT_SERVER_US_PER_S 1000000u
+
+void
+rt_detect_server_default_params(struct rt_detect_server_params *params)
+{
+	params->min_interval_us = 10000;
+	params->quiet_us = 400000;
+	params->quiet_permille = 20;
+	params->peak_half_life_us = 5000000;
+	params->quiet_cpu_permille = 250;
+	params->idle_cpu_permille = 50;
+	params->min_burst_events = 500;
+	params->min_share_permille = 250;
+	params->gap_us = 1000000;
+	params->gap_period_permille = 200;
+	params->open_gap_period_permille = 350;
+	params->round_permille = 900;
+	params->hold_us = 1000000;
+}
+
+/* A restart forgets the readings' rates and the burst under way, not what the rounds are like. */
+static void
+rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
+{
+	d->last = *r;
+	d->in_quiet = true;
+	d->quiet_since_us = r->t_us;
+	d->quiet_handled = true;
+	d->burst_events = 0;
+	d->burst_start_us = r->t_us;
+	d->pending = false;
+	d->last_end_us = 0;
+}
+
+void
+rt_detect_server_init(struct rt_detect_server *detect, const struct rt_detect_server_params *params)
+{
+	struct rt_reading zero = {0};
+	detect->params = *params;
+	detect->started = false;
+	detect->peak_events_per_s = 0;
+	detect->peak_bytes_per_s = 0;
+	detect->peak_cpu_permille = 0;
+	detect->seen_start_up = false;
+	detect->nrecent = 0;
+	detect->next_recent = 0;
+	detect->in_round = false;
+	detect->round_work = 0;
+	detect->nround_bursts = 0;
+	detect->round_ended = false;
+	detect->nworks = 0;
+	detect->next_work = 0;
+	detect->nheavies = 0;
+	detect->next_heavy = 0;
+	detect->nintervals = 0;
+	detect->next_interval = 0;
+	detect->boundaries = 0;
+	detect->boundary_us = 0;
+	detect->confidence_permille = 0;
+	detect->period_us = 0;
+	rt_detect_server_restart(detect, &zero);
+}
+
+/* value * num / den, saturated. */
+static uint64_t
+rt_detect_server_scale(uint64_t value, uint64_t num, uint64_t den)
+{
+	unsigned __int128 v = (unsigned __int128)value * num / (den ? den : 1);
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+/* rt_detect's peak: decayed over dt (halving every half-life), then raised to the rate. */
+static uint64_t
+rt_detect_server_peak(uint64_t peak, uint64_t rate, uint64_t dt_us, uint64_t half_life_us)
+{
+	if (half_life_us == 0)
+		peak = 0;
+	else {
+		for (; dt_us >= half_life_us && peak; dt_us -= half_life_us)
+			peak /= 2;
+		peak -= rt_detect_server_scale(peak / 2, dt_us, half_life_us);
+	}
+	return rate > peak ? rate : peak;
+}
+
+/* Appends to a ring of `size` values. */
+static void
+rt_detect_server_push_in(uint64_t *ring, unsigned size, unsigned *n, unsigned *next, uint64_t value)
+{
+	ring[*next] = value;
+	*next = (*next + 1) % size;
+	if (*n < size)
+		(*n)++;
+}
+
+/* Appends to a ring of the last rounds'. */
+static void
+rt_detect_server_push(uint64_t *ring, unsigned *n, unsigned *next, uint64_t value)
+{
+	rt_detect_server_push_in(ring, RT_DETECT_SERVER_HISTORY, n, next, value);
+}
+
+/* See confidence_permille. typical: the typical round's work, 0 when not known. */
+static uint32_t
+rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, uint64_t t)
+{
+	uint64_t reached = typical ? rt_detect_server_scale(d->round_work, 1000, typical) : 500;
+	uint64_t phase =
+	    d->period_us ? rt_detect_server_scale(t - d->boundary_us, 1000, d->period_us) : 1000;
+	uint64_t off = phase > 1000 ? phase - 1000 : 1000 - phase;
+	uint64_t phase_score = !d->period_us ? 500 : off >= 1000 ? 0 : 1000 - off;
+	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);
+}
+
+/* A round ends at t (the start of the quiet after the burst that ended it). */
+static enum rt_detect_result
+rt_detect_server_end(struct rt_detect_server *d, uint64_t t)
+{
+	d->confidence_permille =
+	    rt_detect_server_confidence(d, rt_detect_median(d->works, d->nworks), t);
+	if (d->boundaries)
+		rt_detect_server_push(d->intervals_us, &d->nintervals, &d->next_interval,
+		                      t - d->boundary_us);
+	d->period_us = d->nintervals >= RT_DETECT_LOCK_ROUNDS
+	                   ? rt_detect_median(d->intervals_us, d->nintervals)
+	                   : 0;
+	d->boundaries++;
+	d->boundary_us = t;
+	d->round_ended = true;
+	d->pending = false;
+	return RT_DETECT_BOUNDARY;
+}
+
+/* A round's activity is over: its work and heaviest burst join the last rounds' (see the
+ * header). */
+static void
+rt_detect_server_close_round(struct rt_detect_server *d)
+{
+	uint64_t heaviest = 0, work = 0;
+	unsigned at = 0;
+	for (unsigned i = 0; i < d->nround_bursts; i++)
+		if (d->round_bursts[i] > heaviest) {
+			heaviest = d->round_bursts[i];
+			at = i;
+		}
+	if (!heaviest)
+		return;
+	uint64_t noise = rt_detect_server_scale(heaviest, d->params.min_share_permille, 1000);
+	for (unsigned i = 0; i <= at; i++)
+		if (d->round_bursts[i] >= noise)
+			work += d->round_bursts[i];
+	rt_detect_server_push(d->works, &d->nworks, &d->next_work, work);
+	rt_detect_server_push(d->heavies, &d->nheavies, &d->next_heavy, heaviest);
+}
+
+/* A confirmed quiet period after a burst of at least min_burst_events (see the header). */
+static enum rt_detect_result
+rt_detect_server_decide(struct rt_detect_server *d)
+{
+	const struct rt_detect_server_params *p = &d->params;
+	uint64_t w = d->burst_events, t = d->quiet_since_us;
+	if (!d->seen_start_up) {
+		d->seen_start_up = true;
+		d->last_end_us = t;
+		return RT_DETECT_NOTHING;
+	}
+	/* Noise is judged against the typical round's heaviest burst; while fewer rounds than
+	 * RT_DETECT_LOCK_ROUNDS make it, against no more than the heaviest of the last bursts: a
+	 * first round that was an outlier (start-up's end, a checkpoint read) would otherwise make
+	 * every later burst noise, and no round would close again. */
+	uint64_t reference = 0;
+	for (unsigned i = 0; d->nheavies < RT_DETECT_LOCK_ROUNDS && i < d->nrecent; i++)
+		if (d->recent[i] > reference)
+			reference = d->recent[i];
+	uint64_t typical_heaviest = rt_detect_median(d->heavies, d->nheavies);
+	if (d->nheavies && (d->nheavies >= RT_DETECT_LOCK_ROUNDS || typical_heaviest < reference))
+		reference = typical_heaviest;
+	rt_detect_server_push_in(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent,
+	                         w);
+	if (rt_detect_server_scale(w, 1000, 1) <
+	    rt_detect_server_scale(reference, p->min_share_permille, 1))
+		return RT_DETECT_NOTHING;
+	/* A round's activity in which no round ended yet still waits for an update: a pause in it
+	 * (a slow client) closes it only when it is a longer share of the period. */
+	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
+	                                                             : p->gap_period_permille;
+	uint64_t gap = rt_detect_server_scale(d->period_us, share, 1000);
+	if (gap < p->gap_us)
+		gap = p->gap_us;
+	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
+		if (d->in_round)
+			rt_detect_server_close_round(d);
+		d->in_round = true;
+		d->round_work = 0;
+		d->nround_bursts = 0;
+		d->round_ended = false;
+	}
+	d->last_end_us = t;
+	if (!d->in_round)
+		return RT_DETECT_NOTHING;
+	d->round_work += w;
+	if (d->nround_bursts < RT_DETECT_SERVER_BURSTS)
+		d->round_bursts[d->nround_bursts++] = w;
+	else
+		d->round_bursts[RT_DETECT_SERVER_BURSTS - 1] += w;
+	if (d->round_ended)
+		return RT_DETECT_NOTHING;
+	uint64_t typical = rt_detect_median(d->works, d->nworks);
+	if (typical) {
+		if (rt_detect_server_scale(d->round_work, 1000, 1) >=
+		    rt_detect_server_scale(typical, p->round_permille, 1))
+			return rt_detect_server_end(d, t);
+		return RT_DETECT_NOTHING;
+	}
+	if (!d->pending || w > d->pending_weight) {
+		d->pending = true;
+		d->pending_weight = w;
+		d->pending_us = t;
+	}
+	return RT_DETECT_NOTHING;
+}
+
+enum rt_detect_result
+rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
+{
+	const struct rt_detect_server_params *p = &d->params;
+	const struct rt_reading *last = &d->last;
+	bool back = r->t_us < last->t_us || r->allocations < last->allocations ||
+	            r->frees < last->frees || r->bytes_requested < last->bytes_requested;
+	if (d->started && !back && r->t_us - last->t_us < p->min_interval_us)
+		return RT_DETECT_NOTHING;
+	if (!d->started || back) {
+		d->started = true;
+		rt_detect_server_restart(d, r);
+		return RT_DETECT_NOTHING;
+	}
+	uint64_t dt = r->t_us - last->t_us;
+	uint64_t events = (r->allocations - last->allocations) + (r->frees - last->frees);
+	uint64_t bytes = r->bytes_requested - last->bytes_requested;
+	uint64_t events_rate = rt_detect_server_scale(events, RT_DETECT_SERVER_US_PER_S, dt);
+	uint64_t bytes_rate = rt_detect_server_scale(bytes, RT_DETECT_SERVER_US_PER_S, dt);
+	d->peak_events_per_s =
+	    rt_detect_server_peak(d->peak_events_per_s, events_rate, dt, p->peak_half_life_us);
+	d->peak_bytes_per_s =
+	    rt_detect_server_peak(d->peak_bytes_per_s, bytes_rate, dt, p->peak_half_life_us);
+	bool active =
+	    events_rate > rt_detect_server_scale(d->peak_events_per_s, p->quiet_permille, 1000) ||
+	    bytes_rate > rt_detect_server_scale(d->peak_bytes_per_s, p->quiet_permille, 1000);
+	if (p->quiet_cpu_permille && r->cpu_us != RT_TRACE_UNKNOWN &&
+	    last->cpu_us != RT_TRACE_UNKNOWN && r->cpu_us >= last->cpu_us) {
+		uint64_t cpu = rt_detect_server_scale(r->cpu_us - last->cpu_us, 1000, dt);
+		d->peak_cpu_permille =
+		    rt_detect_server_peak(d->peak_cpu_permille, cpu, dt, p->peak_half_life_us);
+		if (cpu > p->idle_cpu_permille &&
+		    cpu > rt_detect_server_scale(d->peak_cpu_permille, p->quiet_cpu_permille, 1000))
+			active = true;
+	}
+	uint64_t quiet_start = last->t_us;
+	bool was_confirmed = d->in_quiet && quiet_start - d->quiet_since_us >= p->quiet_us;
+	d->last = *r;
+	if (active) {
+		/* A burst after a confirmed quiet period is a new one; a shorter pause is part of
+		 * it. Only active intervals weigh: the trickle between bursts is no work. */
+		if (was_confirmed) {
+			d->burst_events = 0;
+			d->burst_start_us = quiet_start;
+		}
+		d->burst_events += events;
+		d->in_quiet = false;
+		/* A heavier burst under way: the one waiting was not the round's heaviest. */
+		if (d->pending && d->burst_events > d->pending_weight)
+			d->pending = false;
+		/* One still lighter after a second hold: the one waiting was (the model sent). */
+		if (d->pending && r->t_us - d->pending_us >= 2 * p->hold_us)
+			return rt_detect_server_end(d, d->pending_us);
+		return RT_DETECT_NOTHING;
+	}
+	if (!d->in_quiet) {
+		d->in_quiet = true;
+		d->quiet_since_us = quiet_start;
+		d->quiet_handled = false;
+	}
+	enum rt_detect_result got = RT_DETECT_NOTHING;
+	if (!d->quiet_handled && r->t_us - d->quiet_since_us >= p->quiet_us) {
+		d->quiet_handled = true;
+		if (d->burst_events >= p->min_burst_events)
+			got = rt_detect_server_decide(d);
+	}
+	/* The burst waiting ends the round once hold_us passed in its own quiet, or once a later
+	 * burst, begun within the hold, went quiet lighter or is still lighter a hold later. */
+	if (got == RT_DETECT_NOTHING && d->pending && r->t_us - d->pending_us >= p->hold_us &&
+	    (d->quiet_since_us == d->pending_us || d->quiet_handled))
+		got = rt_detect_server_end(d, d->pending_us);
+	return got;
+}

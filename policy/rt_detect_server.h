@@ -1,0 +1,129 @@
+/* rt_detect_server: the server role's round boundaries, one a round, from its allocation rhythm.
+ * Owns what ends a server's round, the rounds' work and period, and their parameters. */
+#ifndef RT_DETECT_SERVER_H
+#define RT_DETECT_SERVER_H
+
+#include "rt_detect.h"
+#include "rt_trace.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A federated server's round: it waits while the clients train (heartbeats, polls), their
+ * updates arrive and are aggregated, the round ends, and the next model goes out to every client.
+ * The round's end falls inside that activity, and what follows it (the model sent) gives back no
+ * less than what came before it, so the client detector's rule (the quiet after a burst that
+ * gave back what it took) fires at every part of it. This detector counts the work that comes
+ * in instead:
+ *  - activity, bursts and quiet periods are rt_detect's (the same rates, decaying peaks and CPU
+ *    rule); a burst is over once no interval has been active for quiet_us;
+ *  - a burst's weight is its allocation events (allocations + frees): receiving and aggregating
+ *    updates is many small objects, sending a model a few large blocks;
+ *  - the process's first burst is its start-up; a burst under min_burst_events, or under
+ *    min_share_permille of the typical round's heaviest burst (while fewer than
+ *    RT_DETECT_LOCK_ROUNDS rounds make it, or none, of the heaviest of the last
+ *    RT_DETECT_SERVER_RECENT bursts when that is lighter) is noise:
+ *    heartbeats, polls, a relay of a few messages. A lower
+ *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
+ *    first round is known, and their work then sets the typical round's;
+ *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
+ *    gap_period_permille of the period once known: the clients training; while no round ended
+ *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
+ *    slow client's update, and a pause before that is no idle gap); once it is over, its
+ *    work is the weight of its bursts from its start up to and with its heaviest (the
+ *    aggregation: what comes after it, the model sent, is not the round's), each counted only
+ *    if it is no noise against that heaviest, as the next rounds will count theirs; the typical
+ *    round's work and heaviest burst are the medians of the last RT_DETECT_SERVER_HISTORY
+ *    rounds';
+ *  - a round ends at the quiet after the burst with which its activity reached round_permille of
+ *    the typical round's work: once per round's activity. Before a round's work is known, at the
+ *    quiet after its heaviest burst so far once hold_us passed with no heavier one (a burst
+ *    begun within the hold is weighed first: whole, or for another hold_us).
+ * The period (the median of the last intervals between round ends, after RT_DETECT_LOCK_ROUNDS
+ * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
+ * detector never asks for the live heap. */
+struct rt_detect_server_params {
+	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
+	uint64_t quiet_us;            /* 400000 */
+	uint32_t quiet_permille;      /* 20 */
+	uint64_t peak_half_life_us;   /* 5000000 */
+	uint32_t quiet_cpu_permille;  /* 250; 0 = CPU time not used */
+	uint32_t idle_cpu_permille;   /* 50 */
+	uint64_t min_burst_events;    /* 500 */
+	uint32_t min_share_permille;  /* 250 */
+	uint64_t gap_us;              /* 1000000 */
+	uint32_t gap_period_permille; /* 200 */
+	uint32_t open_gap_period_permille; /* 350 */
+	uint32_t round_permille;           /* 900 */
+	uint64_t hold_us;                  /* 1000000 */
+};
+
+#define RT_DETECT_SERVER_HISTORY 5
+#define RT_DETECT_SERVER_BURSTS 32
+#define RT_DETECT_SERVER_RECENT 5
+
+struct rt_detect_server {
+	struct rt_detect_server_params params;
+	bool started;
+	struct rt_reading last;
+	uint64_t peak_events_per_s;
+	uint64_t peak_bytes_per_s;
+	uint64_t peak_cpu_permille;
+	bool in_quiet;           /* no active interval since quiet_since_us */
+	uint64_t quiet_since_us; /* the end of the last active interval */
+	bool quiet_handled;      /* this quiet period was already decided */
+	uint64_t burst_events;   /* the current or last burst's weight */
+	uint64_t burst_start_us; /* when it began */
+	bool seen_start_up;      /* the first burst is over */
+	/* The last bursts since start-up (a ring, as the rounds' below): noise is judged against
+	 * their heaviest at most, so that one outlier is soon forgotten. */
+	uint64_t recent[RT_DETECT_SERVER_RECENT];
+	unsigned nrecent;
+	unsigned next_recent;
+	/* The round's activity under way: since when (false before the first idle gap), its
+	 * weight, its heaviest burst, its weight up to and with that burst, and whether a round
+	 * ended in it. last_end_us: when the last burst that was no noise ended (0: none yet). */
+	bool in_round;
+	uint64_t round_work;
+	uint64_t round_bursts[RT_DETECT_SERVER_BURSTS]; /* the last one takes any more */
+	unsigned nround_bursts;
+	bool round_ended;
+	uint64_t last_end_us;
+	/* Before a round's work is known: the heaviest burst waiting for hold_us. */
+	bool pending;
+	uint64_t pending_weight;
+	uint64_t pending_us; /* its quiet's start */
+	/* The last rounds' work and heaviest bursts and the intervals between their ends: rings,
+	 * the oldest overwritten. */
+	uint64_t works[RT_DETECT_SERVER_HISTORY];
+	unsigned nworks;
+	unsigned next_work;
+	uint64_t heavies[RT_DETECT_SERVER_HISTORY]; /* each round's heaviest burst */
+	unsigned nheavies;
+	unsigned next_heavy;
+	uint64_t intervals_us[RT_DETECT_SERVER_HISTORY];
+	unsigned nintervals;
+	unsigned next_interval;
+	/* Outputs, as rt_detect's */
+	uint64_t boundaries;
+	uint64_t boundary_us; /* the last round's end: when its quiet began */
+	/* 0 to 1000: the mean of how much of the typical round's work the round's activity had
+	 * reached (capped at 1000; 500 while none is known) and how close the end came to a
+	 * period after the last one (1000 at one period, 0 at none or two; 500 while the period
+	 * is not known). */
+	uint32_t confidence_permille;
+	uint64_t period_us; /* 0 while not known */
+};
+
+void rt_detect_server_default_params(struct rt_detect_server_params *params);
+
+void rt_detect_server_init(struct rt_detect_server *detect,
+                           const struct rt_detect_server_params *params);
+
+/* Feeds the next reading, as rt_detect_feed (skipped when too soon, a restart of the rhythm's
+ * reading when a counter or the time went back). Returns RT_DETECT_NOTHING or
+ * RT_DETECT_BOUNDARY, never RT_DETECT_WANT_LIVE. */
+enum rt_detect_result rt_detect_server_feed(struct rt_detect_server *detect,
+                                            const struct rt_reading *reading);
+
+#endif

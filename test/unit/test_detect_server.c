@@ -1,0 +1,559 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "../bench/detect_server_match.h"
+#include "rt_detect_server.h"
+
+/* Synthetic readings of a server: each step advances the clock and the cumulative counters. */
+struct sgen {
+	struct rt_detect_server d;
+	struct rt_reading r;
+	size_t boundaries;
+	size_t asks;
+	size_t step;         /* steps fed so far */
+	size_t last_fired;   /* the step whose reading returned the last boundary */
+	uint64_t last_quiet; /* when the last burst fed went quiet (sgen_burst) */
+};
+
+#define SMIB ((uint64_t)1024 * 1024)
+#define SSTEP_US 50000
+
+static struct rt_detect_server_params
+sdefaults(void)
+{
+	struct rt_detect_server_params p;
+	rt_detect_server_default_params(&p);
+	return p;
+}
+
+static void
+sgen_init(struct sgen *g, const struct rt_detect_server_params *p)
+{
+	rt_detect_server_init(&g->d, p);
+	struct rt_reading r = {1000000,          0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN, 0};
+	g->r = r;
+	g->boundaries = g->asks = g->step = g->last_fired = 0;
+	g->last_quiet = 0;
+	rt_detect_server_feed(&g->d, &g->r);
+}
+
+/* One step: events allocation/free pairs (half each) of bytes in all, busy or not. */
+static void
+sgen_step(struct sgen *g, uint64_t events, uint64_t bytes, bool busy)
+{
+	g->r.t_us += SSTEP_US;
+	g->r.allocations += events / 2;
+	g->r.frees += events - events / 2;
+	g->r.bytes_requested += bytes;
+	g->r.cpu_us += busy ? SSTEP_US : 0;
+	enum rt_detect_result got = rt_detect_server_feed(&g->d, &g->r);
+	g->step++;
+	if (got == RT_DETECT_BOUNDARY) {
+		g->boundaries++;
+		g->last_fired = g->step;
+	}
+	g->asks += got == RT_DETECT_WANT_LIVE;
+}
+
+/* A burst of `steps` steps of events each (a MiB per 100 events), then the quiet starts. */
+static void
+sgen_burst(struct sgen *g, int steps, uint64_t events)
+{
+	for (int i = 0; i < steps; i++)
+		sgen_step(g, events, events / 100 * SMIB, true);
+	g->last_quiet = g->r.t_us;
+}
+
+static void
+sgen_idle(struct sgen *g, int steps)
+{
+	for (int i = 0; i < steps; i++)
+		sgen_step(g, 0, 0, false);
+}
+
+/* The process's start-up, then the wait for the clients' first training. */
+static void
+sgen_start_up(struct sgen *g)
+{
+	sgen_burst(g, 20, 5000);
+	sgen_idle(g, 60);
+}
+
+/* As sgen_round, with the first client's update `update` events. */
+static uint64_t
+sgen_round_with(struct sgen *g, uint64_t update, int apart, int idle)
+{
+	sgen_burst(g, 3, update / 3);
+	sgen_idle(g, apart);
+	sgen_burst(g, 4, 2000);
+	uint64_t end = g->last_quiet;
+	sgen_idle(g, apart);
+	for (int i = 0; i < 3; i++)
+		sgen_step(g, 500, 200 * SMIB, true);
+	sgen_idle(g, idle);
+	return end;
+}
+
+/* One round as a server has it: a first client's update arrives (3,000 events), the second's
+ * `apart` steps later together with the aggregation (8,000: the round ends at its quiet), the
+ * model goes out `apart` steps after that (1,500 events in few large blocks), then the clients
+ * train for `idle` steps. Returns when the aggregation's quiet began. */
+static uint64_t
+sgen_round(struct sgen *g, int apart, int idle)
+{
+	sgen_burst(g, 3, 1000);
+	sgen_idle(g, apart);
+	sgen_burst(g, 4, 2000);
+	uint64_t end = g->last_quiet;
+	sgen_idle(g, apart);
+	for (int i = 0; i < 3; i++)
+		sgen_step(g, 500, 200 * SMIB, true);
+	sgen_idle(g, idle);
+	return end;
+}
+
+Test(detect_server, documented_defaults)
+{
+	struct rt_detect_server_params p = sdefaults();
+	cr_assert_eq(p.min_interval_us, 10000);
+	cr_assert_eq(p.quiet_us, 400000);
+	cr_assert_eq(p.quiet_permille, 20);
+	cr_assert_eq(p.peak_half_life_us, 5000000);
+	cr_assert_eq(p.quiet_cpu_permille, 250);
+	cr_assert_eq(p.idle_cpu_permille, 50);
+	cr_assert_eq(p.min_burst_events, 500);
+	cr_assert_eq(p.min_share_permille, 250);
+	cr_assert_eq(p.gap_us, 1000000);
+	cr_assert_eq(p.gap_period_permille, 200);
+	cr_assert_eq(p.open_gap_period_permille, 350);
+	cr_assert_eq(p.round_permille, 900);
+	cr_assert_eq(p.hold_us, 1000000);
+}
+
+Test(detect_server, start_up_is_no_round)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_idle(&g, 200);
+	cr_assert_eq(g.boundaries, 0);
+}
+
+/* Each round ends once, at the aggregation's quiet, however the update before it and the model
+ * sent after it weigh; the first once hold_us passed with no heavier burst, the next ones as
+ * soon as the quiet is confirmed. */
+Test(detect_server, each_round_ends_once_at_the_aggregation)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 8; round++) {
+		uint64_t end = sgen_round(&g, 12, 100);
+		cr_assert_eq(g.boundaries, round, "round %zu: %zu boundaries", round, g.boundaries);
+		cr_assert_eq(g.d.boundary_us, end, "round %zu", round);
+		uint64_t wait_us = 1000000 + g.last_fired * SSTEP_US - end;
+		if (round == 1)
+			cr_assert_geq(wait_us, p.hold_us, "round 1 found after %lu us",
+			              (unsigned long)wait_us);
+		else
+			cr_assert_leq(wait_us, p.quiet_us + SSTEP_US,
+			              "round %zu found after %lu us", round,
+			              (unsigned long)wait_us);
+	}
+	cr_assert_eq(g.asks, 0, "the server's detector never asks for the live heap");
+}
+
+/* Before any round's work is known, the first round ends at its heaviest burst: a heavier one
+ * begun within the hold but not yet heavier when the hold runs out is weighed whole first (the
+ * s1 server job's first round: an update, then the second with the aggregation 0.5 s later,
+ * slowly, under load). */
+Test(detect_server, the_first_round_s_hold_weighs_a_burst_begun_within_it)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_burst(&g, 3, 1000);
+	sgen_idle(&g, 12);
+	sgen_burst(&g, 20, 200);
+	uint64_t end = g.last_quiet;
+	sgen_idle(&g, 100);
+	cr_assert_eq(g.boundaries, 1);
+	cr_assert_eq(g.d.boundary_us, end, "the round ended at the update, not the aggregation");
+}
+
+/* ... but not for longer than a second hold: a lighter burst still under way then is what follows
+ * the round's end (the s3 server job's first round: the 1.4 GiB model sent for 7 s). */
+Test(detect_server, the_first_round_s_hold_waits_one_more_hold_at_most)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_burst(&g, 4, 2000);
+	uint64_t end = g.last_quiet;
+	sgen_idle(&g, 10);
+	for (int i = 0; i < 80; i++)
+		sgen_step(&g, 90, 40 * SMIB, true);
+	cr_assert_eq(g.boundaries, 1, "the round's end waited for the model sent");
+	cr_assert_eq(g.d.boundary_us, end);
+	uint64_t wait_us = 1000000 + g.last_fired * SSTEP_US - end;
+	cr_assert_leq(wait_us, 2 * p.hold_us + SSTEP_US, "found after %lu us",
+	              (unsigned long)wait_us);
+}
+
+/* One burst after start-up far heavier than any round's (a dataset loaded, a checkpoint read)
+ * judges noise only until five more bursts have come: then the rounds are found. */
+Test(detect_server, an_outlier_before_the_first_round_is_soon_forgotten)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_burst(&g, 20, 10000);
+	sgen_idle(&g, 60);
+	for (size_t round = 1; round <= 10; round++)
+		sgen_round(&g, 12, 100);
+	cr_assert_geq(g.boundaries, 7, "%zu rounds found of 10", g.boundaries);
+	cr_assert_leq(g.boundaries, 10);
+}
+
+/* A first update under a quarter of the aggregation is noise from the second round on: the
+ * first round's work, measured before that was known, must not count it either, or the second
+ * round never reaches nine tenths of it (test/workloads/server_rounds lost its second round). */
+Test(detect_server, a_round_s_work_counts_what_the_next_rounds_will_count)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 6; round++) {
+		uint64_t end = sgen_round_with(&g, 1500, 12, 100);
+		cr_assert_eq(g.boundaries, round, "round %zu: %zu boundaries", round, g.boundaries);
+		cr_assert_eq(g.d.boundary_us, end, "round %zu", round);
+	}
+}
+
+/* A burst lighter than a quarter of a round's heaviest (a heartbeat, a poll) neither ends a
+ * round nor splits or joins rounds, from the first round on. */
+Test(detect_server, heartbeats_are_noise)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 6; round++) {
+		uint64_t end = sgen_round(&g, 12, 10);
+		for (int beat = 0; beat < 4; beat++) {
+			sgen_step(&g, 520, SMIB, false);
+			sgen_idle(&g, 20);
+		}
+		cr_assert_eq(g.boundaries, round, "round %zu: %zu boundaries", round, g.boundaries);
+		cr_assert_eq(g.d.boundary_us, end, "round %zu", round);
+	}
+}
+
+/* Once the period is known, a pause inside a round's activity longer than gap_us (a slow
+ * client) but under gap_period_permille of the period does not split it. */
+Test(detect_server, the_period_scales_the_idle_gap)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 5; round++)
+		sgen_round(&g, 12, 300);
+	cr_assert_eq(g.boundaries, 5);
+	cr_assert_gt(g.d.period_us, 15000000);
+	for (size_t round = 6; round <= 10; round++) {
+		uint64_t end = sgen_round(&g, 40, 300);
+		cr_assert_eq(g.boundaries, round, "round %zu: %zu boundaries", round, g.boundaries);
+		cr_assert_eq(g.d.boundary_us, end, "round %zu", round);
+	}
+}
+
+/* A round whose first update comes long before the second (a slow client): from the second
+ * round on, rounds of `idle` steps' training whose updates come `apart` steps apart. Returns
+ * how many of the 5 rounds after the first five ended at their aggregation. */
+static int
+sgen_slow_client_rounds(const struct rt_detect_server_params *p, int apart)
+{
+	struct sgen g;
+	sgen_init(&g, p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 5; round++)
+		sgen_round(&g, 12, 300);
+	int found = 0;
+	for (size_t round = 6; round <= 10; round++) {
+		size_t before = g.boundaries;
+		sgen_burst(&g, 3, 1000);
+		sgen_idle(&g, apart);
+		sgen_burst(&g, 4, 2000);
+		uint64_t end = g.last_quiet;
+		sgen_idle(&g, 12);
+		for (int i = 0; i < 3; i++)
+			sgen_step(&g, 500, 200 * SMIB, true);
+		sgen_idle(&g, 300 - apart);
+		found += g.boundaries == before + 1 && g.d.boundary_us == end;
+	}
+	return found;
+}
+
+/* While no round ended in a round's activity, a pause in it closes it only at
+ * open_gap_period_permille of the period: a 4.5-s wait for the second client in rounds of
+ * about 17 s (a fifth of the period is 3.4 s) does not split the round (the s1 and s2 server
+ * jobs' slow clients). */
+Test(detect_server, a_round_waiting_for_a_slow_client_is_not_split)
+{
+	struct rt_detect_server_params p = sdefaults();
+	cr_assert_eq(sgen_slow_client_rounds(&p, 90), 5);
+	p.open_gap_period_permille = p.gap_period_permille;
+	cr_assert_lt(sgen_slow_client_rounds(&p, 90), 5, "the same pause splits it without");
+}
+
+/* Without a period to scale it, the same 2-s pause splits a round in two: each part is a
+ * round's activity of its own, which is what the period is for. */
+Test(detect_server, without_the_period_a_long_pause_splits_a_round)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	p.gap_period_permille = 0;
+	p.open_gap_period_permille = 0;
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 5; round++)
+		sgen_round(&g, 12, 300);
+	size_t before = g.boundaries;
+	for (size_t round = 6; round <= 10; round++)
+		sgen_round(&g, 40, 300);
+	cr_assert_gt(g.boundaries - before, 5, "%zu boundaries in 5 rounds", g.boundaries - before);
+}
+
+Test(detect_server, confidence_is_high_for_a_round_in_rhythm)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	sgen_round(&g, 12, 100);
+	cr_assert_eq(g.d.confidence_permille, 500, "nothing known: %u", g.d.confidence_permille);
+	for (int round = 2; round <= 8; round++)
+		sgen_round(&g, 12, 100);
+	cr_assert_geq(g.d.confidence_permille, 950, "%u", g.d.confidence_permille);
+}
+
+Test(detect_server, counters_going_back_restart_the_burst_not_the_rhythm)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (int round = 1; round <= 4; round++)
+		sgen_round(&g, 12, 100);
+	cr_assert_eq(g.boundaries, 4);
+	uint64_t period = g.d.period_us;
+	sgen_burst(&g, 3, 1000);
+	g.r.allocations = g.r.frees = g.r.bytes_requested = 0;
+	sgen_idle(&g, 100);
+	cr_assert_eq(g.boundaries, 4);
+	cr_assert_eq(g.d.period_us, period);
+}
+
+Test(detect_server, a_reading_too_soon_is_skipped)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	struct rt_reading r = g.r;
+	r.t_us += p.min_interval_us - 1;
+	r.allocations += 100000;
+	cr_assert_eq(rt_detect_server_feed(&g.d, &r), RT_DETECT_NOTHING);
+	cr_assert_eq(g.d.last.t_us, g.r.t_us);
+}
+
+/* The recorded server traces in test/traces (test/traces/README.md), replayed as the library
+ * reads a server: the counts and the CPU time (the detector never asks for the live heap). */
+static bool
+sload(const char *name, struct dm_trace *trace, struct dm_truth *truth)
+{
+	char trace_path[4096], truth_path[4096];
+	snprintf(trace_path, sizeof(trace_path), "%s/test/traces/%s.trace", RT_SOURCE_DIR, name);
+	snprintf(truth_path, sizeof(truth_path), "%s/test/traces/%s.truth", RT_SOURCE_DIR, name);
+	return dm_trace_load(trace_path, trace) && dm_truth_load(truth_path, truth);
+}
+
+enum sshape_rule {
+	SSHAPE_ROUNDS, /* precision and recall >= 0.95, every delay <= 3 s (the matching rule) */
+	SSHAPE_RELAY,  /* at most one detection a round */
+};
+
+struct sshape {
+	const char *name;
+	enum sshape_rule rule;
+	/* false: a shape the detector does not hold yet (roundtrim(7) gives its figures): it takes
+	 * no part in choosing the settings, and its score is logged, not asserted. */
+	bool held;
+};
+
+/* Not held yet, and why (issue 27):
+ * - the server parents (s1-s6) only relay: the clients' updates in and the model out are
+ *   bursts of the same weight, and the round ends between them with no work of the parent's;
+ *   its heaviest burst is either, so a round's work is not stable there. They count 1.1-1.3
+ *   rounds a round but for s3's (1.4 GiB relayed each way: 2), with precision and recall
+ *   0.06-0.80.
+ * - s2 server job (4.5-s rounds): 0.96 with the shipped settings, but the settings chosen
+ *   without it (a round's share of 800) give 0.885: a round's work there varies by a third, as
+ *   the first update merges with the aggregation or not, and under a load of 16-18 its pauses
+ *   inside a round (to 1.3 s) are as long as the clients' training between rounds.
+ * - s3, s5, s6 server jobs: an aggregation merged with the model sent in one burst (its quiet
+ *   comes after the sends, 2.2-2.7 s late), or the quiet of the model being saved (file
+ *   writes, no allocation) confirmed 45 and 130 ms before FedAvg's log line; 0.88-0.93.
+ * - fl_server (test/workloads/fl_server.c): five clients that never pause together, so its
+ *   rounds have no idle gap between them; the client detector, which watches the live heap
+ *   fall at each round's end, holds it (test_detect.c). */
+static const struct sshape sshapes[] = {
+    {"nvflare_s1_server_job", SSHAPE_ROUNDS, true},
+    {"nvflare_s2_tiny_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s3_50m_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s4_long_server_job", SSHAPE_ROUNDS, true},
+    {"nvflare_s5_workers_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s6_4sites_server_job", SSHAPE_ROUNDS, false},
+    {"grpc_fl_server", SSHAPE_ROUNDS, true},
+    {"server_rounds", SSHAPE_ROUNDS, true},
+    {"fl_server", SSHAPE_ROUNDS, false},
+    {"nvflare_s1_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s2_tiny_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s3_50m_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s4_long_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s5_workers_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s6_4sites_server_parent", SSHAPE_RELAY, false},
+};
+#define NSSHAPES (sizeof(sshapes) / sizeof(sshapes[0]))
+
+/* The grid: the round's share, the idle gap's share of the period (after a round's end, and
+ * while the round still waits) and the first round's hold, at, below and above their defaults;
+ * the defaults first, so that a tie keeps them. */
+static const uint32_t sgrid_round[] = {900, 800, 950};
+static const uint32_t sgrid_gap[] = {200, 100, 300};
+static const uint32_t sgrid_open_gap[] = {350, 250, 500};
+static const uint64_t sgrid_hold_us[] = {1000000, 600000, 1500000};
+#define NSGRID (3 * 3 * 3 * 3)
+
+static struct rt_detect_server_params
+sgrid_params(size_t i)
+{
+	struct rt_detect_server_params p = sdefaults();
+	p.round_permille = sgrid_round[i % 3];
+	p.gap_period_permille = sgrid_gap[i / 3 % 3];
+	p.open_gap_period_permille = sgrid_open_gap[i / 9 % 3];
+	p.hold_us = sgrid_hold_us[i / 27];
+	return p;
+}
+
+/* 0 to 1: for SSHAPE_ROUNDS the lower of precision and recall, for SSHAPE_RELAY 1 or 0. */
+static double
+sshape_score(const struct sshape *s, const struct dm_trace *trace, const struct dm_truth *truth,
+             const struct rt_detect_server_params *p, struct dm_result *res)
+{
+	unsigned inputs;
+	cr_assert(dm_inputs_parse("counts+cpu", &inputs));
+	dm_server_replay(trace, truth, p, inputs, 0, res);
+	if (s->rule == SSHAPE_RELAY)
+		return res->detected <= res->truths;
+	return res->precision < res->recall ? res->precision : res->recall;
+}
+
+/* As the client detector is judged (test_detect.c): for each server shape, the settings that do
+ * best on all the others must hold on the one left out. */
+Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
+{
+	static double score[NSGRID][NSSHAPES];
+	static size_t detected[NSGRID][NSSHAPES], truths[NSSHAPES];
+	static double median_delay[NSGRID][NSSHAPES], max_delay[NSGRID][NSSHAPES];
+	static double precision[NSGRID][NSSHAPES], recall[NSGRID][NSSHAPES];
+	for (size_t k = 0; k < NSSHAPES; k++) {
+		struct dm_trace trace;
+		struct dm_truth truth;
+		cr_assert(sload(sshapes[k].name, &trace, &truth), "%s", sshapes[k].name);
+		for (size_t i = 0; i < NSGRID; i++) {
+			struct rt_detect_server_params p = sgrid_params(i);
+			struct dm_result res;
+			score[i][k] = sshape_score(&sshapes[k], &trace, &truth, &p, &res);
+			detected[i][k] = res.detected;
+			truths[k] = res.truths;
+			median_delay[i][k] = res.median_delay_s;
+			precision[i][k] = res.precision;
+			recall[i][k] = res.recall;
+			max_delay[i][k] = res.max_delay_s;
+			dm_result_free(&res);
+		}
+		dm_trace_free(&trace);
+		dm_truth_free(&truth);
+	}
+	for (size_t out = 0; out < NSSHAPES; out++) {
+		size_t best = 0;
+		double best_worst = -1, best_sum = -1;
+		for (size_t i = 0; i < NSGRID; i++) {
+			double worst = 1, sum = 0;
+			for (size_t k = 0; k < NSSHAPES; k++) {
+				if (k == out || !sshapes[k].held)
+					continue;
+				worst = score[i][k] < worst ? score[i][k] : worst;
+				sum += score[i][k];
+			}
+			if (worst > best_worst || (worst == best_worst && sum > best_sum)) {
+				best_worst = worst;
+				best_sum = sum;
+				best = i;
+			}
+		}
+		struct rt_detect_server_params p = sgrid_params(best);
+		cr_log_info("%s left out: round %u gap %u open gap %u hold %lu us: score %.3f, %zu "
+		            "detections for %zu rounds, precision %.3f recall %.3f, delay median "
+		            "%.2f s max %.2f s%s",
+		            sshapes[out].name, p.round_permille, p.gap_period_permille,
+		            p.open_gap_period_permille, (unsigned long)p.hold_us, score[best][out],
+		            detected[best][out], truths[out], precision[best][out],
+		            recall[best][out], median_delay[best][out], max_delay[best][out],
+		            sshapes[out].held ? "" : " (not held yet)");
+		if (!sshapes[out].held)
+			continue;
+		cr_expect_geq(
+		    score[best][out], 0.95,
+		    "%s left out: chosen round %u gap %u hold %lu us (worst elsewhere %.3f) "
+		    "scores %.3f on it",
+		    sshapes[out].name, p.round_permille, p.gap_period_permille,
+		    (unsigned long)p.hold_us, best_worst, score[best][out]);
+	}
+}
+
+/* What the server role is for (issue 27): acting every N rounds acts at most once a round. On
+ * every recorded process that aggregates, with the shipped settings, the detections never
+ * outnumber the rounds by more than one (start-up's last burst can take the first hold); the
+ * relays' counts are logged (see above). */
+Test(detect_server_traces, at_most_one_end_a_round_where_the_server_aggregates, .timeout = 60)
+{
+	for (size_t k = 0; k < NSSHAPES; k++) {
+		struct dm_trace trace;
+		struct dm_truth truth;
+		cr_assert(sload(sshapes[k].name, &trace, &truth), "%s", sshapes[k].name);
+		struct rt_detect_server_params p = sdefaults();
+		unsigned inputs;
+		cr_assert(dm_inputs_parse("counts+cpu", &inputs));
+		struct dm_result res;
+		dm_server_replay(&trace, &truth, &p, inputs, 0, &res);
+		if (sshapes[k].rule == SSHAPE_RELAY)
+			cr_log_info("%s (a relay): %zu detections for %zu rounds", sshapes[k].name,
+			            res.detected, res.truths);
+		else
+			cr_expect_leq(res.detected, res.truths + 1,
+			              "%s: %zu detections for %zu rounds", sshapes[k].name,
+			              res.detected, res.truths);
+		dm_result_free(&res);
+		dm_trace_free(&trace);
+		dm_truth_free(&truth);
+	}
+}
