@@ -58,9 +58,7 @@ rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *params)
 	struct rt_reading zero = {0};
 	detect->params = *params;
 	detect->started = false;
-	detect->peak_events_per_s = 0;
-	detect->peak_bytes_per_s = 0;
-	detect->peak_cpu_permille = 0;
+	detect->peaks = (struct rt_detect_peaks){0};
 	detect->boundaries = 0;
 	detect->boundary_us = 0;
 	detect->basis = RT_DETECT_BY_NONE;
@@ -99,8 +97,7 @@ rt_detect_known(uint64_t value)
 	return value != RT_TRACE_UNKNOWN;
 }
 
-/* value * num / den without overflow for the magnitudes of rates and times (saturates). */
-static uint64_t
+uint64_t
 rt_detect_scale(uint64_t value, uint64_t num, uint64_t den)
 {
 	unsigned __int128 v = (unsigned __int128)value * num / (den ? den : 1);
@@ -120,6 +117,33 @@ rt_detect_peak(uint64_t peak, uint64_t rate, uint64_t dt_us, uint64_t half_life_
 		peak -= rt_detect_scale(peak / 2, dt_us, half_life_us);
 	}
 	return rate > peak ? rate : peak;
+}
+
+bool
+rt_detect_active(struct rt_detect_peaks *peaks, const struct rt_reading *last,
+                 const struct rt_reading *r, uint32_t quiet_permille, uint64_t peak_half_life_us,
+                 uint32_t quiet_cpu_permille, uint32_t idle_cpu_permille)
+{
+	uint64_t dt = r->t_us - last->t_us;
+	uint64_t events = (r->allocations - last->allocations) + (r->frees - last->frees);
+	uint64_t bytes = r->bytes_requested - last->bytes_requested;
+	uint64_t events_rate = rt_detect_scale(events, RT_DETECT_US_PER_S, dt);
+	uint64_t bytes_rate = rt_detect_scale(bytes, RT_DETECT_US_PER_S, dt);
+	peaks->events_per_s =
+	    rt_detect_peak(peaks->events_per_s, events_rate, dt, peak_half_life_us);
+	peaks->bytes_per_s = rt_detect_peak(peaks->bytes_per_s, bytes_rate, dt, peak_half_life_us);
+	bool active = events_rate > rt_detect_scale(peaks->events_per_s, quiet_permille, 1000) ||
+	              bytes_rate > rt_detect_scale(peaks->bytes_per_s, quiet_permille, 1000);
+	if (quiet_cpu_permille && rt_detect_known(r->cpu_us) && rt_detect_known(last->cpu_us) &&
+	    r->cpu_us >= last->cpu_us) {
+		uint64_t cpu = rt_detect_scale(r->cpu_us - last->cpu_us, 1000, dt);
+		peaks->cpu_permille =
+		    rt_detect_peak(peaks->cpu_permille, cpu, dt, peak_half_life_us);
+		if (cpu > idle_cpu_permille &&
+		    cpu > rt_detect_scale(peaks->cpu_permille, quiet_cpu_permille, 1000))
+			active = true;
+	}
+	return active;
 }
 
 /* kept / requested <= permille / 1000, where kept may be negative (more given back). */
@@ -223,8 +247,7 @@ rt_detect_ring_push_reading(struct rt_reading *ring, unsigned size, unsigned *n,
 		(*n)++;
 }
 
-/* Appends to a ring of `size` values. */
-static void
+void
 rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *next, uint64_t value)
 {
 	ring[*next] = value;
@@ -512,24 +535,8 @@ rt_detect_feed(struct rt_detect *d, const struct rt_reading *r)
 	uint64_t dt = r->t_us - last->t_us;
 	uint64_t events = (r->allocations - last->allocations) + (r->frees - last->frees);
 	uint64_t bytes = r->bytes_requested - last->bytes_requested;
-	uint64_t events_rate = rt_detect_scale(events, RT_DETECT_US_PER_S, dt);
-	uint64_t bytes_rate = rt_detect_scale(bytes, RT_DETECT_US_PER_S, dt);
-	d->peak_events_per_s =
-	    rt_detect_peak(d->peak_events_per_s, events_rate, dt, p->peak_half_life_us);
-	d->peak_bytes_per_s =
-	    rt_detect_peak(d->peak_bytes_per_s, bytes_rate, dt, p->peak_half_life_us);
-	bool active =
-	    events_rate > rt_detect_scale(d->peak_events_per_s, p->quiet_permille, 1000) ||
-	    bytes_rate > rt_detect_scale(d->peak_bytes_per_s, p->quiet_permille, 1000);
-	if (p->quiet_cpu_permille && rt_detect_known(r->cpu_us) && rt_detect_known(last->cpu_us) &&
-	    r->cpu_us >= last->cpu_us) {
-		uint64_t cpu = rt_detect_scale(r->cpu_us - last->cpu_us, 1000, dt);
-		d->peak_cpu_permille =
-		    rt_detect_peak(d->peak_cpu_permille, cpu, dt, p->peak_half_life_us);
-		if (cpu > p->idle_cpu_permille &&
-		    cpu > rt_detect_scale(d->peak_cpu_permille, p->quiet_cpu_permille, 1000))
-			active = true;
-	}
+	bool active = rt_detect_active(&d->peaks, last, r, p->quiet_permille, p->peak_half_life_us,
+	                               p->quiet_cpu_permille, p->idle_cpu_permille);
 	uint64_t quiet_start = last->t_us;
 	bool was_confirmed = d->in_quiet && quiet_start - d->quiet_since_us >= p->quiet_us;
 	d->last = *r;

@@ -111,13 +111,19 @@ enum rt_detect_basis {
 	RT_DETECT_BY_RHYTHM, /* the rhythm alone (rhythm_bursts), whatever the heap kept */
 };
 
+/* The recent peaks that an interval's activity is judged against (see struct rt_detect_params):
+ * the one rule of activity that every detector of rounds shares. */
+struct rt_detect_peaks {
+	uint64_t events_per_s;
+	uint64_t bytes_per_s;
+	uint64_t cpu_permille;
+};
+
 struct rt_detect {
 	struct rt_detect_params params;
 	bool started;
 	struct rt_reading last;
-	uint64_t peak_events_per_s;
-	uint64_t peak_bytes_per_s;
-	uint64_t peak_cpu_permille;
+	struct rt_detect_peaks peaks;
 	bool in_quiet;             /* no active interval since quiet_since_us */
 	uint64_t quiet_since_us;   /* the end of the last active interval */
 	bool quiet_handled;        /* this quiet period already fired, asked or made a checkpoint */
@@ -172,6 +178,23 @@ void rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *par
 enum rt_detect_result rt_detect_feed(struct rt_detect *detect, const struct rt_reading *reading);
 
 const char *rt_detect_basis_name(enum rt_detect_basis basis);
+
+/* Whether the interval from last to r (r later, no counter gone back) was active, with the
+ * peaks updated: its event or byte rate above quiet_permille of their decaying peaks (halving
+ * every peak_half_life_us), or, where both readings carry the CPU time and quiet_cpu_permille
+ * is not 0, its CPU use above idle_cpu_permille of one CPU and quiet_cpu_permille of its peak.
+ * The parameters are struct rt_detect_params's of the same names. */
+bool rt_detect_active(struct rt_detect_peaks *peaks, const struct rt_reading *last,
+                      const struct rt_reading *r, uint32_t quiet_permille,
+                      uint64_t peak_half_life_us, uint32_t quiet_cpu_permille,
+                      uint32_t idle_cpu_permille);
+
+/* value * num / den without overflow for the magnitudes of rates and times (saturates). */
+uint64_t rt_detect_scale(uint64_t value, uint64_t num, uint64_t den);
+
+/* Appends value to a ring of `size` values holding *n, the next at *next. */
+void rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *next,
+                         uint64_t value);
 
 /* The median of n values (the lower middle of an even count); 0 when n is 0. */
 uint64_t rt_detect_median(const uint64_t *values, unsigned n);

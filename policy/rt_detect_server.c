@@ -1,7 +1,5 @@
 #include "rt_detect_server.h"
 
-#define RT_DETECT_SERVER_US_PER_S 1000000u
-
 void
 rt_detect_server_default_params(struct rt_detect_server_params *params)
 {
@@ -40,9 +38,7 @@ rt_detect_server_init(struct rt_detect_server *detect, const struct rt_detect_se
 	struct rt_reading zero = {0};
 	detect->params = *params;
 	detect->started = false;
-	detect->peak_events_per_s = 0;
-	detect->peak_bytes_per_s = 0;
-	detect->peak_cpu_permille = 0;
+	detect->peaks = (struct rt_detect_peaks){0};
 	detect->seen_start_up = false;
 	detect->nrecent = 0;
 	detect->next_recent = 0;
@@ -63,52 +59,20 @@ rt_detect_server_init(struct rt_detect_server *detect, const struct rt_detect_se
 	rt_detect_server_restart(detect, &zero);
 }
 
-/* value * num / den, saturated. */
-static uint64_t
-rt_detect_server_scale(uint64_t value, uint64_t num, uint64_t den)
-{
-	unsigned __int128 v = (unsigned __int128)value * num / (den ? den : 1);
-	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
-}
-
-/* rt_detect's peak: decayed over dt (halving every half-life), then raised to the rate. */
-static uint64_t
-rt_detect_server_peak(uint64_t peak, uint64_t rate, uint64_t dt_us, uint64_t half_life_us)
-{
-	if (half_life_us == 0)
-		peak = 0;
-	else {
-		for (; dt_us >= half_life_us && peak; dt_us -= half_life_us)
-			peak /= 2;
-		peak -= rt_detect_server_scale(peak / 2, dt_us, half_life_us);
-	}
-	return rate > peak ? rate : peak;
-}
-
-/* Appends to a ring of `size` values. */
-static void
-rt_detect_server_push_in(uint64_t *ring, unsigned size, unsigned *n, unsigned *next, uint64_t value)
-{
-	ring[*next] = value;
-	*next = (*next + 1) % size;
-	if (*n < size)
-		(*n)++;
-}
-
 /* Appends to a ring of the last rounds'. */
 static void
 rt_detect_server_push(uint64_t *ring, unsigned *n, unsigned *next, uint64_t value)
 {
-	rt_detect_server_push_in(ring, RT_DETECT_SERVER_HISTORY, n, next, value);
+	rt_detect_ring_push(ring, RT_DETECT_SERVER_HISTORY, n, next, value);
 }
 
 /* See confidence_permille. typical: the typical round's work, 0 when not known. */
 static uint32_t
 rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, uint64_t t)
 {
-	uint64_t reached = typical ? rt_detect_server_scale(d->round_work, 1000, typical) : 500;
+	uint64_t reached = typical ? rt_detect_scale(d->round_work, 1000, typical) : 500;
 	uint64_t phase =
-	    d->period_us ? rt_detect_server_scale(t - d->boundary_us, 1000, d->period_us) : 1000;
+	    d->period_us ? rt_detect_scale(t - d->boundary_us, 1000, d->period_us) : 1000;
 	uint64_t off = phase > 1000 ? phase - 1000 : 1000 - phase;
 	uint64_t phase_score = !d->period_us ? 500 : off >= 1000 ? 0 : 1000 - off;
 	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);
@@ -147,7 +111,7 @@ rt_detect_server_close_round(struct rt_detect_server *d)
 		}
 	if (!heaviest)
 		return;
-	uint64_t noise = rt_detect_server_scale(heaviest, d->params.min_share_permille, 1000);
+	uint64_t noise = rt_detect_scale(heaviest, d->params.min_share_permille, 1000);
 	for (unsigned i = 0; i <= at; i++)
 		if (d->round_bursts[i] >= noise)
 			work += d->round_bursts[i];
@@ -177,16 +141,14 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	uint64_t typical_heaviest = rt_detect_median(d->heavies, d->nheavies);
 	if (d->nheavies && (d->nheavies >= RT_DETECT_LOCK_ROUNDS || typical_heaviest < reference))
 		reference = typical_heaviest;
-	rt_detect_server_push_in(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent,
-	                         w);
-	if (rt_detect_server_scale(w, 1000, 1) <
-	    rt_detect_server_scale(reference, p->min_share_permille, 1))
+	rt_detect_ring_push(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent, w);
+	if (rt_detect_scale(w, 1000, 1) < rt_detect_scale(reference, p->min_share_permille, 1))
 		return RT_DETECT_NOTHING;
 	/* A round's activity in which no round ended yet still waits for an update: a pause in it
 	 * (a slow client) closes it only when it is a longer share of the period. */
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
 	                                                             : p->gap_period_permille;
-	uint64_t gap = rt_detect_server_scale(d->period_us, share, 1000);
+	uint64_t gap = rt_detect_scale(d->period_us, share, 1000);
 	if (gap < p->gap_us)
 		gap = p->gap_us;
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
@@ -209,8 +171,8 @@ rt_detect_server_decide(struct rt_detect_server *d)
 		return RT_DETECT_NOTHING;
 	uint64_t typical = rt_detect_median(d->works, d->nworks);
 	if (typical) {
-		if (rt_detect_server_scale(d->round_work, 1000, 1) >=
-		    rt_detect_server_scale(typical, p->round_permille, 1))
+		if (rt_detect_scale(d->round_work, 1000, 1) >=
+		    rt_detect_scale(typical, p->round_permille, 1))
 			return rt_detect_server_end(d, t);
 		return RT_DETECT_NOTHING;
 	}
@@ -236,27 +198,9 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 		rt_detect_server_restart(d, r);
 		return RT_DETECT_NOTHING;
 	}
-	uint64_t dt = r->t_us - last->t_us;
 	uint64_t events = (r->allocations - last->allocations) + (r->frees - last->frees);
-	uint64_t bytes = r->bytes_requested - last->bytes_requested;
-	uint64_t events_rate = rt_detect_server_scale(events, RT_DETECT_SERVER_US_PER_S, dt);
-	uint64_t bytes_rate = rt_detect_server_scale(bytes, RT_DETECT_SERVER_US_PER_S, dt);
-	d->peak_events_per_s =
-	    rt_detect_server_peak(d->peak_events_per_s, events_rate, dt, p->peak_half_life_us);
-	d->peak_bytes_per_s =
-	    rt_detect_server_peak(d->peak_bytes_per_s, bytes_rate, dt, p->peak_half_life_us);
-	bool active =
-	    events_rate > rt_detect_server_scale(d->peak_events_per_s, p->quiet_permille, 1000) ||
-	    bytes_rate > rt_detect_server_scale(d->peak_bytes_per_s, p->quiet_permille, 1000);
-	if (p->quiet_cpu_permille && r->cpu_us != RT_TRACE_UNKNOWN &&
-	    last->cpu_us != RT_TRACE_UNKNOWN && r->cpu_us >= last->cpu_us) {
-		uint64_t cpu = rt_detect_server_scale(r->cpu_us - last->cpu_us, 1000, dt);
-		d->peak_cpu_permille =
-		    rt_detect_server_peak(d->peak_cpu_permille, cpu, dt, p->peak_half_life_us);
-		if (cpu > p->idle_cpu_permille &&
-		    cpu > rt_detect_server_scale(d->peak_cpu_permille, p->quiet_cpu_permille, 1000))
-			active = true;
-	}
+	bool active = rt_detect_active(&d->peaks, last, r, p->quiet_permille, p->peak_half_life_us,
+	                               p->quiet_cpu_permille, p->idle_cpu_permille);
 	uint64_t quiet_start = last->t_us;
 	bool was_confirmed = d->in_quiet && quiet_start - d->quiet_since_us >= p->quiet_us;
 	d->last = *r;

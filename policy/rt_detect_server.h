@@ -66,9 +66,7 @@ struct rt_detect_server {
 	struct rt_detect_server_params params;
 	bool started;
 	struct rt_reading last;
-	uint64_t peak_events_per_s;
-	uint64_t peak_bytes_per_s;
-	uint64_t peak_cpu_permille;
+	struct rt_detect_peaks peaks;
 	bool in_quiet;           /* no active interval since quiet_since_us */
 	uint64_t quiet_since_us; /* the end of the last active interval */
 	bool quiet_handled;      /* this quiet period was already decided */
