@@ -119,6 +119,7 @@ rt_files_went_private(void)
 	atomic_store(&rt_f.private_table, true);
 	for (size_t i = 0; i < count; i++)
 		rt_fd_close_copy(all[i]);
+	rt_outputs_went_private();
 }
 
 void

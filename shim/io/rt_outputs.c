@@ -2,7 +2,9 @@
  * floor at once (rt_fd); later it is only written (rt_record), named and unlinked. The stats and
  * log files of a per-process template (%p) are opened unnamed (O_TMPFILE) and get their name
  * with their first line, so that a process that never reports leaves no empty file
- * (roundtrim(7), FILES). */
+ * (roundtrim(7), FILES). An unnamed file is also held by a mapping without access: its inode
+ * lives only as long as something refers to it, and the check before each use (rt_fd: device
+ * and inode) holds only while no other file can have that number. */
 #include "rt_outputs.h"
 #include "rt_config.h"
 #include "rt_fd.h"
@@ -18,6 +20,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +30,10 @@ struct rt_output {
 	/* O_TMPFILE: named with its first line (given to the program's user meanwhile,
 	 * rt_outputs_give_to); read by the program's threads too. */
 	atomic_bool unnamed;
+	/* An unnamed file's reference that the program cannot close: with the descriptor as its
+	 * only one, a program that closed it would free the inode, and the next file made in
+	 * that directory could get its number (ext4 gives it at once) and pass the check. */
+	void *hold;
 	bool made_at_start; /* named empty (no O_TMPFILE there): removed if unused */
 	bool per_process;   /* its template has %p */
 	atomic_bool written;
@@ -49,6 +56,32 @@ static struct {
 static struct rt_fd *const rt_outputs_all[] = {
     &rt_o.stats.fd, &rt_o.log.fd, &rt_o.prom.fd, &rt_o.trace.fd, &rt_o.sites.fd,
 };
+
+/* An unnamed file (O_TMPFILE) in dirfd, held (out->hold; a mapping needs it readable), or -1:
+ * where it cannot be held, the caller makes it named at once. */
+static int
+rt_outputs_open_unnamed(struct rt_output *out, int dirfd, int mode)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | mode | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	void *hold = mmap(NULL, 1, PROT_NONE, MAP_PRIVATE, fd, 0);
+	if (hold == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	out->hold = hold;
+	atomic_store(&out->unnamed, true);
+	return fd;
+}
+
+static void
+rt_outputs_release_hold(struct rt_output *out)
+{
+	if (out->hold)
+		munmap(out->hold, 1);
+	out->hold = NULL;
+}
 
 /* Opens a stats or log file: an existing one for appending, a missing per-process one unnamed
  * (named by its first line), a missing shared one (no %p: several processes append to it) at
@@ -102,10 +135,8 @@ rt_outputs_open_one(struct rt_output *out, const char *tmpl, bool rewritten)
 		}
 		break;
 	case RT_FILE_CREATE:
-		if (rt_path_template_per_pid(tmpl)) {
-			fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | mode | O_CLOEXEC, 0600);
-			atomic_store(&out->unnamed, fd >= 0);
-		}
+		if (rt_path_template_per_pid(tmpl))
+			fd = rt_outputs_open_unnamed(out, dirfd, mode);
 		if (fd < 0) {
 			/* Shared, or a file system without O_TMPFILE. */
 			fd = openat(dirfd, name,
@@ -119,8 +150,10 @@ rt_outputs_open_one(struct rt_output *out, const char *tmpl, bool rewritten)
 		rt_warn("%s off: cannot open %s: %s", out->fd.feature, out->path, strerror(errno));
 		goto label_return;
 	}
-	if (!rt_fd_adopt(&out->fd, fd))
+	if (!rt_fd_adopt(&out->fd, fd)) {
 		rt_warn("%s off: cannot keep %s: %s", out->fd.feature, out->path, strerror(errno));
+		rt_outputs_release_hold(out);
+	}
 	fd = -1;
 label_return:
 	if (fd >= 0)
@@ -140,6 +173,16 @@ rt_outputs_open(const struct rt_config *cfg)
 	rt_outputs_open_one(&rt_o.sites, cfg->sites, false);
 }
 
+void
+rt_outputs_went_private(void)
+{
+	rt_outputs_release_hold(&rt_o.stats);
+	rt_outputs_release_hold(&rt_o.log);
+	rt_outputs_release_hold(&rt_o.prom);
+	rt_outputs_release_hold(&rt_o.trace);
+	rt_outputs_release_hold(&rt_o.sites);
+}
+
 struct rt_fd *const *
 rt_outputs_fds(size_t *n)
 {
@@ -151,6 +194,7 @@ static void
 rt_outputs_forget(struct rt_output *out)
 {
 	rt_fd_close(&out->fd);
+	rt_outputs_release_hold(out);
 	out->path[0] = '\0';
 	atomic_store(&out->unnamed, false);
 	out->made_at_start = out->per_process = out->lost = out->loss_said = false;
@@ -183,6 +227,7 @@ rt_outputs_give_name(struct rt_output *out, int fd, unsigned holds)
 	}
 	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));
 	rt_fd_close(&out->fd);
+	rt_outputs_release_hold(out);
 	atomic_store(&out->unnamed, false);
 	out->lost = true;
 	while (holds--)

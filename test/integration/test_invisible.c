@@ -350,6 +350,49 @@ Test(invisible, shared_table_replaced_fifo_descriptor_is_never_read)
 	th_kill(&run.proc);
 }
 
+/* The library's per-process outputs are unnamed (O_TMPFILE) until their first record, and its
+ * descriptor is then the file's only reference: the program that closes it frees the inode,
+ * and ext4 gives the number to the next file made in that directory, here the program's own,
+ * put on the same descriptor. Device and inode match; the file is not the library's. Both
+ * outputs stand down with their line, and neither of the program's files is written or named
+ * (once, the library wrote its log line into the program's file and linked it as its log). The
+ * Prometheus and trace files open the same way, but are first written at the worker's start
+ * and ticks, which the probe's replacing would race. */
+Test(invisible, shared_table_unnamed_output_replaced_by_a_reused_inode_stands_down)
+{
+	struct th_probe run;
+	char line[512], err[8192], path[PATH_MAX];
+	const char *env[] = {th_env_in_tmp("ROUNDTRIM_STATS", "stats-%p"),
+	                     th_env_in_tmp("ROUNDTRIM_LOG", "log-%p"), "ROUNDTRIM_PROFILE=1",
+	                     SHARED_TABLE, NULL};
+	th_start_workload(&run, "nokeeper:probe", NULL, NULL,
+	                  (const char *[]){"reuse", th_tmpdir(), NULL}, env, line, sizeof(line));
+	th_write(&run.proc, "go\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "reused ", 7), 0, "%s", line);
+	cr_assert_not_null(strstr(line, "/2"), "not both outputs unnamed: %s", line);
+	cr_log_info("the program's files that got the freed inode's number: %s", line + 7);
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	static const char *const features[] = {"log file", "stats file"};
+	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
+		char needle[64];
+		snprintf(needle, sizeof(needle), "%s off: descriptor ", features[i]);
+		cr_assert(th_wait_stderr(&run.proc, needle, err, sizeof(err), TH_TIMEOUT_MS),
+		          "no line for %s: %s", features[i], err);
+	}
+	th_write(&run.proc, "check\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "untouched=2/2");
+	static const char *const names[] = {"log", "stats"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s-%d", th_tmpdir(), names[i], (int)run.proc.pid);
+		cr_assert_neq(access(path, F_OK), 0, "%s was named", path);
+	}
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	cr_assert_eq(run.proc.status, 0);
+}
+
 static void
 handler_case(const char *how)
 {

@@ -35,6 +35,13 @@
  *   dupover         after a line, dup2s a pipe holding "hello" over the number of the library's
  *                   FIFO descriptor (in the program's table, or else in the worker's own) and
  *                   prints "replaced"; after a line reads it: "got=TEXT"
+ *   reuse DIR       after a line, each descriptor of the program's table that holds an unnamed
+ *                   file in DIR (the library's per-process outputs before their first record)
+ *                   is closed and at once replaced by an unnamed file of its own made in DIR,
+ *                   which the file system may give the freed inode's number; prints
+ *                   "reused K/N" (K: same device and inode as the file it replaced); after
+ *                   another line checks that none of its files was written or moved:
+ *                   "untouched=U/N"
  *   handler HOW     reports the disposition it finds for SIGRTMIN+8 ("before=default|other"),
  *                   installs its own handler with HOW (sigaction, signal), prints "ready" and
  *                   "handled" once the signal has run it
@@ -1038,6 +1045,60 @@ mode_dupover(void)
 	return 0;
 }
 
+#define REUSE_MAX 8
+
+/* An unnamed file of DIR in /proc/self/fd: its link is "DIR/#INODE (deleted)". */
+static bool
+unnamed_in(const char *target, const char *dir)
+{
+	size_t len = strlen(dir), n = strlen(target);
+	return !strncmp(target, dir, len) && target[len] == '/' && target[len + 1] == '#' &&
+	       n > 10 && !strcmp(target + n - 10, " (deleted)");
+}
+
+static int
+mode_reuse(const char *dir)
+{
+	int fds[REUSE_MAX], n = 0, reused = 0, untouched = 0;
+	printf("ready %d\n", getpid());
+	wait_line();
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL && n < REUSE_MAX) {
+		char link[300], target[PATH_MAX];
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len > 0 && (target[len] = '\0', unnamed_in(target, dir)))
+			fds[n++] = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < n; i++) {
+		struct stat before, after;
+		if (fstat(fds[i], &before) != 0 || close(fds[i]) != 0)
+			return 1;
+		int own = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (own < 0 || dup2(own, fds[i]) != fds[i] || close(own) != 0 ||
+		    fstat(fds[i], &after) != 0)
+			return 1;
+		reused += before.st_dev == after.st_dev && before.st_ino == after.st_ino;
+	}
+	printf("reused %d/%d\n", reused, n);
+	wait_line();
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		char link[64], target[PATH_MAX];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fds[i]);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		untouched += fstat(fds[i], &st) == 0 && st.st_size == 0 && st.st_nlink == 0 &&
+		             lseek(fds[i], 0, SEEK_CUR) == 0 && len > 0 &&
+		             (target[len] = '\0', unnamed_in(target, dir));
+	}
+	printf("untouched=%d/%d\n", untouched, n);
+	wait_eof();
+	return 0;
+}
+
 static atomic_int handled;
 
 static void
@@ -1243,6 +1304,8 @@ main(int argc, char **argv)
 		return mode_closeall();
 	if (!strcmp(mode, "dupover"))
 		return mode_dupover();
+	if (!strcmp(mode, "reuse") && argc > 2)
+		return mode_reuse(argv[2]);
 	if (!strcmp(mode, "handler") && argc > 2)
 		return mode_handler(argv[2]);
 	if (!strcmp(mode, "forkexec") && argc > 2)
