@@ -513,12 +513,15 @@ fuzz: $(FUZZ_BIN)
 #   where it exits 0 alone; LeakSanitizer reported the storage (DTV) of glibc's SIGEV_THREAD
 #   helper threads, which glibc never joins. Not yet understood further; the normal build and
 #   check-ubsan run it.
+# - ASan, TSan: arena/a_damaged_heap_*: the probe's write after free is the runtime's own finding
+#   (ASan stops the program there), and its allocator has no glibc heap to find damaged.
 # - Not yet understood, left out until they are (each failed in one full run after the sampler
 #   landed): TSan: invisible/program_handler_by_sigaction_* (its 20 s timeout); ASan:
 #   sites/forks_and_reallocs_while_sampling, stress/fork_exec (its 60 s timeout).
 SAN_SKIP_undefined := bench/*|instructions/*|rounds/jemalloc_*every_third*
 SAN_SKIP_runtime := bench/*|instructions/*|*jemalloc*|arena/@(thread_arena_tops_|stands_down_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|arena/@(live_heap_of_many_|the_worker_takes_no_arena_)*
+SAN_SKIP_runtime := $(SAN_SKIP_runtime)|arena/a_damaged_heap_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|rounds/glibc_*|auto_rounds/rounds_found_*|robust/role_caps_*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|python/@(disabled_|off_with_|main_thread_)*
 SAN_SKIP_runtime := $(SAN_SKIP_runtime)|command/@(all_reaches_|round_finds_the_status_file_)*

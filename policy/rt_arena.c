@@ -63,6 +63,24 @@
 #define RT_ARENA_WORDS (RT_ARENA_STATE_SIZE / 8)
 #define RT_ARENA_HEAP_WORDS (RT_ARENA_HEAP_INFO_SIZE / 8)
 
+/* The failures that rt_arena_damaged tells apart, compared by address: a chunk that breaks
+ * glibc's invariants, and the states of a sound heap that the release leaves to malloc_trim. */
+static const char rt_arena_bad_bin_chunk[] = "a chunk in a bin is not a free, linked chunk";
+static const char rt_arena_bad_bin_size[] = "a chunk sits in a bin its size does not map to";
+static const char rt_arena_bad_bin_list[] = "a bin's list does not lead back to a bin";
+static const char rt_arena_bad_fast_chunk[] =
+    "a fastbin chunk is not what glibc's malloc_consolidate expects";
+static const char rt_arena_bad_fast_place[] = "a fastbin chunk lies outside its arena";
+static const char rt_arena_sound_unaligned[] =
+    "a thread heap is not aligned to HEAP_MAX_SIZE (glibc.malloc.hugetlb=2?)";
+static const char rt_arena_sound_page[] =
+    "a thread heap's page size is not the system's (huge pages?)";
+/* A thread arena made after the first check, with its heaps where huge pages put them. */
+static const char rt_arena_sound_ring[] = "the arena ring holds an arena that is neither the main "
+                                          "arena nor at the start of a thread heap";
+static const char rt_arena_sound_mapped[] =
+    "the main arena is not contiguous (sbrk failed, glibc maps instead)";
+
 /* glibc's version as major.minor; false when the string is not one. */
 static bool
 rt_arena_version(const char *version, unsigned long *major_out, unsigned long *minor_out)
@@ -244,11 +262,11 @@ rt_arena_check_heap(const uint64_t *words, uintptr_t heap, uintptr_t arena, size
 	uintptr_t mprotect = rt_arena_word(words, RT_ARENA_HEAP_MPROTECT);
 	uintptr_t prev = rt_arena_word(words, RT_ARENA_HEAP_PREV);
 	if (heap % heap_max)
-		return "a thread heap is not aligned to HEAP_MAX_SIZE (glibc.malloc.hugetlb=2?)";
+		return rt_arena_sound_unaligned;
 	if (rt_arena_word(words, RT_ARENA_HEAP_AR_PTR) != arena)
 		return "a thread heap's heap_info does not point back at its arena";
 	if (rt_arena_word(words, RT_ARENA_HEAP_PAGESIZE) != page)
-		return "a thread heap's page size is not the system's (huge pages?)";
+		return rt_arena_sound_page;
 	if (size < page || size % page || mprotect % page || size > mprotect || mprotect > heap_max)
 		return "a thread heap's size is outside its mapping";
 	if (prev == heap || prev % heap_max)
@@ -380,7 +398,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		if (v->top == rt_arena_bin_at(arena, 1))
 			return RT_ARENA_SEEN_SKIP;
 		if (rt_arena_int(words, RT_ARENA_FLAGS) & RT_ARENA_NONCONTIGUOUS) {
-			*why = "the main arena is not contiguous (sbrk failed, glibc maps instead)";
+			*why = rt_arena_sound_mapped;
 			return RT_ARENA_SEEN_BAD;
 		}
 		if (!ops->peek(ops->ctx, v->top + RT_ARENA_CHUNK_SIZE, &head, 1)) {
@@ -639,12 +657,11 @@ restart:;
 	while (!rt_arena_bin_of(v->arena, p)) {
 		size_t size, again;
 		if (!rt_arena_linked_free(env, v, p, &size))
-			return rt_arena_abort(run, "a chunk in a bin is not a free, linked chunk");
+			return rt_arena_abort(run, rt_arena_bad_bin_chunk);
 		if (!resumed && i >= 2 && rt_arena_bin_index(size) != i)
-			return rt_arena_abort(run,
-			                      "a chunk sits in a bin its size does not map to");
+			return rt_arena_abort(run, rt_arena_bad_bin_size);
 		if (++visits > most_visits)
-			return rt_arena_abort(run, "a bin's list does not lead back to a bin");
+			return rt_arena_abort(run, rt_arena_bad_bin_list);
 		struct rt_arena_range r = run->counting
 		                              ? (struct rt_arena_range){0, 0}
 		                              : rt_arena_free_range(p, size, 0, env->page);
@@ -774,7 +791,7 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 	uintptr_t p = rt_arena_load(env, head);
 	if (!p)
 		return RT_ARENA_EMPTY;
-	*why = "a fastbin chunk is not what glibc's malloc_consolidate expects";
+	*why = rt_arena_bad_fast_chunk;
 	if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_MINSIZE))
 		return RT_ARENA_BAD;
 	uint64_t phead = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE);
@@ -927,8 +944,7 @@ rt_arena_count_fastbins(struct rt_arena_run *run)
 		uintptr_t p = rt_arena_load(env, v->arena + RT_ARENA_FASTBINS + (uintptr_t)f * 8);
 		while (p) {
 			if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_MINSIZE))
-				return rt_arena_abort(run,
-				                      "a fastbin chunk lies outside its arena");
+				return rt_arena_abort(run, rt_arena_bad_fast_place);
 			run->res->chunks++;
 			rt_arena_chunk_done(run);
 			if (run->res->chunks > run->most)
@@ -990,8 +1006,7 @@ rt_arena_next(const struct rt_arena_env *env, uintptr_t arena, uintptr_t main_ar
 	uintptr_t heap = *next - RT_ARENA_HEAP_INFO_SIZE;
 	if (*next % RT_ARENA_ALIGN || heap % env->heap_max ||
 	    !ops->peek(ops->ctx, heap + RT_ARENA_HEAP_AR_PTR, &back, 1) || back != *next)
-		return "the arena ring holds an arena that is neither the main arena nor at the "
-		       "start of a thread heap";
+		return rt_arena_sound_ring;
 	return NULL;
 }
 
@@ -1027,9 +1042,9 @@ rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bool main_aren
 		     p = rt_arena_load(env, p + RT_ARENA_CHUNK_BK)) {
 			budget--;
 			if (!rt_arena_linked_free(env, view, p, &size))
-				why = "a chunk in a bin is not a free, linked chunk";
+				why = rt_arena_bad_bin_chunk;
 			else if (i >= 2 && rt_arena_bin_index(size) != i)
-				why = "a chunk sits in a bin that its size does not map to";
+				why = rt_arena_bad_bin_size;
 		}
 	}
 	ops->unlock(ops->ctx, arena + RT_ARENA_MUTEX);
@@ -1079,4 +1094,15 @@ rt_arena_count(const struct rt_arena_env *env, uintptr_t main_arena, uint64_t mo
 	struct rt_arena_run run = {
 	    .env = env, .view = view, .res = res, .counting = true, .most = most};
 	return rt_arena_each(&run, main_arena, 0);
+}
+
+bool
+rt_arena_damaged(const char *failure, bool validated)
+{
+	if (failure == rt_arena_sound_unaligned || failure == rt_arena_sound_page ||
+	    failure == rt_arena_sound_mapped || failure == rt_arena_sound_ring)
+		return false;
+	return validated || failure == rt_arena_bad_bin_chunk || failure == rt_arena_bad_bin_size ||
+	       failure == rt_arena_bad_bin_list || failure == rt_arena_bad_fast_chunk ||
+	       failure == rt_arena_bad_fast_place;
 }

@@ -196,4 +196,13 @@ int rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_
 int rt_arena_count(const struct rt_arena_env *env, uintptr_t main_arena, uint64_t most,
                    struct rt_arena_view *view, struct rt_arena_result *res);
 
+/* Whether a failure of the functions above says that the program's heap is damaged, so that
+ * glibc's own walks of it (malloc_trim, mallinfo2) may abort the process: a chunk that breaks
+ * glibc's invariants does (an arena's state was checked before its chunks, and a chunk's layout
+ * is the same in every glibc); once every arena of this process was checked (`validated`), any
+ * failure does, but for the states of a sound heap that the release leaves to malloc_trim (a
+ * main arena that glibc went on with mmap, huge-page thread heaps). Before that, a failure may
+ * only mean that glibc is laid out otherwise. */
+bool rt_arena_damaged(const char *failure, bool validated);
+
 #endif

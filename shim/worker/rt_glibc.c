@@ -35,8 +35,9 @@
 #define RT_GLIBC_HANDOVER_NS (200 * 1000)
 
 static struct {
-	bool ready;     /* found at start and not stood down since */
-	bool validated; /* every arena was locked, read and checked once, on the worker */
+	bool ready;       /* found at start and not stood down since */
+	bool validated;   /* every arena was locked, read and checked once, on the worker */
+	bool damaged;     /* a check found the program's heap damaged: nothing walks it any more */
 	bool consolidate; /* glibc's malloc_consolidate is the one rt_arena follows */
 	void *(*malloc_fn)(size_t);
 	void (*free_fn)(void *);
@@ -187,6 +188,23 @@ rt_glibc_off(const char *why, const char *detail)
 	return false;
 }
 
+/* A check failed. Where that says the program's heap is damaged, malloc_trim and mallinfo2 would
+ * walk the same chunks, and glibc aborts the program (malloc_printerr) on a chunk that breaks its
+ * invariants, although the program itself may never walk them again: every action and reading
+ * that walks the heap stops for good. */
+static bool
+rt_glibc_failed(const char *why)
+{
+	if (!rt_arena_damaged(why, rt_g.validated))
+		return rt_glibc_off(why, NULL);
+	rt_warn("glibc heap actions off: %s: the program's heap looks damaged; malloc_trim would "
+	        "abort on it",
+	        why);
+	rt_g.damaged = true;
+	rt_g.ready = false;
+	return false;
+}
+
 struct rt_glibc_scan {
 	uintptr_t inside; /* an address in libc's text: which object to look at */
 	bool seen;
@@ -325,6 +343,12 @@ rt_glibc_ready(void)
 	return rt_g.ready;
 }
 
+bool
+rt_glibc_damaged(void)
+{
+	return rt_g.damaged;
+}
+
 /* Ready, and every arena checked once. */
 static bool
 rt_glibc_usable(void)
@@ -337,7 +361,7 @@ rt_glibc_usable(void)
 	rt_g.pid = gettid();
 	const char *why = rt_g.validated ? NULL : rt_glibc_validate();
 	if (why)
-		return rt_glibc_off(why, NULL);
+		return rt_glibc_failed(why);
 	rt_g.validated = true;
 	return true;
 }
@@ -351,7 +375,7 @@ rt_glibc_free_chunks(uint64_t most)
 	struct rt_arena_result counted;
 	if (rt_arena_count(&env, rt_g.main_arena, most, &rt_g.view, &counted) == 0)
 		return counted.chunks;
-	rt_glibc_off(counted.failure, NULL);
+	rt_glibc_failed(counted.failure);
 	return RT_ALLOCATOR_CHUNKS_UNKNOWN;
 }
 
@@ -363,6 +387,6 @@ rt_glibc_release(size_t keep)
 	struct rt_arena_env env = rt_glibc_env();
 	if (rt_arena_release(&env, rt_g.main_arena, keep, &rt_g.view, &rt_g.last) == 0)
 		return 0;
-	rt_glibc_off(rt_g.last.failure, NULL);
+	rt_glibc_failed(rt_g.last.failure);
 	return -1;
 }

@@ -17,11 +17,14 @@
 bool rt_glibc_init(void *(*malloc_fn)(size_t), void (*free_fn)(void *));
 /* Found at start and not stood down since. */
 bool rt_glibc_ready(void);
+/* A check found the program's heap damaged (one line on stderr said so): from then on nothing
+ * may walk glibc's heap, neither malloc_trim nor mallinfo2 (glibc would abort on it). */
+bool rt_glibc_damaged(void);
 /* Gives back the free pages of every arena, the tops of thread arenas included, keeping `keep`
  * bytes at each top; the first call first locks and checks every arena without giving anything
  * back. 0 when done; -1 when it is not ready or stood down now (one line on stderr the first
- * time): the caller falls back to malloc_trim. Under rt_heap's lock (the worker, or an API
- * caller). */
+ * time): the caller falls back to malloc_trim, unless the heap was found damaged. Under rt_heap's
+ * lock (the worker, or an API caller). */
 int rt_glibc_release(size_t keep);
 /* The free chunks of every arena that mallinfo2 would walk, counted in the release's short
  * holds up to one more than `most`; RT_ALLOCATOR_CHUNKS_UNKNOWN when the release is not ready or

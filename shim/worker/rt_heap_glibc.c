@@ -1,5 +1,6 @@
 /* glibc: the release of every arena (rt_glibc), malloc_trim where it stands down or is asked for,
- * mallinfo2 for the live heap while it stays cheap, and the arena cap. */
+ * mallinfo2 for the live heap while it stays cheap (neither on a heap found damaged), and the
+ * arena cap. */
 #include "rt_glibc.h"
 #include "rt_heap_ops.h"
 #include "rt_real.h"
@@ -38,6 +39,12 @@ rt_glibc_act(enum rt_action action, uint64_t keep, enum rt_action *done)
 	if (action == RT_ACTION_GLIBC_RELEASE) {
 		if (rt_glibc_release((size_t)keep) == 0)
 			return 0;
+		/* On a damaged heap malloc_trim would abort the program: the round goes on without
+		 * an action. */
+		if (rt_glibc_damaged()) {
+			*done = RT_ACTION_NONE;
+			return 0;
+		}
 		/* Stood down (it said why once): malloc_trim returns what it can. */
 		*done = RT_ACTION_MALLOC_TRIM;
 	}
@@ -60,14 +67,16 @@ rt_heap_glibc_now_ns(void)
 static uint64_t
 rt_glibc_live(void)
 {
-	if (!rt_mallinfo2)
+	if (!rt_mallinfo2 || rt_glibc_damaged())
 		return UINT64_MAX;
 	/* The count is a walk too: made only while the last reading's cost allows a reading. */
 	if (!rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, RT_ALLOCATOR_CHUNKS_UNKNOWN,
-	                                  rt_glibc_live_cost_ns) ||
-	    !rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC,
-	                                  rt_glibc_free_chunks(RT_ALLOCATOR_LIVE_CHUNKS_MAX),
 	                                  rt_glibc_live_cost_ns))
+		return UINT64_MAX;
+	uint64_t chunks = rt_glibc_free_chunks(RT_ALLOCATOR_LIVE_CHUNKS_MAX);
+	/* mallinfo2 would abort on the chunks that made the count find the heap damaged. */
+	if (rt_glibc_damaged() ||
+	    !rt_allocator_live_affordable(RT_ALLOCATOR_GLIBC, chunks, rt_glibc_live_cost_ns))
 		return UINT64_MAX;
 	int64_t start = rt_heap_glibc_now_ns();
 	struct mallinfo2 mi = rt_mallinfo2();

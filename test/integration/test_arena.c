@@ -155,6 +155,69 @@ Test(arena, stands_down_when_glibc_is_set_up_otherwise)
 	cr_assert_null(strstr(off + strlen(said), said), "said more than once: %s", err);
 }
 
+/* probe uaf under the library: a one-word use-after-free write that leaves the heap damaged where
+ * only a consolidation looks (glibc's own malloc_trim, mallinfo2 and next consolidation abort on
+ * it), FIFO rounds, then the program goes on with blocks its tcache serves and ends as it does
+ * without the library. released: rounds made before the write (the first one checks every arena,
+ * so that the write is found by a release of a validated layout, not by that first check). */
+static void
+arena_damaged_heap(int released)
+{
+	const char *dir = th_tmpdir();
+	char env_stats[PATH_MAX + 32], stats[PATH_MAX], line[1024], err[4096];
+	snprintf(stats, sizeof(stats), "%s/uaf-%d.jsonl", dir, released);
+	snprintf(env_stats, sizeof(env_stats), "ROUNDTRIM_STATS=%s", stats);
+	const char *args[] = {"uaf", NULL};
+	const char *extra[] = {env_stats, "ROUNDTRIM_GC_ROUNDS=1", NULL};
+	struct th_probe run;
+	th_start_probe_env(&run, args, extra, line, sizeof(line));
+	cr_assert_not_null(strstr(line, "ready"), "%s", line);
+	char needle[32];
+	for (int r = 1; r <= released + 2; r++) {
+		if (r == released + 1) {
+			th_write(&run.proc, "write\n");
+			cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS) &&
+			              strstr(line, "written"),
+			          "no write: %s", line);
+		}
+		cr_assert(th_fifo_write(run.fifo, "round\n", 6), "FIFO %s not served", run.fifo);
+		snprintf(needle, sizeof(needle), "\"round\":%d,", r);
+		if (!th_wait_line(stats, needle, line, sizeof(line), TH_TIMEOUT_MS)) {
+			th_kill(&run.proc);
+			th_read_stderr(&run.proc, err, sizeof(err));
+			cr_assert_fail("round %d never reported: %s", r, err);
+		}
+		/* A release before the write; none from the round that found the damage on: no
+		 * malloc_trim either, which would abort the program. */
+		th_expect_in(line, r <= released ? "\"action\":\"glibc_release\""
+		                                 : "\"action\":\"none\"");
+		cr_assert_null(strstr(line, "failed"), "%s", line);
+	}
+	th_write(&run.proc, "go on\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "probe died");
+	cr_assert_not_null(strstr(line, "finished"), "%s", line);
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert_eq(run.proc.status, 0, "%s", err);
+	/* One line from the library, which names the check that failed. */
+	cr_assert_eq(th_count_in(err, "roundtrim: "), 1, "%s", err);
+	th_expect_in(err, "roundtrim: glibc heap actions off: a ");
+	th_expect_in(err, ": the program's heap looks damaged; malloc_trim would abort on it\n");
+}
+
+/* The write is found by the first check of every arena, before any release. */
+Test(arena, a_damaged_heap_found_at_the_first_check_turns_the_glibc_actions_off)
+{
+	arena_damaged_heap(0);
+}
+
+/* The write is found by a release, after releases of the heap as it was before. */
+Test(arena, a_damaged_heap_found_by_a_release_turns_the_glibc_actions_off)
+{
+	arena_damaged_heap(2);
+}
+
 /* chunks under the library: N free chunks of 200 B in the main arena's small bins, one round
  * through the FIFO; returns whether that first round skipped the live heap. */
 static bool

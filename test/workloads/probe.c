@@ -86,7 +86,13 @@
  *   apiwake         prints "ready PID tid=T": thread T calls roundtrim_round() for each line
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
- *                   other than letters shown as '?') */
+ *                   other than letters shown as '?')
+ *   uaf             prints "ready PID"; after a line on stdin makes a one-word use-after-free
+ *                   write (into a freed 200-byte block: the prev_size of the freed fastbin chunk
+ *                   after it, which glibc's next consolidation would abort on) and prints
+ *                   "written"; after another line allocates and frees only blocks its tcache
+ *                   serves, as a program whose heap never consolidates again, and prints
+ *                   "finished" */
 /* clang-format on */
 #include "workload.h"
 
@@ -1259,6 +1265,44 @@ mode_lastexit(void)
 	pthread_exit(NULL);
 }
 
+/* Through pointers the compiler cannot see through: it would otherwise drop a malloc freed at
+ * once, and the write into a freed block. */
+static void *(*volatile uaf_malloc)(size_t) = malloc;
+static void (*volatile uaf_free)(void *) = free;
+
+static int
+mode_uaf(void)
+{
+	printf("ready %d\n", getpid());
+	char go[16];
+	/* read(2), not stdio: stdin's buffer would be a malloc that glibc serves from its bins. */
+	if (read(0, go, sizeof(go)) <= 0)
+		return 1;
+	void *t200[7], *t24[7];
+	for (int i = 0; i < 7; i++) {
+		t200[i] = uaf_malloc(200);
+		t24[i] = uaf_malloc(24);
+	}
+	char *x = uaf_malloc(200), *f = uaf_malloc(24), *g = uaf_malloc(24);
+	/* Both tcaches full: x goes to the unsorted bin, f to a fastbin with a free chunk before
+	 * it. */
+	for (int i = 0; i < 7; i++) {
+		uaf_free(t200[i]);
+		uaf_free(t24[i]);
+	}
+	uaf_free(x);
+	uaf_free(f);
+	*(volatile uint64_t *)(x + 192) = 224;
+	printf("written\n");
+	if (read(0, go, sizeof(go)) <= 0)
+		return 1;
+	for (int i = 0; i < 100000; i++)
+		uaf_free(uaf_malloc(24));
+	printf("finished\n");
+	(void)g;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1316,6 +1360,8 @@ main(int argc, char **argv)
 		return mode_apiwake();
 	if (!strcmp(mode, "lastexit"))
 		return mode_lastexit();
+	if (!strcmp(mode, "uaf"))
+		return mode_uaf();
 	if (!strcmp(mode, "execfail")) {
 		char *const args[] = {"missing", NULL};
 		if (execv("/nonexistent/roundtrim-probe", args) == 0)
