@@ -37,28 +37,9 @@ mix_words() {
 	esac
 }
 
-# run_cell CONFIG MIX KEEP MIB THREADS: one stall line.
-run_cell() {
-	local config=$1 env=() action=roundtrim args
-	case $config in
-	*-self) action=self ;;
-	esac
-	case $config in
-	jemalloc-self) env=(LD_PRELOAD="$JEMALLOC") ;;
-	glibc-roundtrim) env=(LD_PRELOAD="$LIB") ;;
-	glibc-roundtrim-trim) env=(LD_PRELOAD="$LIB" ROUNDTRIM_GLIBC=trim) ;;
-	jemalloc-roundtrim) env=(LD_PRELOAD="$LIB:$JEMALLOC") ;;
-	esac
-	if [[ $action == roundtrim ]]; then
-		env+=("ROUNDTRIM_FIFO=$ROUNDS_DIR/heap/%p.fifo" "ROUNDTRIM_STATS=$ROUNDS_DIR/heap/%p.jsonl"
-			ROUNDTRIM_GC_ROUNDS=1)
-	fi
-	read -r -a args <<<"$(mix_sizes "$2") --keep $3 --mib $4 --threads $5 --action $action"
-	if [[ ${RECORD:-0} == 1 ]]; then
-		record_command env "${env[@]}" "$BENCH_BIN/stall" "${args[@]}"
-		return
-	fi
-	env "${CLEAN_ENV[@]}" "${env[@]}" "$BENCH_BIN/stall" "${args[@]}" || die "stall failed: $config $*"
+# cell_args MIX KEEP MIB THREADS: stall's options for a cell.
+cell_args() {
+	echo "$(mix_sizes "$1") --keep $2 --mib $3 --threads $4"
 }
 
 # value CONFIG CELL FIELD: a field of the cell's line.
@@ -128,7 +109,7 @@ goal_rows() {
 }
 
 main() {
-	local mixes keeps mibs threads mix keep mib t cell c
+	local mixes keeps mibs threads mix keep mib t cell c args
 	declare -gA RECORDED=()
 	mixes=${HEAP_MIXES:-fast mixed large}
 	keeps=${HEAP_KEEPS:-2 16 256}
@@ -156,10 +137,10 @@ main() {
 		IFS=: read -r mix keep mib t <<<"$cell"
 		for c in "${GLIBC_CONFIGS[@]}" "${JEMALLOC_CONFIGS[@]}"; do
 			note "heap shapes: $c, $(mix_words "$mix"), 1 in $keep kept, $mib MiB, $t threads"
+			read -r -a args <<<"$(cell_args "$mix" "$keep" "$mib" "$t")"
 			# The page shows each configuration's command once, for its first cell.
-			[[ -n ${RECORDED[$c]:-} ]] || RECORD=1 run_cell "$c" "$mix" "$keep" "$mib" "$t"
-			RECORDED[$c]=1
-			line=$(run_cell "$c" "$mix" "$keep" "$mib" "$t")
+			stall_record heap "$c" "${args[@]}"
+			line=$(stall_run heap "$c" "${args[@]}")
 			[[ $line == action=* ]] || die "unexpected stall output: $line"
 			echo "$cell $line" >>"$RAW/heap/$c.txt"
 		done
