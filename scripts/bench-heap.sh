@@ -10,6 +10,8 @@
 # Raw data: $RAW/heap/. See bench-lib.sh for the files it hands to bench.sh.
 # Environment (each a space-separated list): HEAP_MIXES (fast mixed large), HEAP_KEEPS (2 16 256),
 # HEAP_MIBS (256 1024 4096), HEAP_THREADS (2 16); BENCH_QUICK=1: 64 MiB, 2 threads, 1 in 16.
+# HEAP_IDLE=1: no thread allocates during the release (stall --idle): the release's own time,
+# with nobody waiting for a lock; the stall columns then say nothing.
 # The machine should hold the largest heap twice (the program's and the kernel's page cache).
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -39,7 +41,7 @@ mix_words() {
 
 # cell_args MIX KEEP MIB THREADS: stall's options for a cell.
 cell_args() {
-	echo "$(mix_sizes "$1") --keep $2 --mib $3 --threads $4"
+	echo "$(mix_sizes "$1") --keep $2 --mib $3 --threads $4$([[ ${HEAP_IDLE:-0} == 1 ]] && echo " --idle")"
 }
 
 # value CONFIG CELL FIELD: a field of the cell's line.
@@ -157,6 +159,8 @@ main() {
 		echo "ratio and time ratio: roundtrim's release against the program's own call; stall ratio:"
 		echo "the worst malloc+free during each (goal ≤ 0.10), each taken as at least 0.1 ms (the"
 		echo "worst op of the same loop with no release at all, figure 4)."
+		[[ ${HEAP_IDLE:-0} != 1 ]] ||
+			echo "HEAP_IDLE=1: no thread allocated during the release (the stall columns say nothing)."
 		echo
 		echo "### glibc: roundtrim's release against the program's own \`malloc_trim(0)\`"
 		echo
