@@ -1569,3 +1569,49 @@ Test(arena, a_bin_that_goes_from_heap_to_heap_is_walked_whole)
 	cr_assert(rt_arena_view_holds(&t_view, w.thread_first));
 	cr_assert_not(rt_arena_view_holds(&t_view, h2 + 64 * 1024));
 }
+
+/* A corrupted heap near a heap's end (review of issue 26): every word the release reads, the
+ * prefetches' included, is inside a heap, with sizes that would wrap a bound (a word of -16..-1)
+ * taken as wrong. t_load fails a test at the first read outside the world. */
+
+Test(arena, a_wrapped_next_size_at_the_heap_end_is_not_read_past)
+{
+	/* A fastbin chunk 16 bytes before the main arena's end, the next header 0xfff...ff1:
+	 * p + size + 16 wraps to p. The word that would say whether that next chunk is free is
+	 * p's last; free, its links would be read past the end; in use, glibc says "invalid next
+	 * size" where a wrapped bound would take it and clear its PREV_INUSE. */
+	static const long sizes[] = {64, 64, 64, 64};
+	for (uint64_t next_in_use = 0; next_in_use < 2; next_in_use++) {
+		t_world_init(sizes, 4, sizes, 4, 1);
+		uintptr_t end = w.main_first + T_SBRK;
+		uintptr_t p = end - 64 - 16;
+		*W(p + 8) = 64 | RT_ARENA_PREV_INUSE;
+		*W(p + 56) = next_in_use;
+		*W(end - 8) = ~(uint64_t)15 | RT_ARENA_PREV_INUSE;
+		uintptr_t *head = (uintptr_t *)(w.main + RT_ARENA_FASTBINS + 2 * 8);
+		*W(p + RT_ARENA_CHUNK_FD) = ((p + RT_ARENA_CHUNK_FD) >> 12) ^ *head;
+		*head = p;
+		struct rt_arena_result res;
+		cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res),
+		             -1, "next chunk in use: %d", (int)next_in_use);
+		cr_assert_not_null(res.failure);
+		cr_assert_eq(*W(end - 8), ~(uint64_t)15 | RT_ARENA_PREV_INUSE);
+	}
+}
+
+Test(arena, a_corrupted_fastbin_link_near_the_heap_end_is_not_read_past)
+{
+	static const long sizes[] = {64, 64, 64, 64};
+	t_world_init(sizes, 4, sizes, 4, 1);
+	cr_assert_eq(t_fastbin(w.main, w.main_first, 1), 1);
+	/* One use after free: the fastbin chunk's link points 80 bytes before the main arena's
+	 * end, where the top's last two words are 0 and -1 (stale data). */
+	uintptr_t p = *(uintptr_t *)(w.main + RT_ARENA_FASTBINS + 2 * 8);
+	uintptr_t end = w.main_first + T_SBRK;
+	*W(p + RT_ARENA_CHUNK_FD) = ((p + RT_ARENA_CHUNK_FD) >> 12) ^ (end - 80);
+	*W(end - 16) = 0;
+	*W(end - 8) = ~(uint64_t)0;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+}
