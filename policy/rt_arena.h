@@ -88,6 +88,14 @@ const char *rt_arena_check_heap(const uint64_t *words, uintptr_t heap, uintptr_t
 /* What the shim provides: reads, glibc's lock, the release itself and a clock. */
 struct rt_arena_ops {
 	void *ctx;
+	/* load, store and cas are accesses of the word at addr itself (the shim's): the release
+	 * then makes them inline, not through the pointers, which may be NULL; a chunk's words
+	 * plainly, under the lock as glibc reads and writes them, a fastbin's head with acquire
+	 * ordering and its compare-and-swap as below. A call through a pointer for each of the
+	 * twenty words that one fastbin chunk's consolidation reads, and the compiler reading the
+	 * release's own state again after each, made it 10 times malloc_consolidate's
+	 * instructions. The unit tests' ops check each access instead. */
+	bool direct;
 	/* One aligned word that glibc's invariants say is mapped (read with acquire ordering). */
 	uint64_t (*load)(void *ctx, uintptr_t addr);
 	/* Aligned words that may not be mapped: false instead of a fault. */
@@ -151,6 +159,7 @@ struct rt_arena_view {
 	size_t top_size;
 	uintptr_t top_heap; /* the heap holding top; 0 for the main arena */
 	size_t nheaps;
+	size_t last_heap; /* the heap that held the last address looked up */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
 };
 

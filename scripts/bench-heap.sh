@@ -10,6 +10,9 @@
 # Raw data: $RAW/heap/. See bench-lib.sh for the files it hands to bench.sh.
 # Environment (each a space-separated list): HEAP_MIXES (fast mixed large), HEAP_KEEPS (2 16 256),
 # HEAP_MIBS (256 1024 4096), HEAP_THREADS (2 16); BENCH_QUICK=1: 64 MiB, 2 threads, 1 in 16.
+# HEAP_IDLE=1: no thread allocates during the release (stall --idle): the release's own time,
+# with nobody waiting for a lock; no worst op is timed, so the figure has no stall column and no
+# stall goal (its ratio would read 1.000, missed, in every cell).
 # The machine should hold the largest heap twice (the program's and the kernel's page cache).
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -37,28 +40,19 @@ mix_words() {
 	esac
 }
 
-# run_cell CONFIG MIX KEEP MIB THREADS: one stall line.
-run_cell() {
-	local config=$1 env=() action=roundtrim args
-	case $config in
-	*-self) action=self ;;
-	esac
-	case $config in
-	jemalloc-self) env=(LD_PRELOAD="$JEMALLOC") ;;
-	glibc-roundtrim) env=(LD_PRELOAD="$LIB") ;;
-	glibc-roundtrim-trim) env=(LD_PRELOAD="$LIB" ROUNDTRIM_GLIBC=trim) ;;
-	jemalloc-roundtrim) env=(LD_PRELOAD="$LIB:$JEMALLOC") ;;
-	esac
-	if [[ $action == roundtrim ]]; then
-		env+=("ROUNDTRIM_FIFO=$ROUNDS_DIR/heap/%p.fifo" "ROUNDTRIM_STATS=$ROUNDS_DIR/heap/%p.jsonl"
-			ROUNDTRIM_GC_ROUNDS=1)
-	fi
-	read -r -a args <<<"$(mix_sizes "$2") --keep $3 --mib $4 --threads $5 --action $action"
-	if [[ ${RECORD:-0} == 1 ]]; then
-		record_command env "${env[@]}" "$BENCH_BIN/stall" "${args[@]}"
-		return
-	fi
-	env "${CLEAN_ENV[@]}" "${env[@]}" "$BENCH_BIN/stall" "${args[@]}" || die "stall failed: $config $*"
+# idle: whether no thread allocates during the release (HEAP_IDLE=1).
+idle() {
+	[[ ${HEAP_IDLE:-0} == 1 ]]
+}
+
+# cell_args MIX KEEP MIB THREADS: stall's options for a cell.
+cell_args() {
+	echo "$(mix_sizes "$1") --keep $2 --mib $3 --threads $4$(idle && echo " --idle")"
+}
+
+# worst_op CONFIG CELL: " / " and the cell's worst malloc+free in ms; nothing when idle.
+worst_op() {
+	idle || echo " / $(fmt "$(value "$1" "$2" worst_op_ms)" 1)"
 }
 
 # value CONFIG CELL FIELD: a field of the cell's line.
@@ -83,34 +77,44 @@ mib_of() {
 # SELF go to $RAW/heap/ALLOCATOR-{rss,time,stall}.txt, one per cell.
 table() {
 	local alloc=$1 self=$2 rt=$3 trim=${4:-} cell c rss time stall trim_cols="" trim_head=""
+	local op=" / worst op (ms)" stall_head=" stall ratio |" stall_col
 	rm -f "$RAW/heap/$alloc-rss.txt" "$RAW/heap/$alloc-time.txt" "$RAW/heap/$alloc-stall.txt"
-	if [[ -n $trim ]]; then
-		trim_head=" ROUNDTRIM_GLIBC=trim: RSS (MiB) / ms / worst op (ms) |"
+	if idle; then
+		op="" stall_head=""
 	fi
-	echo "| sizes | kept | heap (MiB) | threads | program's own: RSS after (MiB) / ms / worst op (ms) | roundtrim: RSS after (MiB) / ms / ms per GiB / worst op (ms) |$trim_head RSS ratio | time ratio | stall ratio |"
-	echo "|---|---|---|---|---|---|$([[ -n $trim ]] && echo '---|')---|---|---|"
+	if [[ -n $trim ]]; then
+		trim_head=" ROUNDTRIM_GLIBC=trim: RSS (MiB) / ms$op |"
+	fi
+	echo "| sizes | kept | heap (MiB) | threads | program's own: RSS after (MiB) / ms$op | roundtrim: RSS after (MiB) / ms / ms per GiB$op |$trim_head RSS ratio | time ratio |$stall_head"
+	echo "|---|---|---|---|---|---|$([[ -n $trim ]] && echo '---|')---|---|$(idle || echo '---|')"
 	for cell in "${CELLS[@]}"; do
 		local mix keep mib threads
 		IFS=: read -r mix keep mib threads <<<"$cell"
 		rss=$(ratio_of "$(value "$rt" "$cell" rss_after_kib)" "$(value "$self" "$cell" rss_after_kib)")
 		time=$(ratio_of "$(value "$rt" "$cell" action_ms)" "$(value "$self" "$cell" action_ms)")
-		stall=$(ratio_of "$(value "$rt" "$cell" worst_op_ms)" "$(value "$self" "$cell" worst_op_ms)" 0.1)
 		echo "$rss" >>"$RAW/heap/$alloc-rss.txt"
 		echo "$time" >>"$RAW/heap/$alloc-time.txt"
-		echo "$stall" >>"$RAW/heap/$alloc-stall.txt"
+		stall_col=""
+		if ! idle; then
+			stall=$(ratio_of "$(value "$rt" "$cell" worst_op_ms)" "$(value "$self" "$cell" worst_op_ms)" 0.1)
+			echo "$stall" >>"$RAW/heap/$alloc-stall.txt"
+			stall_col=" $(fmt "$stall" 3) |"
+		fi
 		if [[ -n $trim ]]; then
-			trim_cols=" $(mib_of "$(value "$trim" "$cell" rss_after_kib)") / $(fmt "$(value "$trim" "$cell" action_ms)" 0) / $(fmt "$(value "$trim" "$cell" worst_op_ms)" 1) |"
+			trim_cols=" $(mib_of "$(value "$trim" "$cell" rss_after_kib)") / $(fmt "$(value "$trim" "$cell" action_ms)" 0)$(worst_op "$trim" "$cell") |"
 		fi
 		c=$(value "$rt" "$cell" action_ms)
-		echo "| $(mix_words "$mix") | 1 in $keep | $mib | $threads | $(mib_of "$(value "$self" "$cell" rss_after_kib)") / $(fmt "$(value "$self" "$cell" action_ms)" 0) / $(fmt "$(value "$self" "$cell" worst_op_ms)" 1) | $(mib_of "$(value "$rt" "$cell" rss_after_kib)") / $(fmt "$c" 0) / $(fmt "$(awk -v t="$c" -v m="$mib" 'BEGIN { print t * 1024 / m }')" 0) / $(fmt "$(value "$rt" "$cell" worst_op_ms)" 1) |$trim_cols $(fmt "$rss" 2) | $(fmt "$time" 2) | $(fmt "$stall" 3) |"
+		echo "| $(mix_words "$mix") | 1 in $keep | $mib | $threads | $(mib_of "$(value "$self" "$cell" rss_after_kib)") / $(fmt "$(value "$self" "$cell" action_ms)" 0)$(worst_op "$self" "$cell") | $(mib_of "$(value "$rt" "$cell" rss_after_kib)") / $(fmt "$c" 0) / $(fmt "$(awk -v t="$c" -v m="$mib" 'BEGIN { print t * 1024 / m }')" 0)$(worst_op "$rt" "$cell") |$trim_cols $(fmt "$rss" 2) | $(fmt "$time" 2) |$stall_col"
 	done
 	echo
 }
 
-# goal_rows ALLOCATOR WORDS: the summary rows and the losses of one allocator.
+# goal_rows ALLOCATOR WORDS: the summary rows and the losses of one allocator; no stall goal when
+# idle (no worst op was timed).
 goal_rows() {
-	local alloc=$1 words=$2 m lo hi verdict kind goal n
-	for kind in rss time stall; do
+	local alloc=$1 words=$2 m lo hi verdict kind goal n kinds="rss time stall"
+	idle && kinds="rss time"
+	for kind in $kinds; do
 		case $kind in
 		rss) goal=1.00 what="RSS after roundtrim's $words / after the program's own (ratio per cell)" ;;
 		time) goal=1.00 what="time of roundtrim's $words / of the program's own (ratio per cell)" ;;
@@ -128,7 +132,7 @@ goal_rows() {
 }
 
 main() {
-	local mixes keeps mibs threads mix keep mib t cell c
+	local mixes keeps mibs threads mix keep mib t cell c args
 	declare -gA RECORDED=()
 	mixes=${HEAP_MIXES:-fast mixed large}
 	keeps=${HEAP_KEEPS:-2 16 256}
@@ -156,10 +160,10 @@ main() {
 		IFS=: read -r mix keep mib t <<<"$cell"
 		for c in "${GLIBC_CONFIGS[@]}" "${JEMALLOC_CONFIGS[@]}"; do
 			note "heap shapes: $c, $(mix_words "$mix"), 1 in $keep kept, $mib MiB, $t threads"
+			read -r -a args <<<"$(cell_args "$mix" "$keep" "$mib" "$t")"
 			# The page shows each configuration's command once, for its first cell.
-			[[ -n ${RECORDED[$c]:-} ]] || RECORD=1 run_cell "$c" "$mix" "$keep" "$mib" "$t"
-			RECORDED[$c]=1
-			line=$(run_cell "$c" "$mix" "$keep" "$mib" "$t")
+			stall_record heap "$c" "${args[@]}"
+			line=$(stall_run heap "$c" "${args[@]}")
 			[[ $line == action=* ]] || die "unexpected stall output: $line"
 			echo "$cell $line" >>"$RAW/heap/$c.txt"
 		done
@@ -176,6 +180,10 @@ main() {
 		echo "ratio and time ratio: roundtrim's release against the program's own call; stall ratio:"
 		echo "the worst malloc+free during each (goal ≤ 0.10), each taken as at least 0.1 ms (the"
 		echo "worst op of the same loop with no release at all, figure 4)."
+		if idle; then
+			echo "HEAP_IDLE=1: no thread allocated during the release; no worst op was timed, so the"
+			echo "figure has no stall column and no stall goal."
+		fi
 		echo
 		echo "### glibc: roundtrim's release against the program's own \`malloc_trim(0)\`"
 		echo

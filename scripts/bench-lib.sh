@@ -120,6 +120,52 @@ record_command() {
 	echo "${q//"$ROOT"\//}" >>"$RAW/commands.txt"
 }
 
+# stall_config SCRATCH CONFIG: the environment (STALL_ENV) and --action (STALL_ACTION) of one
+# test/bench/stall run under a configuration: glibc-none, glibc-self, glibc-roundtrim,
+# glibc-roundtrim-trim, jemalloc-self, jemalloc-roundtrim (JEMALLOC: its preload). The library's
+# FIFO and stats go to $ROUNDS_DIR/SCRATCH.
+stall_config() {
+	local scratch=$1 config=$2
+	STALL_ACTION=roundtrim
+	STALL_ENV=()
+	case $config in
+	*-none) STALL_ACTION=none ;;
+	*-self) STALL_ACTION=self ;;
+	esac
+	case $config in
+	jemalloc-self) STALL_ENV=(LD_PRELOAD="$JEMALLOC") ;;
+	glibc-roundtrim) STALL_ENV=(LD_PRELOAD="$LIB") ;;
+	glibc-roundtrim-trim) STALL_ENV=(LD_PRELOAD="$LIB" ROUNDTRIM_GLIBC=trim) ;;
+	jemalloc-roundtrim) STALL_ENV=(LD_PRELOAD="$LIB:$JEMALLOC") ;;
+	esac
+	if [[ $STALL_ACTION == roundtrim ]]; then
+		STALL_ENV+=("ROUNDTRIM_FIFO=$ROUNDS_DIR/$scratch/%p.fifo"
+			"ROUNDTRIM_STATS=$ROUNDS_DIR/$scratch/%p.jsonl" ROUNDTRIM_GC_ROUNDS=1)
+	fi
+}
+
+# stall_record SCRATCH CONFIG ARGS...: the page's command for a configuration, the first time
+# only (RECORDED: the caller's associative array). In the script's own shell, not in $(...),
+# where RECORDED would not keep it.
+stall_record() {
+	local scratch=$1 config=$2
+	shift 2
+	[[ -z ${RECORDED["$config"]:-} ]] || return 0
+	stall_config "$scratch" "$config"
+	record_command env "${STALL_ENV[@]}" "$BENCH_BIN/stall" "$@" --action "$STALL_ACTION"
+	RECORDED["$config"]=1
+}
+
+# stall_run SCRATCH CONFIG ARGS...: one run of test/bench/stall with ARGS under the
+# configuration; prints its line.
+stall_run() {
+	local scratch=$1 config=$2
+	shift 2
+	stall_config "$scratch" "$config"
+	env "${CLEAN_ENV[@]}" "${STALL_ENV[@]}" "$BENCH_BIN/stall" "$@" --action "$STALL_ACTION" ||
+		die "stall failed: $config $*"
+}
+
 # gnuplot_png OUTPUT: the first lines of a gnuplot script that draws into the PNG file OUTPUT,
 # with pngcairo where gnuplot has it.
 gnuplot_png() {

@@ -26,30 +26,6 @@ describe() {
 	esac
 }
 
-# run_stall CONFIG MIB: one run; prints stall's line.
-run_stall() {
-	local config=$1 mib=$2 env=() action
-	case $config in
-	*-none) action=none ;;
-	*-self) action=self ;;
-	*) action=roundtrim ;;
-	esac
-	case $config in
-	jemalloc-self) env=(LD_PRELOAD="$JEMALLOC") ;;
-	glibc-roundtrim) env=(LD_PRELOAD="$LIB") ;;
-	glibc-roundtrim-trim) env=(LD_PRELOAD="$LIB" ROUNDTRIM_GLIBC=trim) ;;
-	jemalloc-roundtrim) env=(LD_PRELOAD="$LIB:$JEMALLOC") ;;
-	esac
-	if [[ $action == roundtrim ]]; then
-		env+=("ROUNDTRIM_FIFO=$ROUNDS_DIR/stall/%p.fifo" "ROUNDTRIM_STATS=$ROUNDS_DIR/stall/%p.jsonl"
-			ROUNDTRIM_GC_ROUNDS=1)
-	fi
-	[[ -n ${RECORDED[$config]:-} ]] || record_command env "${env[@]}" "$BENCH_BIN/stall" --mib "$mib" --action "$action"
-	RECORDED[$config]=1
-	env "${CLEAN_ENV[@]}" "${env[@]}" "$BENCH_BIN/stall" --mib "$mib" --action "$action" ||
-		die "stall failed: $config"
-}
-
 # column CONFIG KEY: the key's value from every run of CONFIG, one a line.
 column() {
 	sed -n "s/.* $2=\\([0-9.]*\\).*/\\1/p" "$RAW/stall/$1.txt"
@@ -82,7 +58,8 @@ main() {
 	for ((run = 1; run <= runs; run++)); do
 		for c in "${CONFIGS[@]}"; do
 			note "stall: $c, $mib MiB, run $run of $runs"
-			line=$(run_stall "$c" "$mib")
+			stall_record stall "$c" --mib "$mib"
+			line=$(stall_run stall "$c" --mib "$mib")
 			[[ $line == action=* ]] || die "unexpected stall output: $line"
 			echo "$line" >>"$RAW/stall/$c.txt"
 		done

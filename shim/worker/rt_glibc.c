@@ -154,6 +154,7 @@ rt_glibc_release_pages(void *ctx, uintptr_t start, uintptr_t end)
 }
 
 static const struct rt_arena_ops rt_glibc_ops = {
+    .direct = true,
     .load = rt_glibc_load,
     .peek = rt_glibc_peek,
     .store = rt_glibc_store,

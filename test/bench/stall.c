@@ -18,9 +18,10 @@
  * costs the thread (a lock holder that is preempted still counts, as it should).
  *
  * --min and --max set the blocks' sizes (log-uniform; 64 B..256 KiB), --keep N keeps one block in
- * N (10).
+ * N (10). --idle: thread 0 stays alive without allocating, as the others do (the release's own
+ * time with nobody waiting for a lock; the op figures are then 0).
  *
- * usage: stall --mib M [--threads T] [--min BYTES] [--max BYTES] [--keep N]
+ * usage: stall --mib M [--threads T] [--min BYTES] [--max BYTES] [--keep N] [--idle]
  *              --action self|roundtrim|none */
 #include "bench_read.h"
 
@@ -67,6 +68,7 @@ stall_next(uint64_t *s)
 /* The blocks' sizes (log-uniform between them) and which of them stay: one in stall_keep. */
 static double stall_min = 64, stall_max = 256 * 1024;
 static long stall_keep = 10;
+static bool stall_idle;
 
 static size_t
 stall_size(uint64_t *rng)
@@ -139,7 +141,7 @@ stall_main(void *arg)
 	struct stall_thread *t = arg;
 	stall_build(t);
 	atomic_fetch_add(&stall_built, 1);
-	if (t->index == 0) {
+	if (t->index == 0 && !stall_idle) {
 		stall_measure(t);
 		return NULL;
 	}
@@ -192,7 +194,10 @@ main(int argc, char **argv)
 	const char *action = NULL;
 	bench_name = "stall";
 	for (int i = 1; i < argc; i += 2) {
-		if (!strcmp(argv[i], "--mib"))
+		if (!strcmp(argv[i], "--idle")) {
+			stall_idle = true;
+			i--;
+		} else if (!strcmp(argv[i], "--mib"))
 			mib = bench_arg_long(argv[i], argv[i + 1], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--threads"))
 			threads = bench_arg_long(argv[i], argv[i + 1], 1, 64);
@@ -206,7 +211,7 @@ main(int argc, char **argv)
 			action = argv[i + 1];
 		else
 			bench_die("usage: stall --mib M [--threads T] [--min BYTES] [--max BYTES] "
-			          "[--keep N] --action self|roundtrim|none");
+			          "[--keep N] [--idle] --action self|roundtrim|none");
 	}
 	if (stall_max < stall_min)
 		bench_die("--max is below --min");

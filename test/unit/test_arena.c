@@ -1399,3 +1399,235 @@ Test(arena, without_a_waiter_the_worker_never_yields)
 	cr_assert_eq(w.locks, 2);
 	cr_assert_eq(t_yields, 0);
 }
+
+/* The release's pace (issue 26): what it reads, and the shim's inline accesses. */
+
+/* The fastbin world of fastbin_chunks_merge_with_their_free_neighbours_as_glibc_merges_them. */
+static size_t
+t_fastbin_world(void)
+{
+	static long sizes[4 * 200 + T_NSIZES];
+	size_t n = 0;
+	for (int i = 0; i < 200; i++) {
+		sizes[n++] = 64;
+		sizes[n++] = i % 3 ? -208 : -96;
+		sizes[n++] = 64;
+		sizes[n++] = i % 5 ? 64 : -1040;
+	}
+	for (size_t i = 0; i < T_NSIZES; i++)
+		sizes[n++] = t_sizes[i];
+	t_world_init(sizes, n, sizes, n, 0);
+	t_nfast = 0;
+	t_nextsize_rings(w.thread);
+	t_nextsize_rings(w.main);
+	size_t nfast = t_fastbin(w.thread, w.thread_first, 1000);
+	cr_assert_eq(t_fastbin(w.main, w.main_first, 1000), nfast);
+	return nfast;
+}
+
+Test(arena, inline_accesses_leave_the_heap_the_checked_ones_leave)
+{
+	size_t nfast = t_fastbin_world();
+	struct rt_arena_result checked, direct;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &checked), 0);
+	size_t checked_ranges = w.nranges;
+	nfast = t_fastbin_world();
+	/* The shim's ops: no load, store or compare-and-swap of their own. */
+	struct rt_arena_ops ops = t_write_ops;
+	ops.direct = true;
+	ops.load = NULL;
+	ops.store = NULL;
+	ops.cas = NULL;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(&ops), w.main, 0, &t_view, &direct), 0,
+	             "%s", direct.failure ? direct.failure : "");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(direct.fast_chunks, 2 * nfast);
+	cr_assert_eq(direct.fast_chunks, checked.fast_chunks);
+	cr_assert_eq(direct.bin_bytes, checked.bin_bytes);
+	cr_assert_eq(direct.top_bytes, checked.top_bytes);
+	cr_assert_eq(direct.chunks, checked.chunks);
+	cr_assert_eq(w.nranges, checked_ranges);
+	cr_assert_eq(t_check_heap(w.thread, w.thread_first), 0, "fastbins left");
+	cr_assert_eq(t_check_heap(w.main, w.main_first), 0, "fastbins left");
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
+
+/* Words a test forbids the release to read. */
+static uintptr_t t_unread[1024];
+static size_t t_nunread, t_unread_hits;
+
+static uint64_t
+t_load_watched(void *ctx, uintptr_t addr)
+{
+	for (size_t i = 0; i < t_nunread; i++)
+		t_unread_hits += addr == t_unread[i];
+	return t_load(ctx, addr);
+}
+
+Test(arena, a_bin_walk_reads_the_chunk_after_only_a_chunk_with_a_page)
+{
+	/* Small free chunks (no page of their own) and large ones, all in the unsorted bin. */
+	static long sizes[4 * 100];
+	size_t n = 0;
+	for (int i = 0; i < 100; i++) {
+		sizes[n++] = 64;
+		sizes[n++] = i % 4 ? -(long)(96 + 16 * (i % 7)) : -(long)(3 * T_PAGE);
+	}
+	sizes[n++] = 64;
+	t_world_init(sizes, n, sizes, n, 1);
+	t_nunread = t_unread_hits = 0;
+	uintptr_t firsts[2] = {w.thread_first, w.main_first};
+	for (int k = 0; k < 2; k++)
+		for (uintptr_t c = firsts[k]; c < t_top(k ? w.main : w.thread); c += t_chunk_size(c))
+			if (t_free(c) && t_chunk_size(c) < T_PAGE) {
+				t_unread[t_nunread++] = c + t_chunk_size(c);
+				t_unread[t_nunread++] = c + t_chunk_size(c) + 8;
+			}
+	cr_assert_eq(t_nunread, 2 * 2 * 75);
+	struct rt_arena_ops ops = t_ops;
+	ops.load = t_load_watched;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	/* Every free chunk was walked (its links checked), the small ones' neighbours never read:
+	 * a cache miss each, for nothing to give back. */
+	cr_assert_eq(res.chunks, 2 * 100);
+	cr_assert_eq(t_unread_hits, 0, "%zu reads of a small chunk's next header", t_unread_hits);
+	t_check_everything_released(w.thread, w.thread_first, true);
+	t_check_everything_released(w.main, w.main_first, true);
+}
+
+Test(arena, a_chunk_with_a_page_and_a_wrong_footer_still_stops_the_walk)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	uintptr_t c = w.thread_first + 4096; /* the first free chunk: it has pages */
+	cr_assert(rt_arena_free_range(c, t_chunk_size(c), 0, T_PAGE).start <
+	          rt_arena_free_range(c, t_chunk_size(c), 0, T_PAGE).end);
+	*W(c + t_chunk_size(c)) += 16;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert_not(t_touched(c, c + t_chunk_size(c)));
+}
+
+Test(arena, a_bin_that_goes_from_heap_to_heap_is_walked_whole)
+{
+	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 1);
+	/* A second heap with two free chunks, linked into the unsorted bin between the first
+	 * heap's: the heap looked up last changes at every step of the walk. */
+	uintptr_t h2 = (uintptr_t)w.heaps + T_HEAP_MAX;
+	*W(h2 + RT_ARENA_HEAP_AR_PTR) = w.thread;
+	*W(h2 + RT_ARENA_HEAP_PREV) = (uintptr_t)w.heaps;
+	*W(h2 + RT_ARENA_HEAP_SIZE) = 64 * 1024;
+	*W(h2 + RT_ARENA_HEAP_MPROTECT) = 64 * 1024;
+	*W(h2 + RT_ARENA_HEAP_PAGESIZE) = T_PAGE;
+	uintptr_t old_top = t_top(w.thread);
+	*W(old_top + 8) |= RT_ARENA_NON_MAIN;
+	uintptr_t c = h2 + RT_ARENA_HEAP_INFO_SIZE;
+	static const long sizes2[] = {64, -3 * T_PAGE, 64, -3 * T_PAGE, 64};
+	uintptr_t frees[2], at = c;
+	size_t nf = 0;
+	for (size_t i = 0; i < sizeof(sizes2) / sizeof(sizes2[0]); i++) {
+		size_t size = (size_t)labs(sizes2[i]);
+		*W(at + 8) = size | (i && sizes2[i - 1] < 0 ? 0 : RT_ARENA_PREV_INUSE) |
+		             RT_ARENA_NON_MAIN;
+		if (sizes2[i] < 0) {
+			*W(at + size) = size;
+			frees[nf++] = at;
+		} else {
+			memset((void *)(at + 16), 0xab, size - 16);
+		}
+		at += size;
+	}
+	*W(w.thread + RT_ARENA_TOP) = at;
+	*W(at + 8) = (h2 + 64 * 1024 - at) | RT_ARENA_PREV_INUSE;
+	/* Insert each after a chunk of the first heap: the list alternates between the heaps. */
+	uintptr_t unsorted = rt_arena_bin_at(w.thread, 1);
+	uintptr_t after = *W(unsorted + 16);
+	for (size_t i = 0; i < nf; i++) {
+		uintptr_t next = *W(after + 16);
+		*W(frees[i] + 16) = next;
+		*W(frees[i] + 24) = after;
+		*W(after + 16) = frees[i];
+		*W(next + 24) = frees[i];
+		after = *W(next + 16) == unsorted ? next : *W(next + 16);
+	}
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	/* (t_release_ok knows the first heap only: the second heap's ranges are checked here.) */
+	uintptr_t top = t_top(w.thread);
+	for (size_t k = 0; k < w.nranges; k++) {
+		struct rt_arena_range g = w.ranges[k];
+		if (g.start < h2 || g.start >= h2 + T_HEAP_MAX)
+			continue;
+		bool inside = g.start >= top + RT_ARENA_CHUNK_HEADER && g.end <= h2 + 64 * 1024;
+		for (size_t i = 0; i < nf; i++)
+			inside |= g.start >= frees[i] + RT_ARENA_CHUNK_HEADER &&
+			          g.end <= frees[i] + 3 * T_PAGE;
+		cr_assert(inside, "a release outside the second heap's free chunks");
+	}
+	for (size_t i = 0; i < nf; i++) {
+		struct rt_arena_range r = rt_arena_free_range(frees[i], 3 * T_PAGE, 0, T_PAGE);
+		cr_assert(t_released(r.start, r.end), "the second heap's chunk %zu kept", i);
+	}
+	for (uintptr_t c1 = w.thread_first; c1 < old_top; c1 += t_chunk_size(c1)) {
+		struct rt_arena_range r = rt_arena_free_range(c1, t_chunk_size(c1), 0, T_PAGE);
+		cr_assert(!t_free(c1) || t_released(r.start, r.end), "the first heap's %#lx kept",
+		          (unsigned long)c1);
+	}
+	cr_assert(rt_arena_view_holds(&t_view, frees[0]));
+	cr_assert(rt_arena_view_holds(&t_view, w.thread_first));
+	cr_assert_not(rt_arena_view_holds(&t_view, h2 + 64 * 1024));
+}
+
+/* A corrupted heap near a heap's end (review of issue 26): every word the release reads, the
+ * prefetches' included, is inside a heap, with sizes that would wrap a bound (a word of -16..-1)
+ * taken as wrong. t_load fails a test at the first read outside the world. */
+
+Test(arena, a_wrapped_next_size_at_the_heap_end_is_not_read_past)
+{
+	/* A fastbin chunk 16 bytes before the main arena's end, the next header 0xfff...ff1:
+	 * p + size + 16 wraps to p. The word that would say whether that next chunk is free is
+	 * p's last; free, its links would be read past the end; in use, glibc says "invalid next
+	 * size" where a wrapped bound would take it and clear its PREV_INUSE. */
+	static const long sizes[] = {64, 64, 64, 64};
+	for (uint64_t next_in_use = 0; next_in_use < 2; next_in_use++) {
+		t_world_init(sizes, 4, sizes, 4, 1);
+		uintptr_t end = w.main_first + T_SBRK;
+		uintptr_t p = end - 64 - 16;
+		*W(p + 8) = 64 | RT_ARENA_PREV_INUSE;
+		*W(p + 56) = next_in_use;
+		*W(end - 8) = ~(uint64_t)15 | RT_ARENA_PREV_INUSE;
+		uintptr_t *head = (uintptr_t *)(w.main + RT_ARENA_FASTBINS + 2 * 8);
+		*W(p + RT_ARENA_CHUNK_FD) = ((p + RT_ARENA_CHUNK_FD) >> 12) ^ *head;
+		*head = p;
+		struct rt_arena_result res;
+		cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res),
+		             -1, "next chunk in use: %d", (int)next_in_use);
+		cr_assert_not_null(res.failure);
+		cr_assert_eq(*W(end - 8), ~(uint64_t)15 | RT_ARENA_PREV_INUSE);
+	}
+}
+
+Test(arena, a_corrupted_fastbin_link_near_the_heap_end_is_not_read_past)
+{
+	static const long sizes[] = {64, 64, 64, 64};
+	t_world_init(sizes, 4, sizes, 4, 1);
+	cr_assert_eq(t_fastbin(w.main, w.main_first, 1), 1);
+	/* One use after free: the fastbin chunk's link points 80 bytes before the main arena's
+	 * end, where the top's last two words are 0 and -1 (stale data). */
+	uintptr_t p = *(uintptr_t *)(w.main + RT_ARENA_FASTBINS + 2 * 8);
+	uintptr_t end = w.main_first + T_SBRK;
+	*W(p + RT_ARENA_CHUNK_FD) = ((p + RT_ARENA_CHUNK_FD) >> 12) ^ (end - 80);
+	*W(end - 16) = 0;
+	*W(end - 8) = ~(uint64_t)0;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+}
