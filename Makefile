@@ -128,6 +128,12 @@ $(BUILD)/test/workloads/shapes: test/workloads/shapes.c policy/rt_arena.c \
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< policy/rt_arena.c -pthread -ldl -lm
 
+# A program linked to libpython that never initializes Python (test_python.c): the C API without
+# an interpreter, as in gdb or vim.
+$(BUILD)/test/workloads/pylinked: test/workloads/pylinked.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -l:libpython3.11.so.1
+
 # The stress tests (test/integration/test_stress.c): make check runs them at a hundredth of
 # their sizes; make stress at full size (10^6 FIFO rounds, 10^5 signals, 10^4 fork+exec, ...),
 # one at a time: 4 to 8 minutes on 2 cores, by their load. Their shared object allocates in its

@@ -247,7 +247,10 @@ rt_tasks_stand_down(const char *why)
 		rt_warn("stood down: %s; the program runs on without the library", why);
 	}
 	rt_tasks_unlock();
-	return gone;
+	/* Outside the lock: a finalizer that the Python thread runs may take it (a credential
+	 * call). A thread that waits for a GIL the caller holds is left to leave by itself, and
+	 * runs nothing once it has the GIL. */
+	return rt_python_thread_await() && gone;
 }
 
 bool

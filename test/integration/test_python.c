@@ -18,12 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PYTHON "/usr/bin/python3"
 #define PY_DIR RT_SOURCE_DIR "/test/workloads/py/"
+/* For a workload that must block only once the library's Python thread is there (its main
+ * thread, the worker and that thread: librarythread.py). */
+#define PY_AWAIT_THREAD "PY_AWAIT_TASKS=3"
 
 TestSuite(python, .timeout = 240, .fini = th_cleanup);
 
@@ -372,14 +376,15 @@ Test(python, main_thread_holding_the_gil_gets_the_steps_when_it_returns)
  * still waits (the cycles' finalizers run there, on a thread Python calls Dummy), a release
  * follows, and once the main thread is back nothing of that thread shows: not in a faulthandler
  * dump, sys._current_frames(), threading.enumerate() or active_count(), although a finalizer
- * called threading.current_thread() on it. */
+ * called threading.current_thread() on it, nor in the name of the program's next unnamed thread
+ * (before: one higher, the Dummy having taken a number from threading's counter). */
 static void
 waiting_case(const char *mode)
 {
 	struct py_run run;
 	char line[1024], answer[256], dump[PATH_MAX];
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start_args(&run, "waiting.py", mode, dump, manual, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
@@ -395,7 +400,11 @@ waiting_case(const char *mode)
 	else
 		th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
-	cr_assert_str_eq(answer, "woke dump=1 frames=1 enumerate=1 dummies=0 active=1");
+	/* The event's setter was the program's first unnamed thread. */
+	cr_assert_str_eq(answer,
+	                 strcmp(mode, "event") == 0
+	                     ? "woke next=Thread-2 dump=1 frames=1 enumerate=1 dummies=0 active=1"
+	                     : "woke next=Thread-1 dump=1 frames=1 enumerate=1 dummies=0 active=1");
 	py_finish(&run);
 }
 
@@ -427,8 +436,13 @@ Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
 	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
-	const char *extra[] = {"ROUNDTRIM_AUTO=off", "NVFLARE_CUDA_EMPTY_CACHE=true",
-	                       "FAKETORCH_CUDA_INITIALIZED=1", log_env, torch_env, NULL};
+	const char *extra[] = {"ROUNDTRIM_AUTO=off",
+	                       "NVFLARE_CUDA_EMPTY_CACHE=true",
+	                       "FAKETORCH_CUDA_INITIALIZED=1",
+	                       log_env,
+	                       torch_env,
+	                       PY_AWAIT_THREAD,
+	                       NULL};
 	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
@@ -462,13 +476,15 @@ Test(python, main_only_leaves_the_steps_to_the_main_thread)
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	/* Twenty graces: the library's thread would have collected by now. */
-	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
-	              "collected while the main thread read: %s", answer);
+	cr_assert_not(
+	    th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
+	    "collected while the main thread read: %s", answer);
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "collected 100 by=MainThread");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	cr_assert_str_eq(answer, "woke dump=1 frames=1 enumerate=1 dummies=0 active=1");
+	cr_assert_str_eq(answer,
+	                 "woke next=Thread-1 dump=1 frames=1 enumerate=1 dummies=0 active=1");
 	py_finish(&run);
 }
 
@@ -487,7 +503,7 @@ exits_to_make(void)
 Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 {
 	static const char *const hows[] = {"sleep", "spin", "none"};
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	signal(SIGPIPE, SIG_IGN);
 	int exits = exits_to_make();
 	for (int i = 0; i < exits; i++) {
@@ -503,7 +519,8 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 		char err[8192];
 		th_read_stderr(&run.proc, err, sizeof(err));
 		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
-		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status, err);
+		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status,
+		          err);
 		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
 		cr_assert_null(strstr(err, "Traceback"), "%s", err);
 	}
@@ -515,7 +532,7 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
  * main thread for gone and ended the process with exit(0) while it still finalised. */
 Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
 {
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 0; i < 3; i++) {
 		struct py_run run;
@@ -594,6 +611,109 @@ Test(python, api_round_collects_in_the_callers_thread)
 Test(python, api_round_collects_with_the_collector_disabled)
 {
 	api_round_case("--gc-disabled");
+}
+
+/* The library's thread shares the main thread's filesystem context, as the finalizers it runs
+ * need (batch "first" reads a file by its relative path from there), yet the kernel refuses a
+ * setns(CLONE_NEWNS) while another task shares the caller's context: the program's call, made
+ * after rounds whose steps that thread took, succeeds as without the library (before: EINVAL).
+ * After the program's unshare(CLONE_NEWNS) and a mount there, the steps of the next round run
+ * in the program's new context (before: the old one, where "marker" said "outside"). */
+Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns, unshare and mount need root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	char dir[PATH_MAX], path[PATH_MAX], out[1024], err[1024];
+	snprintf(dir, sizeof(dir), "%s/without", th_tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0);
+	snprintf(path, sizeof(path), "%smountns.py", PY_DIR);
+	const char *alone[] = {PYTHON, path, dir, NULL};
+	th_run(alone, NULL, out, sizeof(out), err, sizeof(err));
+	if (strcmp(out, "ready\nsetns=0\nunshare=0 mount=0\nwaiting\n") != 0)
+		cr_skip_test("this machine refuses the calls without the library: %s %s", out, err);
+	snprintf(dir, sizeof(dir), "%s/with", th_tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0);
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "mountns.py", dir, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_eq(strncmp(answer, "first by=Dummy-", 15), 0, "%s", answer);
+	th_expect_in(answer, " marker=outside");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "setns=0");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "unshare=0 mount=0");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread did not come back");
+	cr_assert_str_eq(answer, "waiting");
+	py_round(&run, 2, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_eq(strncmp(answer, "second by=Dummy-", 16), 0, "%s", answer);
+	th_expect_in(answer, " marker=inside");
+	py_finish(&run);
+}
+
+/* The library stands down before the program's unshare(CLONE_NEWUSER), which the kernel allows
+ * only to a process of one thread, and waits for its Python thread too: here that thread is out
+ * on a round's steps, in a finalizer that sleeps (GIL let go). The call succeeds, as without the
+ * library (before: EINVAL, the thread still there). */
+Test(python, stand_down_waits_for_the_librarys_thread)
+{
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
+	struct py_run run;
+	char line[1024], answer[256], err[8192];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "newuser.py", NULL, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(answer, "in-steps");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "unshare=0");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+	th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
+	                  "process of one thread");
+}
+
+/* A program linked to libpython that never initializes Python, as gdb or vim: the library's
+ * Python thread never starts there (before: it started with the worker in every process that
+ * exports the C API), and a round reports the interpreter not initialized. */
+Test(python, no_thread_of_ours_where_python_is_never_initialized)
+{
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
+	                     NULL};
+	const char *argv[] = {th_workload("pylinked"), NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	for (int r = 1; r <= 2; r++) {
+		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+		th_expect_in(line, "\"python\":\"not-initialized\"");
+	}
+	th_write(&proc, "?\n");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	/* The program's thread and the worker. */
+	cr_assert_str_eq(line, "tasks=2 python=0");
+	th_close_stdin(&proc);
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
 }
 
 /* Nothing of the library is a thread of the program's: not in a faulthandler dump of all
