@@ -6,7 +6,8 @@
 # with roundtrim, after the round's trigger has been handled. Runs are interleaved (run 1 of every
 # configuration, then run 2, ...), so that the ratios between configurations are taken pairwise.
 # Raw data: $RAW/memory/WORKLOAD/CONFIG.RUN.tsv (round rss_kib live_kib). See bench-lib.sh for the
-# files it hands to bench.sh.
+# files it hands to bench.sh. BENCH_MEMORY_WORKLOADS: which of "frag python" run (default both;
+# one alone reruns part of the figure, as when a change touches only the Python client's side).
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # shellcheck source=scripts/bench-lib.sh
@@ -261,6 +262,7 @@ main() {
 		echo "time between rounds here."
 		echo
 	} >"$RAW/fig1.md"
+	[[ " ${BENCH_MEMORY_WORKLOADS:-frag python} " == *" frag "* ]] || sizes=()
 	for mib in "${sizes[@]}"; do
 		for ((run = 1; run <= runs; run++)); do
 			for c in "${CONFIGS[@]}"; do
@@ -276,6 +278,7 @@ main() {
 	if [[ $QUICK == 1 ]]; then
 		py_configs=("${PY_QUICK_CONFIGS[@]}")
 	fi
+	[[ " ${BENCH_MEMORY_WORKLOADS:-frag python} " == *" python "* ]] || py_runs=0
 	for ((run = 1; run <= py_runs; run++)); do
 		for c in "${py_configs[@]}"; do
 			note "memory: Python client, $c, run $run of $py_runs"
@@ -283,7 +286,8 @@ main() {
 				--wait --scale "$py_scale" --seed 1
 		done
 	done
-	report python "Python FL client (PyTorch), scale $py_scale, $py_rounds rounds" "${py_configs[@]}"
+	((py_runs == 0)) ||
+		report python "Python FL client (PyTorch), scale $py_scale, $py_rounds rounds" "${py_configs[@]}"
 	note_load "memory: after"
 	cat "$RAW/fig1.md"
 }
