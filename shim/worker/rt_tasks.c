@@ -249,8 +249,10 @@ rt_tasks_stand_down(const char *why)
 	rt_tasks_unlock();
 	/* Outside the lock: a finalizer that the Python thread runs may take it (a credential
 	 * call). A thread that waits for a GIL the caller holds is left to leave by itself, and
-	 * runs nothing once it has the GIL. */
-	return rt_python_thread_await() && gone;
+	 * runs nothing once it has the GIL; the call made again may still find room (the
+	 * program's pthread_create, which CPython makes holding the GIL). */
+	rt_python_thread_await();
+	return gone;
 }
 
 bool
