@@ -148,8 +148,10 @@ uint32_t rt_python_forget(uint32_t word);
 bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
                          uint64_t grace_us, bool thread_out);
 
-/* The library's thread starts only in an interpreter that is up: a program that exports the C
- * API without ever initializing Python (gdb, vim linked to libpython) never gets it. Until then
+/* Where the C API is a shared libpython's, the library's thread starts only in an interpreter
+ * that is up: a program that exports the C API without ever initializing Python (gdb, vim
+ * linked to libpython) never gets it (the interpreter's own executable starts it with the
+ * worker). Until then
  * the worker looks this often, for this long after its start (CPython imports site and the
  * program's modules after it counts itself initialized: tens of milliseconds in which its main
  * thread runs bytecode, and so runs the call that starts the thread); later, at each look. */

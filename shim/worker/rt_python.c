@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -587,15 +588,12 @@ rt_python_thread(void *arg)
 	return NULL;
 }
 
-/* The pending call that starts the thread, on the interpreter's main thread. arg: the
- * generation it was queued for; an older one (the thread was sent away meanwhile, or this is a
- * fork child's copy of its parent's queue) does nothing. Returns 0 always (rt_python_pending). */
-static int
-rt_python_start_call(void *arg)
+/* Starts the thread of generation gen from the calling program thread, whose descriptor table
+ * and file system context it will share: unless another runs or is on its way, a program
+ * thread holds it back, or the generation has moved on (it was sent away meanwhile). */
+static void
+rt_python_thread_create(uint32_t gen)
 {
-	uint32_t gen = (uint32_t)(uintptr_t)arg, queued = gen + 1;
-	if (!atomic_compare_exchange_strong(&rt_py_start_queued, &queued, 0))
-		return 0;
 	/* Counted before the generation is checked: a program thread that sends the thread away
 	 * meanwhile waits for this one too. */
 	atomic_fetch_add(&rt_py_thread_starting, 1);
@@ -604,7 +602,7 @@ rt_python_start_call(void *arg)
 	    atomic_load(&rt_py_thread_holds) > 0 ||
 	    atomic_compare_exchange_strong(&rt_py_thread_runs, &runs, true) == false) {
 		atomic_fetch_sub(&rt_py_thread_starting, 1);
-		return 0;
+		return;
 	}
 	pthread_attr_t attr;
 	pthread_t thread;
@@ -617,7 +615,7 @@ rt_python_start_call(void *arg)
 	atomic_store(&rt_py_anchor_tid, gettid());
 	int saved_errno = errno;
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = rt_tasks_create_thread(&thread, &attr, rt_python_thread, arg);
+	int err = rt_tasks_create_thread(&thread, &attr, rt_python_thread, (void *)(uintptr_t)gen);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	errno = saved_errno;
@@ -628,7 +626,31 @@ rt_python_start_call(void *arg)
 		rt_warn("Python steps wait for the main thread: cannot start a thread: %s",
 		        strerror(err));
 	}
+}
+
+/* The pending call that starts the thread, on the interpreter's main thread. arg: the
+ * generation it was queued for; an older one (the thread was sent away meanwhile, or this is a
+ * fork child's copy of its parent's queue) does nothing. Returns 0 always (rt_python_pending). */
+static int
+rt_python_start_call(void *arg)
+{
+	uint32_t gen = (uint32_t)(uintptr_t)arg, queued = gen + 1;
+	if (atomic_compare_exchange_strong(&rt_py_start_queued, &queued, 0))
+		rt_python_thread_create(gen);
 	return 0;
+}
+
+/* Whether the C API is the executable's own (a python3 linked statically with its interpreter,
+ * as Debian's, conda's and python.org's default builds are), not a shared libpython's (gdb, vim,
+ * an embedder, a python3 built with --enable-shared): the executable is the interpreter, which
+ * initializes Python before anything of the program's runs. */
+static bool
+rt_python_in_executable(void)
+{
+	Dl_info info;
+	struct link_map *map = NULL;
+	return dladdr1(*(void **)&rt_py.is_initialized, &info, (void **)&map, RTLD_DL_LINKMAP) &&
+	       map && !map->l_prev;
 }
 
 /* Worker, at each look: queues the start call when it is due. Returns how long the worker may
@@ -673,6 +695,11 @@ rt_python_thread_want(const struct rt_config *cfg)
 	bool want = cfg->python && !cfg->python_main_only && rt_python_resolve() && rt_py.threads;
 	rt_py_want_us = rt_python_now_us();
 	atomic_store(&rt_py_thread_wanted, want);
+	/* The interpreter's own executable starts it now, from the thread that starts the library
+	 * (its main thread, at start-up): a main thread that blocks in a C call as soon as its
+	 * script starts (join() on its worker threads) would otherwise never run the start call. */
+	if (want && rt_python_in_executable())
+		rt_python_thread_create(atomic_load(&rt_py_thread_gen));
 }
 
 unsigned

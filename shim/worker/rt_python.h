@@ -27,10 +27,12 @@ struct rt_python_outcome {
  * RT_PYTHON_NOT_PYTHON when the host is not CPython). Never runs Python code or takes the GIL.
  * cfg: whether the steps are on (python), and which (cuda_empty_cache). */
 void rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python_outcome *out);
-/* At the worker's start: whether the library's thread is wanted, where the process exports the
- * C API and ROUNDTRIM_PYTHON lets the steps leave the main thread. It starts later, once the
- * interpreter is up (rt_python_tend), from the interpreter's main thread; never in a program
- * that does not initialize Python (gdb, vim linked to libpython). Starts nothing. */
+/* At the worker's start, in the program thread that starts it: whether the library's thread is
+ * wanted, where the process exports the C API and ROUNDTRIM_PYTHON lets the steps leave the main
+ * thread. Where the executable is the interpreter (the C API is its own), starts it here; where
+ * the C API is a shared libpython's, it starts later, once the interpreter is up
+ * (rt_python_tend), from the interpreter's main thread: never in a program that does not
+ * initialize Python (gdb, vim linked to libpython). */
 void rt_python_thread_want(const struct rt_config *cfg);
 /* How many threads of the library's Python thread run in this process: tasks of the library's. */
 unsigned rt_python_thread_held(void);

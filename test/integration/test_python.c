@@ -716,6 +716,33 @@ Test(python, no_thread_of_ours_where_python_is_never_initialized)
 	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
 }
 
+/* The interpreter's own executable (Debian's python3 is linked statically) has the library's
+ * thread from its start: a main thread that sits in a C call as soon as its script starts (here
+ * after python3 -S and a few lines) still gets a round's steps from it while it waits (before:
+ * the thread was started by a call the main thread never ran, and the steps waited). */
+Test(python, steps_while_the_main_thread_blocks_at_once)
+{
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], path[PATH_MAX], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(path, sizeof(path), "%sat_once.py", PY_DIR);
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
+	                     NULL};
+	const char *argv[] = {PYTHON, "-S", path, NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_str_eq(line, "collected 100 on=another");
+	th_write(&proc, "x");
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
+}
+
 /* Nothing of the library is a thread of the program's: not in a faulthandler dump of all
  * threads, nor in sys._current_frames() or threading.enumerate(), after rounds ran. */
 Test(python, no_thread_of_ours_after_a_round)
