@@ -794,12 +794,14 @@ rt_worker_start(const struct rt_worker_setup *setup)
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
 		rt_warn("inactive: cannot start the worker thread: %s", strerror(err));
+		rt_python_thread_stop();
 		rt_files_close();
 		return false;
 	}
 	if (rt_worker_decide_table(w, rt_worker_await_table(w)) == RT_FILE_TABLE_NONE) {
-		/* It ends as soon as it runs, and nobody waits for it. */
+		/* It ends as soon as it runs, and nobody waits for it; nor for the Python thread. */
 		pthread_detach(rt_worker_life.thread);
+		rt_python_thread_stop();
 		rt_files_close();
 		return false;
 	}
