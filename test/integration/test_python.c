@@ -743,6 +743,27 @@ Test(python, steps_while_the_main_thread_blocks_at_once)
 	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
 }
 
+/* Where the library stays inactive (no table of its own and no keeper), the Python thread that
+ * the interpreter's executable starts with the worker leaves with it: the program is left with
+ * its one thread (before: two, the library's idle for good). */
+Test(python, inactive_library_leaves_no_thread)
+{
+	char preload[PATH_MAX + 16], out[256], err[4096];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	/* Waits (5 s at most) for its tasks to come down to one, and prints how many there are. */
+	const char *script = "import os, time\n"
+	                     "for _ in range(1000):\n"
+	                     "    if len(os.listdir('/proc/self/task')) == 1:\n"
+	                     "        break\n"
+	                     "    time.sleep(0.005)\n"
+	                     "print(len(os.listdir('/proc/self/task')))\n";
+	const char *argv[] = {th_noshare(), "--no-keeper", PYTHON, "-c", script, NULL};
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	th_expect_in(err, "roundtrim: inactive: ");
+	cr_assert_str_eq(out, "1\n", "%s", err);
+}
+
 /* Nothing of the library is a thread of the program's: not in a faulthandler dump of all
  * threads, nor in sys._current_frames() or threading.enumerate(), after rounds ran. */
 Test(python, no_thread_of_ours_after_a_round)
