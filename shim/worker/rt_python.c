@@ -41,9 +41,10 @@
 
 typedef void *rt_pyobj;
 
-/* How long a program thread that sent the library's thread away waits for its end: longer than
- * a collection of the largest heaps. */
-#define RT_PY_THREAD_LEAVE_WAIT_S 30
+/* How long a program thread that sent the library's thread away waits at most for its end: an
+ * idle thread leaves in microseconds; one out on its steps is not waited for beyond this (a
+ * program's call never waits on the library longer than a few milliseconds). */
+#define RT_PY_THREAD_LEAVE_WAIT_NS 5000000L
 
 /* The C API, found with dlsym(RTLD_DEFAULT): Debian's /usr/bin/python3 exports it from the
  * executable, other builds from libpython3.x.so. Never linked. */
@@ -132,6 +133,9 @@ static atomic_int rt_py_thread_holds;
 static _Atomic uint32_t rt_py_thread_tasks;
 static atomic_uint rt_py_thread_starting;
 static atomic_uint rt_py_thread_asking;
+/* Threads of ours out on a request, from before PyGILState_Ensure to after PyGILState_Release:
+ * each needs the GIL to end, through the eval loop as much as through Ensure. */
+static atomic_uint rt_py_thread_busy;
 /* The futex word the worker bumps to send the current thread to a request, and whether one is
  * out on a request (set by the worker, cleared by the thread as its last step or when it is sent
  * away; a thread CPython ended at finalisation leaves it set, and nothing asks again). */
@@ -144,6 +148,7 @@ static atomic_int rt_py_thread_tid;
 static atomic_int rt_py_anchor_tid;
 static __thread bool rt_py_thread_self;
 static __thread bool rt_py_thread_in_ensure;
+static __thread bool rt_py_thread_in_take;
 
 static uint64_t
 rt_python_now_us(void)
@@ -532,6 +537,8 @@ rt_python_thread_gone(void *arg)
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	if (rt_py_thread_in_ensure)
 		atomic_fetch_sub(&rt_py_thread_asking, 1);
+	if (rt_py_thread_in_take)
+		atomic_fetch_sub(&rt_py_thread_busy, 1);
 	bool current = atomic_load(&rt_py_thread_gen) == gen;
 	if (current)
 		atomic_store(&rt_py_thread_runs, false);
@@ -557,7 +564,12 @@ rt_python_thread_serve(uint32_t gen)
 		}
 		seen = asks;
 		/* Declined: `out` stays set, so that the worker never sends it again. */
-		if (!rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)), gen))
+		atomic_fetch_add(&rt_py_thread_busy, 1);
+		rt_py_thread_in_take = true;
+		bool taken = rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)), gen);
+		rt_py_thread_in_take = false;
+		atomic_fetch_sub(&rt_py_thread_busy, 1);
+		if (!taken)
 			return;
 		if (atomic_load(&rt_py_thread_gen) != gen)
 			return;
@@ -740,6 +752,15 @@ rt_python_thread_stop(void)
 	rt_python_thread_send_away();
 }
 
+/* Whether the calling thread may hold the GIL: any answer but a clear no from CPython (a thread
+ * that holds it must never wait for one of ours that needs it). */
+static bool
+rt_python_gil_maybe_held(void)
+{
+	return atomic_load_explicit(&rt_py_state, memory_order_acquire) != RT_PY_FOUND ||
+	       rt_py.gil_held() != 0;
+}
+
 bool
 rt_python_thread_await(void)
 {
@@ -747,7 +768,12 @@ rt_python_thread_await(void)
 		return false;
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += RT_PY_THREAD_LEAVE_WAIT_S;
+	deadline.tv_nsec += RT_PY_THREAD_LEAVE_WAIT_NS;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	bool may_hold = false, asked = false;
 	for (;;) {
 		/* In this order: a thread counts itself a task before it stops counting as being
 		 * started. */
@@ -755,13 +781,17 @@ rt_python_thread_await(void)
 		uint32_t tasks = atomic_load(&rt_py_thread_tasks);
 		if (tasks == 0 && starting == 0)
 			break;
-		/* It waits for the GIL that the caller holds: it will run nothing once it has it,
-		 * and leave; waiting for it here would never end. */
-		if (atomic_load(&rt_py_thread_asking) > 0 &&
-		    atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND &&
-		    rt_py.gil_held())
-			return false;
-		struct timespec now, slice = {0, 10000000};
+		/* One out on its steps needs the GIL to end, and the caller may hold it: it is left
+		 * to leave by itself, running nothing more once it has the GIL back. */
+		if (atomic_load(&rt_py_thread_busy) > 0) {
+			if (!asked) {
+				may_hold = rt_python_gil_maybe_held();
+				asked = true;
+			}
+			if (may_hold)
+				return false;
+		}
+		struct timespec now, slice = {0, 1000000};
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec > deadline.tv_sec ||
 		    (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec))
@@ -774,9 +804,7 @@ rt_python_thread_await(void)
 	}
 	/* Its tid is cleared before the kernel releases the task and its filesystem context. */
 	pid_t tid = atomic_load(&rt_py_thread_tid);
-	if (tid)
-		rt_proc_await_release(tid);
-	return true;
+	return !tid || rt_proc_await_release_until(tid, &deadline);
 }
 
 bool

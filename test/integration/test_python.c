@@ -662,21 +662,59 @@ Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
 }
 
 /* The library stands down before the program's unshare(CLONE_NEWUSER), which the kernel allows
- * only to a process of one thread, and waits for its Python thread too: here that thread is out
- * on a round's steps, in a finalizer that sleeps (GIL let go). The call succeeds, as without the
- * library (before: EINVAL, the thread still there). */
-Test(python, stand_down_waits_for_the_librarys_thread)
+ * only to a process of one thread, while its Python thread is out on a round's steps, in a
+ * finalizer that sleeps (GIL let go) and then needs the GIL back. The call never waits for that
+ * thread beyond a few milliseconds: it comes back (EINVAL, the thread still there, as when the
+ * library never waited) before the finalizer's end. Through ctypes.PyDLL the caller holds the
+ * GIL, as CPython does around pthread_create and fork when they stand the library down: before,
+ * it waited 30 s for a thread that needed that GIL, and every thread of the program stood still. */
+static void
+py_stand_down_during_steps(const char *how)
 {
 	if (geteuid() != 0)
 		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
 	struct py_run run;
 	char line[1024], answer[256], err[8192];
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
-	py_start(&run, "newuser.py", NULL, manual, "ready");
+	py_start(&run, "newuser.py", how, manual, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the library's thread never ran the steps");
 	cr_assert_str_eq(answer, "in-steps");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the program's call did not come back");
+	cr_assert_str_eq(answer, "unshare=EINVAL", "the call waited for the library's steps");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "fin-done");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+	th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
+	                  "process of one thread");
+}
+
+Test(python, stand_down_does_not_wait_for_the_librarys_steps)
+{
+	py_stand_down_during_steps("cdll");
+}
+
+Test(python, stand_down_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeout = 60)
+{
+	py_stand_down_during_steps("pydll");
+}
+
+/* The same stand-down with the library's thread idle: it leaves at once, and the call succeeds,
+ * as without the library. */
+Test(python, stand_down_waits_for_an_idle_librarys_thread)
+{
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
+	struct py_run run;
+	char answer[256], err[8192];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "newuser.py", "pydll", manual, "ready");
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "unshare=0");
@@ -684,8 +722,6 @@ Test(python, stand_down_waits_for_the_librarys_thread)
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
 	th_read_stderr(&run.proc, err, sizeof(err));
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
-	th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
-	                  "process of one thread");
 }
 
 /* A program linked to libpython that never initializes Python, as gdb or vim: the library's

@@ -3,11 +3,13 @@ kernel allows only to a process of one thread) while the library's thread runs a
 as root.
 
 Makes an unreachable reference cycle (collector enabled, threshold 0: only an explicit full
-collection frees it) whose finalizer writes "in-steps" to stdout and then sleeps SLOW_S seconds
-(letting the GIL go). Waits for the library's thread where PY_AWAIT_TASKS says so
+collection frees it) whose finalizer writes "in-steps" to stdout, sleeps SLOW_S seconds (letting
+the GIL go) and writes "fin-done". Waits for the library's thread where PY_AWAIT_TASKS says so
 (librarythread), prints "ready", then waits for a line of stdin (a read, one C call). Then calls
-unshare(CLONE_NEWUSER) through ctypes (which lets the GIL go) and prints "unshare=R" (R: 0, or
-the errno's name). EOF ends it, with status 0 and no finalisation."""
+unshare(CLONE_NEWUSER) through ctypes.CDLL, which lets the GIL go, or with argument "pydll"
+through ctypes.PyDLL, which holds it (as CPython holds it around pthread_create and fork), and
+prints "unshare=R" (R: 0, or the errno's name). EOF ends it, with status 0 and no
+finalisation."""
 import ctypes
 import errno
 import gc
@@ -19,13 +21,14 @@ import librarythread
 
 CLONE_NEWUSER = 0x10000000
 SLOW_S = 1.0
-libc = ctypes.CDLL(None, use_errno=True)
+libc = (ctypes.PyDLL if sys.argv[1:] == ["pydll"] else ctypes.CDLL)(None, use_errno=True)
 
 
 class Slow:
     def __del__(self):
         os.write(1, b"in-steps\n")
         time.sleep(SLOW_S)
+        os.write(1, b"fin-done\n")
 
 
 def main():
