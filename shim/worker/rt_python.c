@@ -52,7 +52,11 @@ struct rt_python_api {
 	int (*is_initialized)(void);
 	int (*is_finalizing)(void); /* Py_IsFinalizing (3.13+) or _Py_IsFinalizing (3.11, 3.12) */
 	int (*add_pending)(int (*)(void *), void *);
-	int (*gil_held)(void); /* PyGILState_Check */
+	/* Whether the caller holds the GIL: its own thread state is the current one. Not
+	 * PyGILState_Check, which says 1 for every thread once a subinterpreter exists. Either
+	 * absent: never taken for held. */
+	void *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
+	void *(*current_tstate)(void); /* PyThreadState_GetUnchecked, 3.11's private name */
 	ssize_t (*gc_collect)(void);
 	int (*gc_is_enabled)(void); /* 3.10+; NULL before */
 	long long (*as_long_long)(rt_pyobj);
@@ -187,7 +191,10 @@ rt_python_resolve(void)
 	if (!a.is_finalizing)
 		*(void **)&a.is_finalizing = rt_python_sym("_Py_IsFinalizing");
 	*(void **)&a.add_pending = rt_python_sym("Py_AddPendingCall");
-	*(void **)&a.gil_held = rt_python_sym("PyGILState_Check");
+	*(void **)&a.this_tstate = rt_python_sym("PyGILState_GetThisThreadState");
+	*(void **)&a.current_tstate = rt_python_sym("PyThreadState_GetUnchecked");
+	if (!a.current_tstate)
+		*(void **)&a.current_tstate = rt_python_sym("_PyThreadState_UncheckedGet");
 	*(void **)&a.gc_collect = rt_python_sym("PyGC_Collect");
 	*(void **)&a.gc_is_enabled = rt_python_sym("PyGC_IsEnabled");
 	*(void **)&a.as_long_long = rt_python_sym("PyLong_AsLongLong");
@@ -221,7 +228,7 @@ rt_python_resolve(void)
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
-	if (!a.is_finalizing || !a.add_pending || !a.gil_held || !a.gc_collect || !a.as_long_long ||
+	if (!a.is_finalizing || !a.add_pending || !a.gc_collect || !a.as_long_long ||
 	    !a.modules || !a.dict_get || !a.getattr || !a.call || !a.is_true || !a.incref ||
 	    !a.decref || !a.err_clear || (!a.err_get_raised && (!a.err_fetch || !a.err_restore)) ||
 	    !a.none) {
@@ -752,13 +759,24 @@ rt_python_thread_stop(void)
 	rt_python_thread_send_away();
 }
 
-/* Whether the calling thread may hold the GIL: any answer but a clear no from CPython (a thread
- * that holds it must never wait for one of ours that needs it). */
+/* Whether the calling thread holds the GIL, once the C API is found: its own thread state
+ * (none where it never had one) is the one that holds it. False where CPython cannot say. */
+static bool
+rt_python_gil_held(void)
+{
+	if (!rt_py.this_tstate || !rt_py.current_tstate)
+		return false;
+	void *mine = rt_py.this_tstate();
+	return mine && mine == rt_py.current_tstate();
+}
+
+/* Whether the calling thread may hold the GIL: any answer but a clear no (a thread that holds
+ * it must never wait for one of ours that needs it). */
 static bool
 rt_python_gil_maybe_held(void)
 {
 	return atomic_load_explicit(&rt_py_state, memory_order_acquire) != RT_PY_FOUND ||
-	       rt_py.gil_held() != 0;
+	       !rt_py.this_tstate || !rt_py.current_tstate || rt_python_gil_held();
 }
 
 bool
@@ -962,7 +980,7 @@ rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 	}
 	/* Through ctypes.CDLL the caller would have released the GIL: calling into Python then
 	 * would corrupt the interpreter, so the steps go to the main thread instead. */
-	if (!rt_py.gil_held())
+	if (!rt_python_gil_held())
 		return false;
 	rt_python_steps(out, cfg->cuda_empty_cache, true, true);
 	return true;
@@ -973,7 +991,7 @@ rt_python_let_go(void)
 {
 	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) != RT_PY_FOUND ||
 	    !rt_py.save_thread || !rt_py.restore_thread || rt_py.is_finalizing() ||
-	    !rt_py.gil_held())
+	    !rt_python_gil_held())
 		return NULL;
 	return rt_py.save_thread();
 }
