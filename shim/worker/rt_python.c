@@ -146,6 +146,9 @@ static atomic_uint rt_py_thread_busy;
 static _Atomic uint32_t rt_py_thread_asks;
 static _Atomic uint32_t rt_py_thread_first_seen; /* asks when the current one was started */
 static atomic_bool rt_py_thread_out;
+/* Set by the thread when it left the armed request to the main thread (threading not imported
+ * yet); cleared by the worker as it collects the answer: it is not sent again meanwhile. */
+static atomic_bool rt_py_thread_declined;
 /* The last thread's task id, and the program thread that started it (whose filesystem context
  * it shares). */
 static atomic_int rt_py_thread_tid;
@@ -519,7 +522,16 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed = false;
 	bool cuda = atomic_load(&rt_py_cuda_option);
-	if (atomic_load(&rt_py_thread_gen) == thread_gen)
+	/* A module that imports threading for the first time (a finalizer that logs) would make
+	 * this thread threading's main thread, and the program's own a Dummy (asyncio's
+	 * get_event_loop() then fails there): until the program has imported it, the steps are
+	 * the main thread's, through its pending call. */
+	rt_pyobj threading = rt_python_module("threading");
+	if (threading)
+		rt_py.decref(threading);
+	else
+		atomic_store(&rt_py_thread_declined, true);
+	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen)
 		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
 		       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 		}
@@ -922,6 +934,7 @@ rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
 	*out = rt_py_answer;
 	*round = rt_py_round;
 	rt_py_armed_us = 0;
+	atomic_store(&rt_py_thread_declined, false);
 	/* Only the worker moves a DONE word; the pending call may clear QUEUED meanwhile. */
 	while (!atomic_compare_exchange_weak(&rt_py_word, &word, next))
 		rt_python_collect_answer(word, &next);
@@ -953,7 +966,7 @@ rt_python_tend(void)
 	 * would stand down at once. The main thread's pending call, if it runs, answers. */
 	bool alive =
 	    atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() && !rt_py.is_finalizing();
-	if (alive && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+	if (alive && !atomic_load(&rt_py_thread_declined) && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
 		atomic_store(&rt_py_thread_out, true);
 		atomic_fetch_add(&rt_py_thread_asks, 1);
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -1067,6 +1080,7 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_thread_starting, 0);
 	atomic_store(&rt_py_thread_asking, 0);
 	atomic_store(&rt_py_thread_out, false);
+	atomic_store(&rt_py_thread_declined, false);
 	atomic_store(&rt_py_thread_tid, 0);
 	atomic_store(&rt_py_anchor_tid, 0);
 	/* A finalizer that forked on the library's thread: the child's main thread is not it. */

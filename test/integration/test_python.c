@@ -724,6 +724,31 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 }
 
+/* A round while the program has not imported threading yet and its main thread sits in a read,
+ * whose garbage's finalizer imports logging, and with it threading: the library's thread leaves
+ * the steps to the main thread, which runs them when its read returns, so that the program's
+ * main thread stays threading's main thread (before: the library's thread, the first importer,
+ * became it, and the program's own was a Dummy, where asyncio's get_event_loop() fails). */
+Test(python, program_main_thread_stays_threadings_main_thread)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "lazy_threading.py", NULL, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	/* That nothing runs cannot be waited for: 20 times the grace after which the library's
+	 * thread is sent (it ran the steps then, before). */
+	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 1000),
+	              "the library's thread ran the steps: %s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "finalized");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "main=True");
+	py_finish(&run);
+}
+
 /* A program linked to libpython that never initializes Python, as gdb or vim: the library's
  * Python thread never starts there (before: it started with the worker in every process that
  * exports the C API), and a round reports the interpreter not initialized. */

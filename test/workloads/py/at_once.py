@@ -4,11 +4,13 @@ the interpreter is up only microseconds before the call.
 
 Makes N unreachable reference cycles after gc.disable(), each with a weakref.finalize callback;
 the callback that finds all N gone writes "collected N on=WHERE" to stdout (WHERE: "main" on
-the main thread, else "another"; threading is not imported, so that the script stays short). Prints "ready" and reads one byte of stdin; then
-exits 0 without finalisation."""
+the main thread, else "another"). It imports threading, as such a program does (the library's
+thread takes the steps only once the program has). Prints "ready" and reads one byte of stdin;
+then exits 0 without finalisation."""
 import _thread
 import gc
 import os
+import threading  # noqa: F401
 import weakref
 
 N = 100

@@ -4,8 +4,12 @@ bytecodes, once its worker has seen the interpreter up: a program that blocks ri
 start may block before, and its first round's steps then wait for the main thread.
 
 await_it() waits in bytecode until the process has PY_AWAIT_TASKS tasks (its own, the worker and
-the Python thread), when that is set in the environment; else it returns at once."""
+the Python thread), when that is set in the environment; else it returns at once.
+
+Imports threading, as the programs it stands for do: the library's thread takes the steps only
+once the program has imported it (a site's .pth file may have, or not)."""
 import os
+import threading  # noqa: F401
 import time
 
 
