@@ -73,7 +73,7 @@ INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
 	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
-	$(BUILD)/test/workloads/libifunc_alloc.so
+	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -147,6 +147,11 @@ $(BUILD)/test/workloads/libstress_dso.so: test/workloads/dso/stress_dso.c test/w
 $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
+
+# A C library, loaded through ctypes, whose thread calls into Python (test_python.c).
+$(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
 
 # A preload, after the library, whose IFUNC's resolver allocates while the library resolves its
 # real functions: the bootstrap buffer's test (test_robust.c). Never instrumented: under

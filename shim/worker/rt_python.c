@@ -451,16 +451,45 @@ rt_python_give_back_number(rt_pyobj threading, long long number)
 			rt_py.decref(held[i]);
 }
 
+/* A dummy of this thread's (or of an earlier thread of ours) that a hold could not remove, with a
+ * reference of its own; NULL when none. Read and changed only with the GIL held. */
+static rt_pyobj rt_py_left_dummy;
+
+/* threading._active's entry at the calling thread's ident, as a new reference; NULL when
+ * there is none, or threading is not imported. Never imports. */
+static rt_pyobj
+rt_python_active_entry(void)
+{
+	rt_pyobj threading = rt_python_module("threading");
+	if (!threading)
+		return NULL;
+	rt_pyobj active = rt_py.getattr(threading, "_active");
+	rt_pyobj ident = active ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
+	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
+	if (entry)
+		rt_py.incref(entry);
+	rt_py.err_clear();
+	if (ident)
+		rt_py.decref(ident);
+	if (active)
+		rt_py.decref(active);
+	rt_py.decref(threading);
+	return entry;
+}
+
 /* A finalizer that called threading.current_thread() during the collection made a _DummyThread
  * for this thread and registered it in threading._active for good (CPython never removes a
  * dummy): it goes, in the same hold of the GIL, so that threading.enumerate() and
  * active_count() never list a thread of ours, and the number its name took goes back to
  * threading's counter. Only an entry of this thread's ident that is a dummy; nothing is
- * imported. threading changes _active under _active_limbo_lock, which a thread of the program's
- * may hold while it gave the GIL up: taken without waiting (acquire(0)); when busy, the entry
- * stays until the next hold of the GIL. */
+ * imported. Only a dummy this thread made: one that was there before its hold (`before`, the
+ * entry at its ident right after PyGILState_Ensure) is the program's, whose thread ended and
+ * left its pthread_t, and so its ident, to ours (glibc reuses stacks); it stays. threading
+ * changes _active under _active_limbo_lock, which a thread of the program's may hold while it
+ * gave the GIL up: taken without waiting (acquire(0)); when busy, the entry stays until the
+ * next hold of the GIL, which knows it for ours (rt_py_left_dummy). */
 static void
-rt_python_forget_dummy(void)
+rt_python_forget_dummy(rt_pyobj before)
 {
 	rt_pyobj threading = rt_python_module("threading");
 	if (!threading)
@@ -470,10 +499,20 @@ rt_python_forget_dummy(void)
 	rt_pyobj lock = dummy ? rt_py.getattr(threading, "_active_limbo_lock") : NULL;
 	rt_pyobj ident = lock ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
 	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
-	if (entry && rt_py.is_instance(entry, dummy) == 1) {
+	if (entry && (entry != before || entry == rt_py_left_dummy) &&
+	    rt_py.is_instance(entry, dummy) == 1) {
 		rt_py.incref(entry);
 		rt_pyobj took = rt_py.call_method(lock, "acquire", "i", 0);
-		if (took && rt_py.is_true(took) == 1) {
+		bool removed = took && rt_py.is_true(took) == 1;
+		if (rt_py_left_dummy && (removed || rt_py_left_dummy != entry)) {
+			rt_py.decref(rt_py_left_dummy);
+			rt_py_left_dummy = NULL;
+		}
+		if (!removed && !rt_py_left_dummy) {
+			rt_py.incref(entry);
+			rt_py_left_dummy = entry;
+		}
+		if (removed) {
 			rt_py.dict_del(active, ident);
 			rt_pyobj released = rt_py.call_method(lock, "release", NULL);
 			if (released)
@@ -519,6 +558,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	int gil = rt_py.gil_ensure();
 	atomic_fetch_sub(&rt_py_thread_asking, 1);
 	rt_py_thread_in_ensure = false;
+	rt_pyobj before = rt_python_active_entry();
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed = false;
 	bool cuda = atomic_load(&rt_py_cuda_option);
@@ -539,7 +579,9 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	if (claimed)
 		rt_python_steps(&answer, cuda, false, true);
 	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */
-	rt_python_forget_dummy();
+	rt_python_forget_dummy(before);
+	if (before)
+		rt_py.decref(before);
 	rt_py.gil_release(gil);
 	if (claimed)
 		rt_python_publish(&answer, generation);

@@ -749,6 +749,29 @@ Test(python, program_main_thread_stays_threadings_main_thread)
 	py_finish(&run);
 }
 
+/* A Dummy thread of the program's own, left in threading's list by a C library's thread that
+ * called into Python and ended, whose ident the library's next Python thread reuses (glibc
+ * hands that thread the same stack): it stays listed, and its number stays drawn, as without
+ * the library (before: the library's thread took it for its own, removed it and gave its
+ * number back). */
+Test(python, program_dummy_of_a_reused_ident_stays)
+{
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWNS) is tried as root here");
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "foreign_dummy.py", th_workload("libforeign_thread.so"), manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(answer, "finalized same=True", "the case needs the ident reused");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "active=MainThread,Dummy-1 next=Thread-2");
+	py_finish(&run);
+}
+
 /* A program linked to libpython that never initializes Python, as gdb or vim: the library's
  * Python thread never starts there (before: it started with the worker in every process that
  * exports the C API), and a round reports the interpreter not initialized. */
