@@ -135,7 +135,7 @@ static atomic_int rt_py_thread_holds;
 /* The tasks: threads of ours that run (a futex word: each wakes its waiters as it ends), those
  * being created, and those inside PyGILState_Ensure. */
 static _Atomic uint32_t rt_py_thread_tasks;
-static atomic_uint rt_py_thread_starting;
+static _Atomic uint32_t rt_py_thread_starting; /* a futex word as well */
 static atomic_uint rt_py_thread_asking;
 /* Threads of ours out on a request, from before PyGILState_Ensure to after PyGILState_Release:
  * each needs the GIL to end, through the eval loop as much as through Ensure. */
@@ -640,6 +640,15 @@ rt_python_thread_serve(uint32_t gen)
 	}
 }
 
+/* One thread fewer is being started (it runs, or failed to start): wakes a program thread that
+ * waits for its end (rt_python_thread_await). */
+static void
+rt_python_started_one(void)
+{
+	atomic_fetch_sub(&rt_py_thread_starting, 1);
+	syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 /* The library's thread: started by the interpreter's main thread, so that it shares the
  * program's descriptor table (the worker's holds only the library's files, and a finalizer that
  * writes to stdout must find the program's) and its filesystem context (a finalizer may open a
@@ -653,7 +662,7 @@ rt_python_thread(void *arg)
 	/* Counted among the library's tasks only once it is one: the worker ends the process when
 	 * the program's threads are gone, from a count of the tasks that remain. */
 	atomic_fetch_add(&rt_py_thread_tasks, 1);
-	atomic_fetch_sub(&rt_py_thread_starting, 1);
+	rt_python_started_one();
 	atomic_store(&rt_py_thread_tid, gettid());
 	pthread_cleanup_push(rt_python_thread_gone, arg);
 	rt_python_thread_serve(gen);
@@ -674,7 +683,7 @@ rt_python_thread_create(uint32_t gen)
 	if (atomic_load(&rt_py_thread_gen) != gen || !atomic_load(&rt_py_thread_wanted) ||
 	    atomic_load(&rt_py_thread_holds) > 0 ||
 	    atomic_compare_exchange_strong(&rt_py_thread_runs, &runs, true) == false) {
-		atomic_fetch_sub(&rt_py_thread_starting, 1);
+		rt_python_started_one();
 		return;
 	}
 	pthread_attr_t attr;
@@ -693,7 +702,7 @@ rt_python_thread_create(uint32_t gen)
 	pthread_attr_destroy(&attr);
 	errno = saved_errno;
 	if (err != 0) {
-		atomic_fetch_sub(&rt_py_thread_starting, 1);
+		rt_python_started_one();
 		atomic_store(&rt_py_thread_wanted, false);
 		atomic_store(&rt_py_thread_runs, false);
 		rt_warn("Python steps wait for the main thread: cannot start a thread: %s",
@@ -849,7 +858,7 @@ rt_python_thread_await(void)
 	for (;;) {
 		/* In this order: a thread counts itself a task before it stops counting as being
 		 * started. */
-		unsigned starting = atomic_load(&rt_py_thread_starting);
+		uint32_t starting = atomic_load(&rt_py_thread_starting);
 		uint32_t tasks = atomic_load(&rt_py_thread_tasks);
 		if (tasks == 0 && starting == 0)
 			break;
@@ -872,7 +881,8 @@ rt_python_thread_await(void)
 			syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAIT_PRIVATE, tasks, &slice,
 			        NULL, 0);
 		else
-			nanosleep(&slice, NULL);
+			syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAIT_PRIVATE, starting,
+			        &slice, NULL, 0);
 	}
 	/* Its tid is cleared before the kernel releases the task and its filesystem context. */
 	pid_t tid = atomic_load(&rt_py_thread_tid);
