@@ -73,7 +73,7 @@ INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
 	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
-	$(BUILD)/test/workloads/libifunc_alloc.so
+	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -128,6 +128,12 @@ $(BUILD)/test/workloads/shapes: test/workloads/shapes.c policy/rt_arena.c \
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< policy/rt_arena.c -pthread -ldl -lm
 
+# A program linked to libpython that never initializes Python (test_python.c): the C API without
+# an interpreter, as in gdb or vim.
+$(BUILD)/test/workloads/pylinked: test/workloads/pylinked.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -l:libpython3.11.so.1
+
 # The stress tests (test/integration/test_stress.c): make check runs them at a hundredth of
 # their sizes; make stress at full size (10^6 FIFO rounds, 10^5 signals, 10^4 fork+exec, ...),
 # one at a time: 4 to 8 minutes on 2 cores, by their load. Their shared object allocates in its
@@ -141,6 +147,11 @@ $(BUILD)/test/workloads/libstress_dso.so: test/workloads/dso/stress_dso.c test/w
 $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
+
+# A C library, loaded through ctypes, whose thread calls into Python (test_python.c).
+$(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
 
 # A preload, after the library, whose IFUNC's resolver allocates while the library resolves its
 # real functions: the bootstrap buffer's test (test_robust.c). Never instrumented: under

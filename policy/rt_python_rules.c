@@ -265,3 +265,14 @@ rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_
 	 * sits in a C call (a blocking wait, a read) takes none until the call returns. */
 	return !main_only && state == RT_PYTHON_ARMED && waited_us >= grace_us && !thread_out;
 }
+
+enum rt_python_start
+rt_python_start_due(const struct rt_python_start_readings *r)
+{
+	if (!r->wanted || r->runs || r->queued || r->held || r->finalizing)
+		return RT_PYTHON_START_NONE;
+	if (r->initialized)
+		return RT_PYTHON_START_QUEUE;
+	return r->watched_us < RT_PYTHON_START_WATCH_US ? RT_PYTHON_START_WATCH
+	                                                : RT_PYTHON_START_NONE;
+}

@@ -148,4 +148,39 @@ uint32_t rt_python_forget(uint32_t word);
 bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
                          uint64_t grace_us, bool thread_out);
 
+/* Where the C API is a shared libpython's, the library's thread starts only in an interpreter
+ * that is up: a program that exports the C API without ever initializing Python (gdb, vim
+ * linked to libpython) never gets it (the interpreter's own executable starts it with the
+ * worker). Until then
+ * the worker looks this often, for this long after its start (CPython imports site and the
+ * program's modules after it counts itself initialized: tens of milliseconds in which its main
+ * thread runs bytecode, and so runs the call that starts the thread); later, at each look. */
+#define RT_PYTHON_START_LOOK_US 5000u
+#define RT_PYTHON_START_WATCH_US 10000000u
+
+/* What the worker reads, at each look, about the library's thread. */
+struct rt_python_start_readings {
+	bool wanted;      /* the steps may leave the main thread, and no start has failed */
+	bool runs;        /* a thread of the current generation runs or is on its way */
+	bool queued;      /* the call that starts it waits in CPython's queue */
+	bool held;        /* a program thread keeps it away (its setns(CLONE_NEWNS)) */
+	bool initialized; /* Py_IsInitialized() */
+	bool finalizing;
+	uint64_t watched_us; /* since the worker started */
+};
+
+enum rt_python_start {
+	RT_PYTHON_START_NONE,  /* nothing to do */
+	RT_PYTHON_START_QUEUE, /* queue the call that starts it on the interpreter's main thread */
+	RT_PYTHON_START_WATCH, /* the interpreter is not up yet: look again in
+	                        * RT_PYTHON_START_LOOK_US */
+};
+
+/* Worker, at each look: whether the library's thread is to be started now. It is started by
+ * the interpreter's main thread, in a pending call: the only thread of the program's that the
+ * library can have run its code once the interpreter is up, and whose descriptor table and
+ * filesystem context the steps must have (a finalizer may write to stdout, open a relative
+ * path). */
+enum rt_python_start rt_python_start_due(const struct rt_python_start_readings *r);
+
 #endif

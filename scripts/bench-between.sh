@@ -59,11 +59,11 @@ describe_kind() {
 	esac
 }
 
-# The goal of a workload's ratios.
+# The goal of a workload's ratios: issue 24's, the same on both (issue 12's 0.90 holds against
+# NVFlare's cleanup where NVFlare runs it, inside send: figure 1).
 goal_of() {
 	case $1 in
-	pytorch) echo 0.90 ;;
-	cycles) echo 1.00 ;;
+	pytorch | cycles) echo 1.00 ;;
 	esac
 }
 

@@ -6,7 +6,8 @@
 # with roundtrim, after the round's trigger has been handled. Runs are interleaved (run 1 of every
 # configuration, then run 2, ...), so that the ratios between configurations are taken pairwise.
 # Raw data: $RAW/memory/WORKLOAD/CONFIG.RUN.tsv (round rss_kib live_kib). See bench-lib.sh for the
-# files it hands to bench.sh.
+# files it hands to bench.sh. BENCH_MEMORY_WORKLOADS: which of "frag python" run (default both;
+# one alone reruns part of the figure, as when a change touches only the Python client's side).
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # shellcheck source=scripts/bench-lib.sh
@@ -184,25 +185,35 @@ report() {
 		echo
 	} >>"$RAW/fig1.md"
 
-	# The goals are issue 4's, for the Python client; frag's rows are shown without a verdict.
+	# The goals are for the Python client (issue 24's, which restate issue 12's 0.90 against
+	# NVFlare's cleanup where NVFlare runs it, inside send); frag's rows are shown without a
+	# verdict.
 	local m lo hi rt self verdict goal
 	read -r m lo hi < <(pair_ratios "$workload" glibc+roundtrim glibc+self-cleanup | spread)
 	verdict=missed
-	at_most "$m" 1.0 && verdict=met
-	goal="≤ 1.00"
+	at_most "$m" 0.9 && verdict=met
+	goal="≤ 0.90"
 	[[ $workload == python ]] || verdict="no goal" goal="—"
 	summary_row 1 "$title: final RSS, roundtrim / in-process cleanup (ratio, pairs of runs)" \
 		"$goal" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
-	# Issue 12's: 5 % below the program's own cleanup at the very end of each round, the
-	# in-process best case.
+	# Issue 24's: no more than the program's own cleanup at the very end of each round, the
+	# in-process best case (issue 12 asked for 5 % below it); and on jemalloc, where NVFlare's
+	# cleanup returns nothing, 10 % below NVFlare's decay settings.
 	if [[ $workload == python ]]; then
 		read -r m lo hi < <(pair_ratios "$workload" glibc+roundtrim glibc+self-cleanup-end | spread)
 		verdict=missed
-		at_most "$m" 0.95 && verdict=met
+		at_most "$m" 1.0 && verdict=met
 		summary_row 1 "$title: final RSS, roundtrim / the program's own cleanup at the very end of each round (ratio, pairs of runs)" \
-			"≤ 0.95" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
+			"≤ 1.00" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
 		[[ $verdict == met ]] ||
-			loss "$title: with roundtrim the final RSS is $(fmt "$m" 3) × the program's own cleanup at the very end of each round (goal ≤ 0.95): $(fmt "$(med "$workload" glibc+roundtrim "$FINAL")" 1) against $(fmt "$(med "$workload" glibc+self-cleanup-end "$FINAL")" 1) MiB."
+			loss "$title: with roundtrim the final RSS is $(fmt "$m" 3) × the program's own cleanup at the very end of each round (goal ≤ 1.00): $(fmt "$(med "$workload" glibc+roundtrim "$FINAL")" 1) against $(fmt "$(med "$workload" glibc+self-cleanup-end "$FINAL")" 1) MiB."
+		if [[ " ${configs[*]} " == *" jemalloc+roundtrim "* && " ${configs[*]} " == *" jemalloc-nvflare "* ]]; then
+			read -r m lo hi < <(pair_ratios "$workload" jemalloc+roundtrim jemalloc-nvflare | spread)
+			verdict=missed
+			at_most "$m" 0.9 && verdict=met
+			summary_row 1 "$title: final RSS on jemalloc, roundtrim / NVFlare's settings (ratio, pairs of runs)" \
+				"≤ 0.90" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
+		fi
 	fi
 	read -r m lo hi < <(per_run "$workload" glibc+roundtrim "$SLOPE" | spread)
 	verdict=missed
@@ -254,13 +265,15 @@ main() {
 		echo "## Figure 1: memory"
 		echo
 		echo "RSS (VmRSS) after each round, read by the driver after the workload's round line and, with"
-		echo "roundtrim, after the round it triggered through the FIFO was handled. Each cell: median of"
+		echo "roundtrim, after the round it triggered through the FIFO was handled (in the Python client,"
+		echo "once the Python steps it handed over had run and their release ended). Each cell: median of"
 		echo "$runs run(s) [min–max] for frag, $py_runs for the Python client. Live heap: what frag itself"
 		echo "holds; the Python client has no such figure (n/a). The driver starts each round as soon"
 		echo "as the previous one is measured: releases that go by time (jemalloc's decay) get no idle"
 		echo "time between rounds here."
 		echo
 	} >"$RAW/fig1.md"
+	[[ " ${BENCH_MEMORY_WORKLOADS:-frag python} " == *" frag "* ]] || sizes=()
 	for mib in "${sizes[@]}"; do
 		for ((run = 1; run <= runs; run++)); do
 			for c in "${CONFIGS[@]}"; do
@@ -276,6 +289,7 @@ main() {
 	if [[ $QUICK == 1 ]]; then
 		py_configs=("${PY_QUICK_CONFIGS[@]}")
 	fi
+	[[ " ${BENCH_MEMORY_WORKLOADS:-frag python} " == *" python "* ]] || py_runs=0
 	for ((run = 1; run <= py_runs; run++)); do
 		for c in "${py_configs[@]}"; do
 			note "memory: Python client, $c, run $run of $py_runs"
@@ -283,7 +297,8 @@ main() {
 				--wait --scale "$py_scale" --seed 1
 		done
 	done
-	report python "Python FL client (PyTorch), scale $py_scale, $py_rounds rounds" "${py_configs[@]}"
+	((py_runs == 0)) ||
+		report python "Python FL client (PyTorch), scale $py_scale, $py_rounds rounds" "${py_configs[@]}"
 	note_load "memory: after"
 	cat "$RAW/fig1.md"
 }

@@ -34,6 +34,7 @@ packages=(
 	llvm-14           # llvm-symbolizer, for readable sanitizer reports
 	clang-format      # make format
 	libpython3.11-testsuite # CPython's regression tests, for make check-host
+	libpython3.11     # a test program linked to libpython that never initializes Python
 	util-linux        # setpriv and prlimit: the tests of privilege drops and task limits
 	gosu              # the test of a container entrypoint that drops root (a static Go program)
 	libseccomp-dev    # test/tools/noshare: the seccomp filter of a container runtime (no unshare)

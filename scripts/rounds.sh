@@ -10,7 +10,9 @@
 #                             does not report it)
 #   rounds_trigger NAME R     one round through `roundtrim round --wait`; then, from the
 #                             process's status (`roundtrim status --json`), sets ACTION to the
-#                             round's action, if it acted, and RELEASED_KIB to what it released
+#                             round's action, if it acted, and RELEASED_KIB to what it released;
+#                             in a Python process, waits (10 s at most) for the record of the
+#                             Python steps the round handed over, which follows their release
 #   rounds_next               lets the workload begin its next round
 #   rounds_stop NAME          end of input; waits for the workload to exit
 #   rounds_roundtrim_env      prints the variables that put roundtrim's FIFO and stats in ROUNDS_DIR
@@ -134,4 +136,11 @@ print(st["rounds"], st["last_action"] if acted else "-", st["last_released_kib"]
 	[[ $counted == "$round" ]] || die "round $round of $name: the library counts $counted rounds"
 	[[ $action == - ]] || ACTION=$action
 	RELEASED_KIB=$released
+	# A round that handed the Python steps over (python=pending) is handled once their record is
+	# written, after the release of what they freed (roundtrim(7), PYTHON). Bounded: with
+	# ROUNDTRIM_PYTHON=main they wait for a main thread that waits for this driver.
+	local stats=$ROUNDS_DIR/stats.$ROUNDS_PID.jsonl
+	if [[ -r $stats ]] && grep -q "\"round\":$round,.*\"python\":\"pending\"" "$stats"; then
+		wait_until 10 grep -q "\"round\":$round,\"trigger\":\"python\"" "$stats" || true
+	fi
 }

@@ -16,3 +16,20 @@ rt_proc_await_release(pid_t tid)
 		nanosleep(&ms, NULL);
 	}
 }
+
+bool
+rt_proc_await_release_until(pid_t tid, const struct timespec *deadline)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	while (stat(path, &st) == 0) {
+		struct timespec now, step = {0, 100000};
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline->tv_sec ||
+		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
+			return false;
+		nanosleep(&step, NULL);
+	}
+	return true;
+}

@@ -14,6 +14,7 @@
 #include "rt_creds.h"
 #include "rt_keeper.h"
 #include "rt_outputs.h"
+#include "rt_python.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_tasks.h"
@@ -378,7 +379,15 @@ unshare(int flags)
 	*(void **)&fn = rt_real_lazy(&real, "unshare");
 	if (flags & CLONE_NEWUSER)
 		rt_creds_single_thread_for("unshare");
-	return fn ? fn(flags) : rt_creds_missing();
+	int ret = fn ? fn(flags) : rt_creds_missing();
+	/* The caller has a filesystem context of its own now (CLONE_NEWNS implies CLONE_FS): the
+	 * library's Python thread follows it where it is the main thread. */
+	if (ret == 0 && (flags & (CLONE_FS | CLONE_NEWNS))) {
+		int saved_errno = errno;
+		rt_python_thread_follow();
+		errno = saved_errno;
+	}
+	return ret;
 }
 
 RT_EXPORT int
@@ -401,6 +410,17 @@ setns(int fd, int nstype)
 	if (type > 0 && (type & CLONE_NEWUSER))
 		rt_creds_single_thread_for("setns");
 	int ret = fn(fd, nstype);
+	if (ret == 0 || !rt_creds_mount_switch(fd, nstype))
+		return ret;
+	/* The library's Python thread shares the caller's filesystem context (it must, for the
+	 * finalizers it runs): it leaves, the call is made again, and a new one starts from the
+	 * main thread in the context the call left. */
+	if (rt_python_thread_make_room()) {
+		ret = fn(fd, nstype);
+		int saved_errno = errno;
+		rt_python_thread_room_made();
+		errno = saved_errno;
+	}
 	if (ret != 0 && rt_creds_mount_switch(fd, nstype) && rt_creds_own_fs_for("setns"))
 		ret = fn(fd, nstype);
 	return ret;

@@ -19,15 +19,20 @@
 #include "rt_python_rules.h"
 #include "rt_worker_life.h"
 
+#include "rt_proc.h"
 #include "rt_tasks.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -36,13 +41,22 @@
 
 typedef void *rt_pyobj;
 
+/* How long a program thread that sent the library's thread away waits at most for its end: an
+ * idle thread leaves in microseconds; one out on its steps is not waited for beyond this (a
+ * program's call never waits on the library longer than a few milliseconds). */
+#define RT_PY_THREAD_LEAVE_WAIT_NS 5000000L
+
 /* The C API, found with dlsym(RTLD_DEFAULT): Debian's /usr/bin/python3 exports it from the
  * executable, other builds from libpython3.x.so. Never linked. */
 struct rt_python_api {
 	int (*is_initialized)(void);
 	int (*is_finalizing)(void); /* Py_IsFinalizing (3.13+) or _Py_IsFinalizing (3.11, 3.12) */
 	int (*add_pending)(int (*)(void *), void *);
-	int (*gil_held)(void); /* PyGILState_Check */
+	/* Whether the caller holds the GIL: its own thread state is the current one. Not
+	 * PyGILState_Check, which says 1 for every thread once a subinterpreter exists. Either
+	 * absent: never taken for held. */
+	void *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
+	void *(*current_tstate)(void); /* PyThreadState_GetUnchecked, 3.11's private name */
 	ssize_t (*gc_collect)(void);
 	int (*gc_is_enabled)(void); /* 3.10+; NULL before */
 	long long (*as_long_long)(rt_pyobj);
@@ -63,16 +77,21 @@ struct rt_python_api {
 	/* For the library's thread; without all of them the steps stay on the main thread. */
 	int (*gil_ensure)(void); /* PyGILState_Ensure: an enum, returned as an int */
 	void (*gil_release)(int);
-	unsigned long (*thread_ident)(void);          /* PyThread_get_thread_ident */
-	rt_pyobj (*long_from_ulong)(unsigned long);   /* PyLong_FromUnsignedLong */
-	rt_pyobj (*dict_item)(rt_pyobj, rt_pyobj);    /* PyDict_GetItem: borrowed, never raises */
-	int (*dict_del)(rt_pyobj, rt_pyobj);          /* PyDict_DelItem */
-	int (*is_instance)(rt_pyobj, rt_pyobj);       /* PyObject_IsInstance */
-	rt_pyobj (*call_method)(rt_pyobj, const char *, const char *, ...); /* PyObject_CallMethod */
-	bool threads;                                 /* all of the above were found */
+	unsigned long (*thread_ident)(void);        /* PyThread_get_thread_ident */
+	rt_pyobj (*long_from_ulong)(unsigned long); /* PyLong_FromUnsignedLong */
+	rt_pyobj (*dict_item)(rt_pyobj, rt_pyobj);  /* PyDict_GetItem: borrowed, never raises */
+	int (*dict_del)(rt_pyobj, rt_pyobj);        /* PyDict_DelItem */
+	int (*is_instance)(rt_pyobj, rt_pyobj);     /* PyObject_IsInstance */
+	rt_pyobj (*call_method)(rt_pyobj, const char *, const char *,
+	                        ...); /* PyObject_CallMethod */
+	bool threads;                 /* all of the above were found */
+	/* For giving a Dummy's number back to threading's counter; without them it is not. */
+	rt_pyobj (*repr)(rt_pyobj);                       /* PyObject_Repr */
+	const char *(*utf8)(rt_pyobj);                    /* PyUnicode_AsUTF8 */
+	int (*setattr)(rt_pyobj, const char *, rt_pyobj); /* PyObject_SetAttrString */
 	/* Around an API caller's allocator action; without both the GIL stays held. */
-	void *(*save_thread)(void);        /* PyEval_SaveThread */
-	void (*restore_thread)(void *);    /* PyEval_RestoreThread */
+	void *(*save_thread)(void);     /* PyEval_SaveThread */
+	void (*restore_thread)(void *); /* PyEval_RestoreThread */
 };
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
@@ -97,15 +116,54 @@ static atomic_bool rt_py_cuda_option;
 static uint64_t rt_py_round;
 static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
-/* The library's thread: whether it runs (started by rt_python_thread_start, in this process),
- * the futex word the worker bumps to send it to a request, and whether it is out on one (set by
- * the worker, cleared by the thread as its last step; a thread CPython ended at finalisation,
- * or that stood down, leaves it set, and nothing asks again). */
+/* The library's thread. It is wanted where the steps may leave the main thread (set at the
+ * worker's start) and started, once the interpreter is up, by a pending call that the worker
+ * queues, so from the interpreter's main thread (rt_python_start). Each thread serves one
+ * generation: bumping it sends the thread away (the library stands down, or a program thread
+ * needs its filesystem context to itself) and lets another start later. */
+static atomic_bool rt_py_thread_wanted;
+static uint64_t rt_py_want_us; /* when the worker started, for the start's watch */
+static _Atomic uint32_t rt_py_thread_gen;
+/* A thread of the current generation runs or is being started (set by its starter, cleared by
+ * whoever sends it away, or by the thread as it ends). */
 static atomic_bool rt_py_thread_runs;
+/* The generation + 1 of the start call in CPython's queue; 0: none (a call of an older
+ * generation may still be there: it does nothing). */
+static _Atomic uint32_t rt_py_start_queued;
+/* Program threads that keep a new thread from starting while they wait for the old to end. */
+static atomic_int rt_py_thread_holds;
+/* The tasks: threads of ours that run (a futex word: each wakes its waiters as it ends), those
+ * being created, and those inside PyGILState_Ensure. */
+static _Atomic uint32_t rt_py_thread_tasks;
+static _Atomic uint32_t rt_py_thread_starting; /* a futex word as well */
+static atomic_uint rt_py_thread_asking;
+/* Threads of ours out on a request, from before PyGILState_Ensure to after PyGILState_Release:
+ * each needs the GIL to end, through the eval loop as much as through Ensure. */
+static atomic_uint rt_py_thread_busy;
+/* The futex word the worker bumps to send the current thread to a request, and whether one is
+ * out on a request (set by the worker, cleared by the thread as its last step or when it is sent
+ * away; a thread CPython ended at finalisation leaves it set, and nothing asks again). */
 static _Atomic uint32_t rt_py_thread_asks;
+static _Atomic uint32_t rt_py_thread_first_seen; /* asks when the current one was started */
 static atomic_bool rt_py_thread_out;
-static atomic_bool rt_py_thread_leave;
+/* Set by the thread when it left the armed request to the main thread (threading not imported
+ * yet); cleared by the worker as it collects the answer: it is not sent again meanwhile. */
+static atomic_bool rt_py_thread_declined;
+/* The last thread's task id, and the program thread that started it (whose filesystem context
+ * it shares). */
 static atomic_int rt_py_thread_tid;
+static atomic_int rt_py_anchor_tid;
+static __thread bool rt_py_thread_self;
+static __thread bool rt_py_thread_in_ensure;
+static __thread bool rt_py_thread_in_take;
+
+static uint64_t
+rt_python_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static void *
 rt_python_sym(const char *name)
@@ -136,7 +194,10 @@ rt_python_resolve(void)
 	if (!a.is_finalizing)
 		*(void **)&a.is_finalizing = rt_python_sym("_Py_IsFinalizing");
 	*(void **)&a.add_pending = rt_python_sym("Py_AddPendingCall");
-	*(void **)&a.gil_held = rt_python_sym("PyGILState_Check");
+	*(void **)&a.this_tstate = rt_python_sym("PyGILState_GetThisThreadState");
+	*(void **)&a.current_tstate = rt_python_sym("PyThreadState_GetUnchecked");
+	if (!a.current_tstate)
+		*(void **)&a.current_tstate = rt_python_sym("_PyThreadState_UncheckedGet");
 	*(void **)&a.gc_collect = rt_python_sym("PyGC_Collect");
 	*(void **)&a.gc_is_enabled = rt_python_sym("PyGC_IsEnabled");
 	*(void **)&a.as_long_long = rt_python_sym("PyLong_AsLongLong");
@@ -161,13 +222,16 @@ rt_python_resolve(void)
 	*(void **)&a.dict_del = rt_python_sym("PyDict_DelItem");
 	*(void **)&a.is_instance = rt_python_sym("PyObject_IsInstance");
 	*(void **)&a.call_method = rt_python_sym("PyObject_CallMethod");
+	*(void **)&a.repr = rt_python_sym("PyObject_Repr");
+	*(void **)&a.utf8 = rt_python_sym("PyUnicode_AsUTF8");
+	*(void **)&a.setattr = rt_python_sym("PyObject_SetAttrString");
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
-	if (!a.is_finalizing || !a.add_pending || !a.gil_held || !a.gc_collect || !a.as_long_long ||
+	if (!a.is_finalizing || !a.add_pending || !a.gc_collect || !a.as_long_long ||
 	    !a.modules || !a.dict_get || !a.getattr || !a.call || !a.is_true || !a.incref ||
 	    !a.decref || !a.err_clear || (!a.err_get_raised && (!a.err_fetch || !a.err_restore)) ||
 	    !a.none) {
@@ -285,9 +349,9 @@ rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here,
 		if (!collect)
 			out->end = RT_PYTHON_END_DONE;
 		if (rt_python_cuda_runs(step))
-			out->cuda = cuda_here ? rt_python_cuda(cuda_option)
-			          : cuda_option ? RT_PYTHON_CUDA_MAIN_ONLY
-			                        : RT_PYTHON_CUDA_OFF;
+			out->cuda = cuda_here     ? rt_python_cuda(cuda_option)
+			            : cuda_option ? RT_PYTHON_CUDA_MAIN_ONLY
+			                          : RT_PYTHON_CUDA_OFF;
 		rt_py.err_clear();
 		if (rt_py.err_set_raised)
 			rt_py.err_set_raised(raised);
@@ -347,15 +411,85 @@ rt_python_pending(void *arg)
 
 /* --- The library's thread: the steps while the main thread sits in a C call. */
 
+/* The number a Dummy's name took from threading's counter of unnamed threads ("Dummy-N"), or -1.
+ */
+static long long
+rt_python_dummy_number(rt_pyobj entry)
+{
+	long long number = -1;
+	rt_pyobj name = rt_py.getattr(entry, "_name");
+	const char *text = name ? rt_py.utf8(name) : NULL;
+	char tail;
+	if (!text || sscanf(text, "Dummy-%lld%c", &number, &tail) != 1 || number < 1)
+		number = -1;
+	if (name)
+		rt_py.decref(name);
+	return number;
+}
+
+/* Gives back the number the Dummy took: threading names each unnamed thread from one counter
+ * (_counter, the __next__ of an itertools.count), and without the library the program's next
+ * unnamed thread would have had it. Only while nobody has drawn from the counter since (it
+ * stands at number + 1); then the counter is replaced by one that starts at that number. */
+static void
+rt_python_give_back_number(rt_pyobj threading, long long number)
+{
+	char expected[48];
+	snprintf(expected, sizeof(expected), "count(%lld)", number + 1);
+	rt_pyobj next = rt_py.getattr(threading, "_counter");
+	rt_pyobj count = next ? rt_py.getattr(next, "__self__") : NULL;
+	rt_pyobj shown = count ? rt_py.repr(count) : NULL;
+	const char *text = shown ? rt_py.utf8(shown) : NULL;
+	rt_pyobj kind = text && !strcmp(text, expected) ? rt_py.getattr(count, "__class__") : NULL;
+	rt_pyobj fresh = kind ? rt_py.call_method(kind, "__call__", "L", number) : NULL;
+	rt_pyobj fresh_next = fresh ? rt_py.getattr(fresh, "__next__") : NULL;
+	if (fresh_next)
+		rt_py.setattr(threading, "_counter", fresh_next);
+	rt_pyobj held[] = {fresh_next, fresh, kind, shown, count, next};
+	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+		if (held[i])
+			rt_py.decref(held[i]);
+}
+
+/* A dummy of this thread's (or of an earlier thread of ours) that a hold could not remove, with a
+ * reference of its own; NULL when none. Read and changed only with the GIL held. */
+static rt_pyobj rt_py_left_dummy;
+
+/* threading._active's entry at the calling thread's ident, as a new reference; NULL when
+ * there is none, or threading is not imported. Never imports. */
+static rt_pyobj
+rt_python_active_entry(void)
+{
+	rt_pyobj threading = rt_python_module("threading");
+	if (!threading)
+		return NULL;
+	rt_pyobj active = rt_py.getattr(threading, "_active");
+	rt_pyobj ident = active ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
+	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
+	if (entry)
+		rt_py.incref(entry);
+	rt_py.err_clear();
+	if (ident)
+		rt_py.decref(ident);
+	if (active)
+		rt_py.decref(active);
+	rt_py.decref(threading);
+	return entry;
+}
+
 /* A finalizer that called threading.current_thread() during the collection made a _DummyThread
  * for this thread and registered it in threading._active for good (CPython never removes a
  * dummy): it goes, in the same hold of the GIL, so that threading.enumerate() and
- * active_count() never list a thread of ours. Only an entry of this thread's ident that is a
- * dummy; nothing is imported. threading changes _active under _active_limbo_lock, which a
- * thread of the program's may hold while it gave the GIL up: taken without waiting
- * (acquire(0)); when busy, the entry stays until the next hold of the GIL. */
+ * active_count() never list a thread of ours, and the number its name took goes back to
+ * threading's counter. Only an entry of this thread's ident that is a dummy; nothing is
+ * imported. Only a dummy this thread made: one that was there before its hold (`before`, the
+ * entry at its ident right after PyGILState_Ensure) is the program's, whose thread ended and
+ * left its pthread_t, and so its ident, to ours (glibc reuses stacks); it stays. threading
+ * changes _active under _active_limbo_lock, which a thread of the program's may hold while it
+ * gave the GIL up: taken without waiting (acquire(0)); when busy, the entry stays until the
+ * next hold of the GIL, which knows it for ours (rt_py_left_dummy). */
 static void
-rt_python_forget_dummy(void)
+rt_python_forget_dummy(rt_pyobj before)
 {
 	rt_pyobj threading = rt_python_module("threading");
 	if (!threading)
@@ -365,16 +499,31 @@ rt_python_forget_dummy(void)
 	rt_pyobj lock = dummy ? rt_py.getattr(threading, "_active_limbo_lock") : NULL;
 	rt_pyobj ident = lock ? rt_py.long_from_ulong(rt_py.thread_ident()) : NULL;
 	rt_pyobj entry = ident ? rt_py.dict_item(active, ident) : NULL;
-	if (entry && rt_py.is_instance(entry, dummy) == 1) {
+	if (entry && (entry != before || entry == rt_py_left_dummy) &&
+	    rt_py.is_instance(entry, dummy) == 1) {
+		rt_py.incref(entry);
 		rt_pyobj took = rt_py.call_method(lock, "acquire", "i", 0);
-		if (took && rt_py.is_true(took) == 1) {
+		bool removed = took && rt_py.is_true(took) == 1;
+		if (rt_py_left_dummy && (removed || rt_py_left_dummy != entry)) {
+			rt_py.decref(rt_py_left_dummy);
+			rt_py_left_dummy = NULL;
+		}
+		if (!removed && !rt_py_left_dummy) {
+			rt_py.incref(entry);
+			rt_py_left_dummy = entry;
+		}
+		if (removed) {
 			rt_py.dict_del(active, ident);
 			rt_pyobj released = rt_py.call_method(lock, "release", NULL);
 			if (released)
 				rt_py.decref(released);
+			long long number = rt_py.utf8 ? rt_python_dummy_number(entry) : -1;
+			if (number > 0 && rt_py.repr && rt_py.setattr)
+				rt_python_give_back_number(threading, number);
 		}
 		if (took)
 			rt_py.decref(took);
+		rt_py.decref(entry);
 	}
 	rt_py.err_clear();
 	if (ident)
@@ -392,9 +541,11 @@ rt_python_forget_dummy(void)
  * holds no lock of the library's at any point, so that CPython may end the thread (pthread_exit
  * inside PyGILState_Ensure, once the interpreter finalises) or the process may exit around it at
  * any step. Its thread state is CPython's automatic one: PyGILState_Release deletes it, so
- * nothing of it outlives the round (a faulthandler dump, sys._current_frames()). */
+ * nothing of it outlives the round (a faulthandler dump, sys._current_frames()). A thread sent
+ * away while it waited for the GIL (the library stood down, a program thread needs it gone)
+ * claims nothing and runs no step. */
 static bool
-rt_python_take(uint32_t generation)
+rt_python_take(uint32_t generation, uint32_t thread_gen)
 {
 	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
 	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
@@ -402,18 +553,35 @@ rt_python_take(uint32_t generation)
 	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. */
 	if (!rt_py.is_initialized() || rt_py.is_finalizing())
 		return false;
+	rt_py_thread_in_ensure = true;
+	atomic_fetch_add(&rt_py_thread_asking, 1);
 	int gil = rt_py.gil_ensure();
+	atomic_fetch_sub(&rt_py_thread_asking, 1);
+	rt_py_thread_in_ensure = false;
+	rt_pyobj before = rt_python_active_entry();
 	uint32_t word = atomic_load(&rt_py_word), next;
-	bool claimed;
+	bool claimed = false;
 	bool cuda = atomic_load(&rt_py_cuda_option);
-	while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
-	       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
-	}
+	/* A module that imports threading for the first time (a finalizer that logs) would make
+	 * this thread threading's main thread, and the program's own a Dummy (asyncio's
+	 * get_event_loop() then fails there): until the program has imported it, the steps are
+	 * the main thread's, through its pending call. */
+	rt_pyobj threading = rt_python_module("threading");
+	if (threading)
+		rt_py.decref(threading);
+	else
+		atomic_store(&rt_py_thread_declined, true);
+	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen)
+		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
+		       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
+		}
 	struct rt_python_outcome answer;
 	if (claimed)
 		rt_python_steps(&answer, cuda, false, true);
 	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */
-	rt_python_forget_dummy();
+	rt_python_forget_dummy(before);
+	if (before)
+		rt_py.decref(before);
 	rt_py.gil_release(gil);
 	if (claimed)
 		rt_python_publish(&answer, generation);
@@ -423,21 +591,32 @@ rt_python_take(uint32_t generation)
 /* The thread's exit, however it ends: a normal return, or CPython's pthread_exit inside
  * PyGILState_Ensure at finalisation, which unwinds through this handler. A thread still counted
  * after that would make the worker count a task that is gone, and take the program's last
- * thread for gone while the main thread finalises. */
+ * thread for gone while the main thread finalises. arg: its generation. */
 static void
 rt_python_thread_gone(void *arg)
 {
-	(void)arg;
-	atomic_store(&rt_py_thread_runs, false);
-	atomic_store(&rt_py_thread_tid, 0);
+	uint32_t gen = (uint32_t)(uintptr_t)arg;
+	if (rt_py_thread_in_ensure)
+		atomic_fetch_sub(&rt_py_thread_asking, 1);
+	if (rt_py_thread_in_take)
+		atomic_fetch_sub(&rt_py_thread_busy, 1);
+	bool current = atomic_load(&rt_py_thread_gen) == gen;
+	if (current)
+		atomic_store(&rt_py_thread_runs, false);
+	atomic_fetch_sub(&rt_py_thread_tasks, 1);
+	syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	/* Nothing of it is left to wait for: the worker may start the next one. */
+	if (!current)
+		rt_worker_life_wake();
 }
 
-/* The thread's loop: sleeps on a futex until the worker sends it to a request. */
+/* The thread's loop: sleeps on a futex until the worker sends it to a request, or away. */
 static void
-rt_python_thread_serve(void)
+rt_python_thread_serve(uint32_t gen)
 {
-	uint32_t seen = atomic_load(&rt_py_thread_asks);
-	while (!atomic_load(&rt_py_thread_leave)) {
+	/* As its starter saw it: an ask sent while it was being created is one. */
+	uint32_t seen = atomic_load(&rt_py_thread_first_seen);
+	while (atomic_load(&rt_py_thread_gen) == gen) {
 		uint32_t asks = atomic_load(&rt_py_thread_asks);
 		if (asks == seen) {
 			syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, seen, NULL, NULL,
@@ -446,7 +625,14 @@ rt_python_thread_serve(void)
 		}
 		seen = asks;
 		/* Declined: `out` stays set, so that the worker never sends it again. */
-		if (!rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word))))
+		atomic_fetch_add(&rt_py_thread_busy, 1);
+		rt_py_thread_in_take = true;
+		bool taken = rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)), gen);
+		rt_py_thread_in_take = false;
+		atomic_fetch_sub(&rt_py_thread_busy, 1);
+		if (!taken)
+			return;
+		if (atomic_load(&rt_py_thread_gen) != gen)
 			return;
 		atomic_store(&rt_py_thread_out, false);
 		/* The worker may have a request waiting for the thread: it looks again now. */
@@ -454,48 +640,148 @@ rt_python_thread_serve(void)
 	}
 }
 
-/* The library's thread: started by a program thread, so that it shares the program's descriptor
- * table (the worker's holds only the library's files, and a finalizer that writes to stdout must
- * find the program's). Detached, every signal blocked, never joined or waited for. */
+/* One thread fewer is being started (it runs, or failed to start): wakes a program thread that
+ * waits for its end (rt_python_thread_await). */
+static void
+rt_python_started_one(void)
+{
+	atomic_fetch_sub(&rt_py_thread_starting, 1);
+	syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The library's thread: started by the interpreter's main thread, so that it shares the
+ * program's descriptor table (the worker's holds only the library's files, and a finalizer that
+ * writes to stdout must find the program's) and its filesystem context (a finalizer may open a
+ * relative path). Detached, every signal blocked, never joined; waited for only by a program
+ * thread that sent it away and needs it gone (rt_python_thread_await), never at exit. */
 static void *
 rt_python_thread(void *arg)
 {
-	(void)arg;
-	atomic_store(&rt_py_thread_tid, gettid());
+	uint32_t gen = (uint32_t)(uintptr_t)arg;
+	rt_py_thread_self = true;
 	/* Counted among the library's tasks only once it is one: the worker ends the process when
 	 * the program's threads are gone, from a count of the tasks that remain. */
-	atomic_store(&rt_py_thread_runs, true);
-	pthread_cleanup_push(rt_python_thread_gone, NULL);
-	rt_python_thread_serve();
+	atomic_fetch_add(&rt_py_thread_tasks, 1);
+	rt_python_started_one();
+	atomic_store(&rt_py_thread_tid, gettid());
+	pthread_cleanup_push(rt_python_thread_gone, arg);
+	rt_python_thread_serve(gen);
 	pthread_cleanup_pop(1);
 	return NULL;
 }
 
-bool
-rt_python_thread_start(const struct rt_config *cfg)
+/* Starts the thread of generation gen from the calling program thread, whose descriptor table
+ * and file system context it will share: unless another runs or is on its way, a program
+ * thread holds it back, or the generation has moved on (it was sent away meanwhile). */
+static void
+rt_python_thread_create(uint32_t gen)
 {
-	/* Only where the steps may leave the main thread and the process is CPython (a library
-	 * loaded later keeps them on the main thread). */
-	if (!cfg->python || cfg->python_main_only || !rt_python_resolve() || !rt_py.threads)
-		return false;
+	/* Counted before the generation is checked: a program thread that sends the thread away
+	 * meanwhile waits for this one too. */
+	atomic_fetch_add(&rt_py_thread_starting, 1);
+	bool runs = false;
+	if (atomic_load(&rt_py_thread_gen) != gen || !atomic_load(&rt_py_thread_wanted) ||
+	    atomic_load(&rt_py_thread_holds) > 0 ||
+	    atomic_compare_exchange_strong(&rt_py_thread_runs, &runs, true) == false) {
+		rt_python_started_one();
+		return;
+	}
 	pthread_attr_t attr;
 	pthread_t thread;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	atomic_store(&rt_py_thread_leave, false);
 	atomic_store(&rt_py_thread_out, false);
+	atomic_store(&rt_py_thread_first_seen, atomic_load(&rt_py_thread_asks));
+	atomic_store(&rt_py_anchor_tid, gettid());
+	int saved_errno = errno;
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = rt_tasks_create_thread(&thread, &attr, rt_python_thread, NULL);
+	int err = rt_tasks_create_thread(&thread, &attr, rt_python_thread, (void *)(uintptr_t)gen);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
+	errno = saved_errno;
 	if (err != 0) {
+		rt_python_started_one();
+		atomic_store(&rt_py_thread_wanted, false);
+		atomic_store(&rt_py_thread_runs, false);
 		rt_warn("Python steps wait for the main thread: cannot start a thread: %s",
 		        strerror(err));
-		return false;
 	}
-	return true;
+}
+
+/* The pending call that starts the thread, on the interpreter's main thread. arg: the
+ * generation it was queued for; an older one (the thread was sent away meanwhile, or this is a
+ * fork child's copy of its parent's queue) does nothing. Returns 0 always (rt_python_pending). */
+static int
+rt_python_start_call(void *arg)
+{
+	uint32_t gen = (uint32_t)(uintptr_t)arg, queued = gen + 1;
+	if (atomic_compare_exchange_strong(&rt_py_start_queued, &queued, 0))
+		rt_python_thread_create(gen);
+	return 0;
+}
+
+/* Whether the C API is the executable's own (a python3 linked statically with its interpreter,
+ * as Debian's, conda's and python.org's default builds are), not a shared libpython's (gdb, vim,
+ * an embedder, a python3 built with --enable-shared): the executable is the interpreter, which
+ * initializes Python before anything of the program's runs. */
+static bool
+rt_python_in_executable(void)
+{
+	Dl_info info;
+	struct link_map *map = NULL;
+	return dladdr1(*(void **)&rt_py.is_initialized, &info, (void **)&map, RTLD_DL_LINKMAP) &&
+	       map && !map->l_prev;
+}
+
+/* Worker, at each look: queues the start call when it is due. Returns how long the worker may
+ * wait before it looks again for it (UINT64_MAX: no need). */
+static uint64_t
+rt_python_start(uint64_t now)
+{
+	bool found = atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND;
+	uint32_t gen = atomic_load(&rt_py_thread_gen);
+	struct rt_python_start_readings r = {
+	    .wanted = found && atomic_load(&rt_py_thread_wanted),
+	    .runs = atomic_load(&rt_py_thread_runs),
+	    .queued = atomic_load(&rt_py_start_queued) == gen + 1,
+	    .held = atomic_load(&rt_py_thread_holds) > 0,
+	    .watched_us = now - rt_py_want_us,
+	};
+	if (r.wanted) {
+		r.initialized = rt_py.is_initialized() != 0;
+		r.finalizing = r.initialized && rt_py.is_finalizing() != 0;
+	}
+	switch (rt_python_start_due(&r)) {
+	case RT_PYTHON_START_QUEUE:
+		atomic_store(&rt_py_start_queued, gen + 1);
+		if (rt_py.add_pending(rt_python_start_call, (void *)(uintptr_t)gen) == 0)
+			return UINT64_MAX;
+		/* CPython's queue is full: again soon. */
+		atomic_store(&rt_py_start_queued, 0);
+		return RT_PYTHON_START_LOOK_US;
+	case RT_PYTHON_START_WATCH:
+		return RT_PYTHON_START_LOOK_US;
+	case RT_PYTHON_START_NONE:
+		break;
+	}
+	return UINT64_MAX;
+}
+
+void
+rt_python_thread_want(const struct rt_config *cfg)
+{
+	/* Only where the steps may leave the main thread and the process exports the C API (a
+	 * library loaded later keeps them on the main thread). */
+	bool want = cfg->python && !cfg->python_main_only && rt_python_resolve() && rt_py.threads;
+	rt_py_want_us = rt_python_now_us();
+	atomic_store(&rt_py_thread_wanted, want);
+	/* The interpreter's own executable starts it now, from the thread that starts the library
+	 * (its main thread, at start-up): a main thread that blocks in a C call as soon as its
+	 * script starts (join() on its worker threads) would otherwise never run the start call. */
+	if (want && rt_python_in_executable())
+		rt_python_thread_create(atomic_load(&rt_py_thread_gen));
 }
 
 unsigned
@@ -508,30 +794,132 @@ rt_python_thread_needed(const struct rt_config *cfg)
 bool
 rt_python_thread_is_self(void)
 {
-	return atomic_load(&rt_py_thread_tid) == gettid();
+	return rt_py_thread_self;
 }
 
 unsigned
 rt_python_thread_held(void)
 {
-	return atomic_load(&rt_py_thread_runs) ? 1u : 0u;
+	return atomic_load(&rt_py_thread_tasks);
+}
+
+/* Sends the current thread away: it leaves at once when idle, else after its request, without
+ * running it when it has not the GIL yet. */
+static void
+rt_python_thread_send_away(void)
+{
+	atomic_fetch_add(&rt_py_thread_gen, 1);
+	atomic_store(&rt_py_thread_runs, false);
+	atomic_store(&rt_py_thread_out, false);
+	atomic_fetch_add(&rt_py_thread_asks, 1);
+	syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void
 rt_python_thread_stop(void)
 {
-	/* Never waited for: it may be waiting for the GIL that the caller holds. */
-	atomic_store(&rt_py_thread_leave, true);
-	atomic_fetch_add(&rt_py_thread_asks, 1);
-	syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	atomic_store(&rt_py_thread_wanted, false);
+	rt_python_thread_send_away();
 }
 
-static uint64_t
-rt_python_now_us(void)
+/* Whether the calling thread holds the GIL, once the C API is found: its own thread state
+ * (none where it never had one) is the one that holds it. False where CPython cannot say. */
+static bool
+rt_python_gil_held(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	if (!rt_py.this_tstate || !rt_py.current_tstate)
+		return false;
+	void *mine = rt_py.this_tstate();
+	return mine && mine == rt_py.current_tstate();
+}
+
+/* Whether the calling thread may hold the GIL: any answer but a clear no (a thread that holds
+ * it must never wait for one of ours that needs it). */
+static bool
+rt_python_gil_maybe_held(void)
+{
+	return atomic_load_explicit(&rt_py_state, memory_order_acquire) != RT_PY_FOUND ||
+	       !rt_py.this_tstate || !rt_py.current_tstate || rt_python_gil_held();
+}
+
+bool
+rt_python_thread_await(void)
+{
+	if (rt_py_thread_self)
+		return false;
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += RT_PY_THREAD_LEAVE_WAIT_NS;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	bool may_hold = false, asked = false;
+	for (;;) {
+		/* In this order: a thread counts itself a task before it stops counting as being
+		 * started. */
+		uint32_t starting = atomic_load(&rt_py_thread_starting);
+		uint32_t tasks = atomic_load(&rt_py_thread_tasks);
+		if (tasks == 0 && starting == 0)
+			break;
+		/* One out on its steps needs the GIL to end, and the caller may hold it: it is left
+		 * to leave by itself, running nothing more once it has the GIL back. */
+		if (atomic_load(&rt_py_thread_busy) > 0) {
+			if (!asked) {
+				may_hold = rt_python_gil_maybe_held();
+				asked = true;
+			}
+			if (may_hold)
+				return false;
+		}
+		struct timespec now, slice = {0, 1000000};
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline.tv_sec ||
+		    (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec))
+			return false;
+		if (tasks)
+			syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAIT_PRIVATE, tasks, &slice,
+			        NULL, 0);
+		else
+			syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAIT_PRIVATE, starting,
+			        &slice, NULL, 0);
+	}
+	/* Its tid is cleared before the kernel releases the task and its filesystem context. */
+	pid_t tid = atomic_load(&rt_py_thread_tid);
+	return !tid || rt_proc_await_release_until(tid, &deadline);
+}
+
+bool
+rt_python_thread_make_room(void)
+{
+	if (atomic_load(&rt_py_thread_starting) == 0 && atomic_load(&rt_py_thread_tasks) == 0)
+		return false;
+	int saved_errno = errno;
+	atomic_fetch_add(&rt_py_thread_holds, 1);
+	rt_python_thread_send_away();
+	bool gone = rt_python_thread_await();
+	if (!gone)
+		atomic_fetch_sub(&rt_py_thread_holds, 1);
+	errno = saved_errno;
+	return gone;
+}
+
+void
+rt_python_thread_room_made(void)
+{
+	atomic_fetch_sub(&rt_py_thread_holds, 1);
+	rt_worker_life_wake();
+}
+
+void
+rt_python_thread_follow(void)
+{
+	/* Its context is the one the caller had: a new thread, started by the main thread, will
+	 * share the one it has now. */
+	if (atomic_load(&rt_py_thread_runs) && atomic_load(&rt_py_anchor_tid) == gettid()) {
+		rt_python_thread_send_away();
+		rt_worker_life_wake();
+	}
 }
 
 /* --- The worker's side. */
@@ -564,7 +952,7 @@ rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python
 		return;
 	}
 	atomic_store(&rt_py_cuda_option, cfg->cuda_empty_cache);
-	rt_py_main_only = cfg->python_main_only || !atomic_load(&rt_py_thread_runs);
+	rt_py_main_only = cfg->python_main_only || !atomic_load(&rt_py_thread_wanted);
 	uint32_t word = atomic_load(&rt_py_word), next = 0;
 	enum rt_python_ask ask;
 	do {
@@ -598,6 +986,7 @@ rt_python_answered(struct rt_python_outcome *out, uint64_t *round)
 	*out = rt_py_answer;
 	*round = rt_py_round;
 	rt_py_armed_us = 0;
+	atomic_store(&rt_py_thread_declined, false);
 	/* Only the worker moves a DONE word; the pending call may clear QUEUED meanwhile. */
 	while (!atomic_compare_exchange_weak(&rt_py_word, &word, next))
 		rt_python_collect_answer(word, &next);
@@ -617,29 +1006,30 @@ rt_python_cuda_answered(struct rt_python_outcome *out, uint64_t *round)
 uint64_t
 rt_python_tend(void)
 {
+	uint64_t now = rt_python_now_us();
+	uint64_t start = rt_python_start(now);
 	if (!rt_py_armed_us)
-		return UINT64_MAX;
+		return start;
 	uint32_t word = atomic_load(&rt_py_word);
-	uint64_t now = rt_python_now_us(), waited = now - rt_py_armed_us;
+	uint64_t waited = now - rt_py_armed_us;
 	enum rt_python_state state = rt_python_word_state(word);
 	bool out = atomic_load(&rt_py_thread_out);
 	/* Never sent once the interpreter finalises or is gone (an embedder's Py_Finalize): it
 	 * would stand down at once. The main thread's pending call, if it runs, answers. */
-	bool alive = atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() &&
-	             !rt_py.is_finalizing();
-	if (alive &&
-	    rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+	bool alive =
+	    atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() && !rt_py.is_finalizing();
+	if (alive && !atomic_load(&rt_py_thread_declined) && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
 		atomic_store(&rt_py_thread_out, true);
 		atomic_fetch_add(&rt_py_thread_asks, 1);
-		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-		return UINT64_MAX;
+		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		return start;
 	}
 	/* Armed within the grace: look again when it ends. A thread out wakes the worker as it
 	 * ends; the main thread's answer wakes it too. */
 	if (alive && !rt_py_main_only && state == RT_PYTHON_ARMED && !out &&
-	    waited < RT_PYTHON_GRACE_US)
+	    waited < RT_PYTHON_GRACE_US && RT_PYTHON_GRACE_US - waited < start)
 		return RT_PYTHON_GRACE_US - waited;
-	return UINT64_MAX;
+	return start;
 }
 
 bool
@@ -655,7 +1045,7 @@ rt_python_run_here(const struct rt_config *cfg, struct rt_python_outcome *out)
 	}
 	/* Through ctypes.CDLL the caller would have released the GIL: calling into Python then
 	 * would corrupt the interpreter, so the steps go to the main thread instead. */
-	if (!rt_py.gil_held())
+	if (!rt_python_gil_held())
 		return false;
 	rt_python_steps(out, cfg->cuda_empty_cache, true, true);
 	return true;
@@ -666,7 +1056,7 @@ rt_python_let_go(void)
 {
 	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) != RT_PY_FOUND ||
 	    !rt_py.save_thread || !rt_py.restore_thread || rt_py.is_finalizing() ||
-	    !rt_py.gil_held())
+	    !rt_python_gil_held())
 		return NULL;
 	return rt_py.save_thread();
 }
@@ -731,8 +1121,21 @@ rt_python_forget_parent(void)
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
 	atomic_store(&rt_py_cuda_posted, false);
-	/* The parent's thread is not in the child: the child's start makes its own. */
+	/* The parent's thread is not in the child: the child's start wants its own, and a start
+	 * call of the parent's in the copied queue finds another generation. */
+	atomic_store(&rt_py_thread_wanted, false);
+	atomic_fetch_add(&rt_py_thread_gen, 1);
 	atomic_store(&rt_py_thread_runs, false);
+	atomic_store(&rt_py_start_queued, 0);
+	atomic_store(&rt_py_thread_holds, 0);
+	atomic_store(&rt_py_thread_tasks, 0);
+	atomic_store(&rt_py_thread_starting, 0);
+	atomic_store(&rt_py_thread_asking, 0);
 	atomic_store(&rt_py_thread_out, false);
+	atomic_store(&rt_py_thread_declined, false);
 	atomic_store(&rt_py_thread_tid, 0);
+	atomic_store(&rt_py_anchor_tid, 0);
+	/* A finalizer that forked on the library's thread: the child's main thread is not it. */
+	rt_py_thread_self = false;
+	rt_py_thread_in_ensure = false;
 }

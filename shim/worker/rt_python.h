@@ -27,23 +27,44 @@ struct rt_python_outcome {
  * RT_PYTHON_NOT_PYTHON when the host is not CPython). Never runs Python code or takes the GIL.
  * cfg: whether the steps are on (python), and which (cuda_empty_cache). */
 void rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python_outcome *out);
-/* In the program thread that starts the worker (the program's descriptor table): starts the
- * library's thread that runs the steps while the main thread sits in a C call, where the process
- * is CPython and ROUNDTRIM_PYTHON allows it. False when none runs (the steps then stay on the
- * main thread). */
-bool rt_python_thread_start(const struct rt_config *cfg);
-/* 1 while the library's thread runs in this process, else 0: a task of the library's. */
+/* At the worker's start, in the program thread that starts it: whether the library's thread is
+ * wanted, where the process exports the C API and ROUNDTRIM_PYTHON lets the steps leave the main
+ * thread. Where the executable is the interpreter (the C API is its own), starts it here; where
+ * the C API is a shared libpython's, it starts later, once the interpreter is up
+ * (rt_python_tend), from the interpreter's main thread: never in a program that does not
+ * initialize Python (gdb, vim linked to libpython). */
+void rt_python_thread_want(const struct rt_config *cfg);
+/* How many threads of the library's Python thread run in this process: tasks of the library's. */
 unsigned rt_python_thread_held(void);
-/* The tasks the library's Python thread will take at start: 1 where the process is CPython and
+/* The tasks the library's Python thread will take: 1 where the process is CPython and
  * ROUNDTRIM_PYTHON lets the steps leave the main thread, else 0 (for the task limits). */
 unsigned rt_python_thread_needed(const struct rt_config *cfg);
 /* Whether the calling thread is the library's Python thread. */
 bool rt_python_thread_is_self(void);
-/* The library stands down: the thread leaves at once when idle, else after its request. Never
- * waits for it. */
+/* The library stands down: the thread leaves at once when idle, else after its request (which
+ * it no longer runs if it has not the GIL yet), and no other starts. Never waits for it. */
 void rt_python_thread_stop(void);
-/* Worker thread only, at each look: when the main thread has not claimed an armed request
- * within the grace, starts the library's thread to take the GIL and run the steps (unless
+/* After rt_python_thread_stop, outside every lock of the library's: waits, 5 ms at most, until
+ * the thread has ended and the kernel has released its task. False when it has not: the caller
+ * is that thread, or may hold the GIL while the thread is out on its steps (it needs the GIL to
+ * end: it leaves once it has it back, running nothing more; not waited for at all), or the
+ * bound passed. */
+bool rt_python_thread_await(void);
+/* In a program thread whose setns(CLONE_NEWNS) failed with EINVAL: the kernel wants its
+ * filesystem context unshared, and the library's thread shares it. Sends the thread away and
+ * waits for its end (rt_python_thread_await); true when it has ended: the caller makes its call
+ * again, then calls rt_python_thread_room_made, after which a new thread starts from the main
+ * thread, in the context the call left. False (nothing changed, errno kept) when no thread ran
+ * or it did not end. */
+bool rt_python_thread_make_room(void);
+void rt_python_thread_room_made(void);
+/* In a program thread whose unshare gave it a filesystem context of its own: when it is the
+ * thread that started the library's (the main thread), that one, left with the old context, is
+ * sent away and a new one starts in the new context. */
+void rt_python_thread_follow(void);
+/* Worker thread only, at each look: queues the call that starts the library's thread once the
+ * interpreter is up (rt_python_thread_want), and when the main thread has not claimed an armed
+ * request within the grace, sends that thread to take the GIL and run the steps (unless
  * ROUNDTRIM_PYTHON=main). Returns how long the worker may wait before it looks again
  * (UINT64_MAX: no need). */
 uint64_t rt_python_tend(void);

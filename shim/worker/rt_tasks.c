@@ -63,15 +63,20 @@ rt_tasks_room_for_keeper(void)
 	return !rt_tasks_no_keeper;
 }
 
+/* How deep the calling thread holds the (recursive) tasks' lock. */
+static __thread unsigned rt_tasks_depth;
+
 void
 rt_tasks_lock(void)
 {
 	pthread_mutex_lock(&rt_tasks_mutex);
+	rt_tasks_depth++;
 }
 
 void
 rt_tasks_unlock(void)
 {
+	rt_tasks_depth--;
 	pthread_mutex_unlock(&rt_tasks_mutex);
 }
 
@@ -247,6 +252,13 @@ rt_tasks_stand_down(const char *why)
 		rt_warn("stood down: %s; the program runs on without the library", why);
 	}
 	rt_tasks_unlock();
+	/* Only outside every hold of the lock (a credential call stands down inside its own): a
+	 * finalizer that the Python thread runs may take it. Bounded, and never from a caller
+	 * that may hold the GIL while the thread is out on its steps (CPython makes
+	 * pthread_create and fork holding it): that thread leaves by itself, running nothing once
+	 * it has the GIL back, and the call made again finds room or fails as without it. */
+	if (rt_tasks_depth == 0)
+		rt_python_thread_await();
 	return gone;
 }
 

@@ -32,9 +32,11 @@ bool rt_tasks_room_for_keeper(void);
 void rt_tasks_lock(void);
 void rt_tasks_unlock(void);
 
-/* The library stands down in this process: its tasks leave (the caller waits for them, bounded),
- * the status file and FIFO go, and one line says why. From a program thread, never from the
- * worker. False when its tasks could not be seen to end within the bound. */
+/* The library stands down in this process: its tasks leave (the caller waits for them, bounded;
+ * for the Python thread, outside the lock and not where the caller holds the GIL it waits for:
+ * rt_python_thread_await), the status file and FIFO go, and one line says why. From a program
+ * thread, never from the worker. False when the worker or the keeper could not be seen to end
+ * within the bound. */
 bool rt_tasks_stand_down(const char *why);
 
 /* A program's pthread_create, fork or posix_spawn named by `call` failed with EAGAIN: when the

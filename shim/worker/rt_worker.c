@@ -796,24 +796,27 @@ rt_worker_start(const struct rt_worker_setup *setup)
 	/* Joinable: a program thread that stands the library down waits for its end. */
 	pthread_attr_setstacksize(&attr, rt_worker_stack_size());
 	atomic_store(&rt_worker_life.leave, false);
+	/* Before the worker's first look: its Python thread starts later, from the interpreter's
+	 * main thread, once the worker sees the interpreter up. */
+	rt_python_thread_want(setup->cfg);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int err = rt_tasks_create_thread(&rt_worker_life.thread, &attr, rt_worker_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
 		rt_warn("inactive: cannot start the worker thread: %s", strerror(err));
+		rt_python_thread_stop();
 		rt_files_close();
 		return false;
 	}
 	if (rt_worker_decide_table(w, rt_worker_await_table(w)) == RT_FILE_TABLE_NONE) {
-		/* It ends as soon as it runs, and nobody waits for it. */
+		/* It ends as soon as it runs, and nobody waits for it; nor for the Python thread. */
 		pthread_detach(rt_worker_life.thread);
+		rt_python_thread_stop();
 		rt_files_close();
 		return false;
 	}
 	atomic_store(&rt_worker_life.running, true);
-	/* From this thread, which has the program's descriptor table, never from the worker. */
-	rt_python_thread_start(setup->cfg);
 	return true;
 }
 

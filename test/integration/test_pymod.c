@@ -155,13 +155,18 @@ Test(pymod, trim_acts_whatever_the_count)
 }
 
 /* The entry point that runs the steps in the caller needs the GIL: called without it (through
- * ctypes.CDLL), it hands them to the main thread instead of calling into Python. */
-Test(pymod, a_call_without_the_gil_hands_the_steps_to_the_main_thread)
+ * ctypes.CDLL), it hands them to the main thread instead of calling into Python. Also once a
+ * subinterpreter exists, after which PyGILState_Check says 1 in every thread (before: the
+ * collection ran without the GIL, SIGSEGV). */
+static void
+pymod_nogil_hands_over(bool subinterpreter)
 {
 	struct pymod_run run;
 	char line[1024], err[8192];
 	const char *extra[] = {"ROUNDTRIM_GC_ROUNDS=1", NULL};
 	pymod_start(&run, true, extra);
+	if (subinterpreter)
+		pymod_expect(&run, "subinterpreter", "created");
 	pymod_expect(&run, "round-nogil", "1");
 	cr_assert(th_wait_line(run.stats, "\"round\":1,", line, sizeof(line), TH_TIMEOUT_MS),
 	          "no stats line for round 1");
@@ -173,6 +178,16 @@ Test(pymod, a_call_without_the_gil_hands_the_steps_to_the_main_thread)
 	th_expect_in(line, "\"python\":\"collected\"");
 	pymod_finish(&run, err, sizeof(err));
 	cr_assert_str_empty(err);
+}
+
+Test(pymod, a_call_without_the_gil_hands_the_steps_to_the_main_thread)
+{
+	pymod_nogil_hands_over(false);
+}
+
+Test(pymod, a_call_without_the_gil_after_a_subinterpreter_hands_the_steps_over)
+{
+	pymod_nogil_hands_over(true);
 }
 
 /* An acting round() has returned the memory when it returns, as NVFlare's cleanup_memory() has:

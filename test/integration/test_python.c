@@ -18,12 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PYTHON "/usr/bin/python3"
 #define PY_DIR RT_SOURCE_DIR "/test/workloads/py/"
+/* For a workload that must block only once the library's Python thread is there (its main
+ * thread, the worker and that thread: librarythread.py). */
+#define PY_AWAIT_THREAD "PY_AWAIT_TASKS=3"
 
 TestSuite(python, .timeout = 240, .fini = th_cleanup);
 
@@ -360,14 +364,15 @@ Test(python, main_thread_holding_the_gil_gets_the_steps_when_it_returns)
  * still waits (the cycles' finalizers run there, on a thread Python calls Dummy), a release
  * follows, and once the main thread is back nothing of that thread shows: not in a faulthandler
  * dump, sys._current_frames(), threading.enumerate() or active_count(), although a finalizer
- * called threading.current_thread() on it. */
+ * called threading.current_thread() on it, nor in the name of the program's next unnamed thread
+ * (before: one higher, the Dummy having taken a number from threading's counter). */
 static void
 waiting_case(const char *mode)
 {
 	struct py_run run;
 	char line[1024], answer[256], dump[PATH_MAX];
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start_args(&run, "waiting.py", mode, dump, manual, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
@@ -383,7 +388,11 @@ waiting_case(const char *mode)
 	else
 		th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
-	cr_assert_str_eq(answer, "woke dump=1 frames=1 enumerate=1 dummies=0 active=1");
+	/* The event's setter was the program's first unnamed thread. */
+	cr_assert_str_eq(answer,
+	                 strcmp(mode, "event") == 0
+	                     ? "woke next=Thread-2 dump=1 frames=1 enumerate=1 dummies=0 active=1"
+	                     : "woke next=Thread-1 dump=1 frames=1 enumerate=1 dummies=0 active=1");
 	py_finish(&run);
 }
 
@@ -415,8 +424,13 @@ Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
 	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
-	const char *extra[] = {"ROUNDTRIM_AUTO=off", "NVFLARE_CUDA_EMPTY_CACHE=true",
-	                       "FAKETORCH_CUDA_INITIALIZED=1", log_env, torch_env, NULL};
+	const char *extra[] = {"ROUNDTRIM_AUTO=off",
+	                       "NVFLARE_CUDA_EMPTY_CACHE=true",
+	                       "FAKETORCH_CUDA_INITIALIZED=1",
+	                       log_env,
+	                       torch_env,
+	                       PY_AWAIT_THREAD,
+	                       NULL};
 	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
@@ -450,13 +464,15 @@ Test(python, main_only_leaves_the_steps_to_the_main_thread)
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	/* Twenty graces: the library's thread would have collected by now. */
-	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
-	              "collected while the main thread read: %s", answer);
+	cr_assert_not(
+	    th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
+	    "collected while the main thread read: %s", answer);
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "collected 100 by=MainThread");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	cr_assert_str_eq(answer, "woke dump=1 frames=1 enumerate=1 dummies=0 active=1");
+	cr_assert_str_eq(answer,
+	                 "woke next=Thread-1 dump=1 frames=1 enumerate=1 dummies=0 active=1");
 	py_finish(&run);
 }
 
@@ -475,7 +491,7 @@ exits_to_make(void)
 Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 {
 	static const char *const hows[] = {"sleep", "spin", "none"};
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	signal(SIGPIPE, SIG_IGN);
 	int exits = exits_to_make();
 	for (int i = 0; i < exits; i++) {
@@ -491,7 +507,8 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 		char err[8192];
 		th_read_stderr(&run.proc, err, sizeof(err));
 		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
-		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status, err);
+		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status,
+		          err);
 		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
 		cr_assert_null(strstr(err, "Traceback"), "%s", err);
 	}
@@ -503,7 +520,7 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
  * main thread for gone and ended the process with exit(0) while it still finalised. */
 Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
 {
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 0; i < 3; i++) {
 		struct py_run run;
@@ -582,6 +599,241 @@ Test(python, api_round_collects_in_the_callers_thread)
 Test(python, api_round_collects_with_the_collector_disabled)
 {
 	api_round_case("--gc-disabled");
+}
+
+/* The library's thread shares the main thread's filesystem context, as the finalizers it runs
+ * need (batch "first" reads a file by its relative path from there), yet the kernel refuses a
+ * setns(CLONE_NEWNS) while another task shares the caller's context: the program's call, made
+ * after rounds whose steps that thread took, succeeds as without the library (before: EINVAL).
+ * After the program's unshare(CLONE_NEWNS) and a mount there, the steps of the next round run
+ * in the program's new context (before: the old one, where "marker" said "outside"). */
+Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns, unshare and mount need root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	char dir[PATH_MAX], path[PATH_MAX], out[1024], err[1024];
+	snprintf(dir, sizeof(dir), "%s/without", th_tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0);
+	snprintf(path, sizeof(path), "%smountns.py", PY_DIR);
+	const char *alone[] = {PYTHON, path, dir, NULL};
+	th_run(alone, NULL, out, sizeof(out), err, sizeof(err));
+	if (strcmp(out, "ready\nsetns=0\nunshare=0 mount=0\nwaiting\n") != 0)
+		cr_skip_test("this machine refuses the calls without the library: %s %s", out, err);
+	snprintf(dir, sizeof(dir), "%s/with", th_tmpdir());
+	cr_assert(mkdir(dir, 0700) == 0);
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "mountns.py", dir, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_eq(strncmp(answer, "first by=Dummy-", 15), 0, "%s", answer);
+	th_expect_in(answer, " marker=outside");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "setns=0");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "unshare=0 mount=0");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread did not come back");
+	cr_assert_str_eq(answer, "waiting");
+	py_round(&run, 2, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_eq(strncmp(answer, "second by=Dummy-", 16), 0, "%s", answer);
+	th_expect_in(answer, " marker=inside");
+	py_finish(&run);
+}
+
+/* The library stands down before the program's unshare(CLONE_NEWUSER), which the kernel allows
+ * only to a process of one thread, while its Python thread is out on a round's steps, in a
+ * finalizer that sleeps (GIL let go) and then needs the GIL back. The call never waits for that
+ * thread beyond a few milliseconds: it comes back (EINVAL, the thread still there, as when the
+ * library never waited) before the finalizer's end. Through ctypes.PyDLL the caller holds the
+ * GIL, as CPython does around pthread_create and fork when they stand the library down: before,
+ * it waited 30 s for a thread that needed that GIL, and every thread of the program stood still. */
+static void
+py_stand_down_during_steps(const char *how)
+{
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
+	struct py_run run;
+	char line[1024], answer[256], err[8192];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "newuser.py", how, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(answer, "in-steps");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the program's call did not come back");
+	cr_assert_str_eq(answer, "unshare=EINVAL", "the call waited for the library's steps");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "fin-done");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+	th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
+	                  "process of one thread");
+}
+
+Test(python, stand_down_does_not_wait_for_the_librarys_steps)
+{
+	py_stand_down_during_steps("cdll");
+}
+
+Test(python, stand_down_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeout = 60)
+{
+	py_stand_down_during_steps("pydll");
+}
+
+/* The same stand-down with the library's thread idle: it leaves at once, and the call succeeds,
+ * as without the library. */
+Test(python, stand_down_waits_for_an_idle_librarys_thread)
+{
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
+	struct py_run run;
+	char answer[256], err[8192];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "newuser.py", "pydll", manual, "ready");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "unshare=0");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+}
+
+/* A round while the program has not imported threading yet and its main thread sits in a read,
+ * whose garbage's finalizer imports logging, and with it threading: the library's thread leaves
+ * the steps to the main thread, which runs them when its read returns, so that the program's
+ * main thread stays threading's main thread (before: the library's thread, the first importer,
+ * became it, and the program's own was a Dummy, where asyncio's get_event_loop() fails). */
+Test(python, program_main_thread_stays_threadings_main_thread)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "lazy_threading.py", NULL, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	/* That nothing runs cannot be waited for: 20 times the grace after which the library's
+	 * thread is sent (it ran the steps then, before). */
+	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 1000),
+	              "the library's thread ran the steps: %s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "finalized");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "main=True");
+	py_finish(&run);
+}
+
+/* A Dummy thread of the program's own, left in threading's list by a C library's thread that
+ * called into Python and ended, whose ident the library's next Python thread reuses (glibc
+ * hands that thread the same stack): it stays listed, and its number stays drawn, as without
+ * the library (before: the library's thread took it for its own, removed it and gave its
+ * number back). */
+Test(python, program_dummy_of_a_reused_ident_stays)
+{
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWNS) is tried as root here");
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "foreign_dummy.py", th_workload("libforeign_thread.so"), manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(answer, "finalized same=True", "the case needs the ident reused");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "active=MainThread,Dummy-1 next=Thread-2");
+	py_finish(&run);
+}
+
+/* A program linked to libpython that never initializes Python, as gdb or vim: the library's
+ * Python thread never starts there (before: it started with the worker in every process that
+ * exports the C API), and a round reports the interpreter not initialized. */
+Test(python, no_thread_of_ours_where_python_is_never_initialized)
+{
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
+	                     NULL};
+	const char *argv[] = {th_workload("pylinked"), NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	for (int r = 1; r <= 2; r++) {
+		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+		th_expect_in(line, "\"python\":\"not-initialized\"");
+	}
+	th_write(&proc, "?\n");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	/* The program's thread and the worker. */
+	cr_assert_str_eq(line, "tasks=2 python=0");
+	th_close_stdin(&proc);
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
+}
+
+/* The interpreter's own executable (Debian's python3 is linked statically) has the library's
+ * thread from its start: a main thread that sits in a C call as soon as its script starts (here
+ * after python3 -S and a few lines) still gets a round's steps from it while it waits (before:
+ * the thread was started by a call the main thread never ran, and the steps waited). */
+Test(python, steps_while_the_main_thread_blocks_at_once)
+{
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], path[PATH_MAX], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(path, sizeof(path), "%sat_once.py", PY_DIR);
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
+	                     NULL};
+	const char *argv[] = {PYTHON, "-S", path, NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_str_eq(line, "collected 100 on=another");
+	th_write(&proc, "x");
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
+}
+
+/* Where the library stays inactive (no table of its own and no keeper), the Python thread that
+ * the interpreter's executable starts with the worker leaves with it: the program is left with
+ * its one thread (before: two, the library's idle for good). */
+Test(python, inactive_library_leaves_no_thread)
+{
+	char preload[PATH_MAX + 16], out[256], err[4096];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	/* Waits (5 s at most) for its tasks to come down to one, and prints how many there are. */
+	const char *script = "import os, time\n"
+	                     "for _ in range(1000):\n"
+	                     "    if len(os.listdir('/proc/self/task')) == 1:\n"
+	                     "        break\n"
+	                     "    time.sleep(0.005)\n"
+	                     "print(len(os.listdir('/proc/self/task')))\n";
+	const char *argv[] = {th_noshare(), "--no-keeper", PYTHON, "-c", script, NULL};
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), NULL};
+	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
+	th_expect_in(err, "roundtrim: inactive: ");
+	cr_assert_str_eq(out, "1\n", "%s", err);
 }
 
 /* Nothing of the library is a thread of the program's: not in a faulthandler dump of all

@@ -251,7 +251,8 @@ Test(python_word, the_thread_finds_a_request_the_main_thread_took)
 	cr_assert_not(rt_python_claim(w(RT_PYTHON_IDLE), GEN, false, &next));
 	cr_assert_not(rt_python_claim(w(RT_PYTHON_RUNNING), GEN, false, &next));
 	cr_assert_not(rt_python_claim(w(RT_PYTHON_DONE) | Q, GEN, false, &next));
-	cr_assert_not(rt_python_claim(w(RT_PYTHON_ARMED), GEN + 1, false, &next), "another generation");
+	cr_assert_not(rt_python_claim(w(RT_PYTHON_ARMED), GEN + 1, false, &next),
+	              "another generation");
 	cr_assert_eq(next, 0xdeadbeef);
 }
 
@@ -299,6 +300,29 @@ Test(python_word, the_thread_takes_over_after_the_grace)
 	cr_assert_not(rt_python_take_over(false, RT_PYTHON_RUNNING, 900000, 50000, false));
 	cr_assert_not(rt_python_take_over(false, RT_PYTHON_IDLE, 900000, 50000, false));
 	cr_assert_not(rt_python_take_over(false, RT_PYTHON_DONE, 900000, 50000, false));
+}
+
+/* The thread starts once the interpreter is up, from one queued call; before that the worker
+ * looks often, for a while; never where it is not wanted, held back, or already there. */
+Test(python_word, the_thread_starts_once_the_interpreter_is_up)
+{
+	struct rt_python_start_readings up = {.wanted = true, .initialized = true};
+	cr_assert_eq(rt_python_start_due(&up), RT_PYTHON_START_QUEUE);
+	struct rt_python_start_readings r = up;
+	r.initialized = false;
+	cr_assert_eq(rt_python_start_due(&r), RT_PYTHON_START_WATCH, "never initialized yet");
+	r.watched_us = RT_PYTHON_START_WATCH_US - 1;
+	cr_assert_eq(rt_python_start_due(&r), RT_PYTHON_START_WATCH);
+	r.watched_us = RT_PYTHON_START_WATCH_US;
+	cr_assert_eq(rt_python_start_due(&r), RT_PYTHON_START_NONE, "past the watch: each look");
+	for (int i = 0; i < 4; i++) {
+		r = up;
+		r.runs = i == 0, r.queued = i == 1, r.held = i == 2, r.finalizing = i == 3;
+		cr_assert_eq(rt_python_start_due(&r), RT_PYTHON_START_NONE, "case %d", i);
+	}
+	r = up;
+	r.wanted = false;
+	cr_assert_eq(rt_python_start_due(&r), RT_PYTHON_START_NONE, "ROUNDTRIM_PYTHON=main or off");
 }
 
 Test(python_word, a_fork_child_never_runs_its_parents_request)

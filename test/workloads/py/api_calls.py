@@ -7,7 +7,8 @@ RSS (KiB, /proc/self/statm) before the call and right after it returned, and how
 thread of the program that counts every 0.5 ms counted during the call (with a switch interval
 of 10 s, that thread runs during the call only where the call lets the GIL go). round-nogil: the library's roundtrim_python_round called
 through ctypes.CDLL, which releases the GIL around it (the module itself uses PyDLL): its
-result. status: the dict as compact JSON, or None. maps: whether
+result. subinterpreter: creates a subinterpreter (after which CPython's PyGILState_Check says 1
+in every thread) and answers "created". status: the dict as compact JSON, or None. maps: whether
 libroundtrim is mapped into this process. fork: os.fork(); the child takes over stdin and stdout
 and answers "child PID", and the parent, once the child has gone, "child exited CODE". exit: a
 fork child leaves through os._exit(0). EOF ends the program. Stdin is read through mainloop, so
@@ -80,6 +81,13 @@ def main():
             answer(roundtrim.trim())
         elif line == "round-nogil":
             answer(ctypes.CDLL(None).roundtrim_python_round())
+        elif line == "subinterpreter":
+            try:
+                import _interpreters as interpreters
+            except ImportError:
+                import _xxsubinterpreters as interpreters
+            interpreters.create()
+            answer("created")
         elif line.startswith("pinned "):
             answer(pinned(int(line.split()[1])))
         elif line == "loaded":

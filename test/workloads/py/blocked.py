@@ -10,6 +10,7 @@ import ctypes
 import gc
 import os
 import sys
+import threading  # noqa: F401  (the library's thread takes the steps only once it is imported)
 import weakref
 
 import mainloop

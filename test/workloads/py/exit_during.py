@@ -7,12 +7,15 @@ then, by HOW: "sleep" sleeps 20 ms (giving up the GIL in the middle of the colle
 keeps the GIL for 20 ms, "none" goes on at once, "slow" sleeps 200 ms (CPython ends the library's
 thread when it asks for the GIL back after finalisation began) and makes finalisation last 1 s
 (sys.stdout becomes an object whose flush() sleeps once the interpreter finalises). At EOF on stdin
-the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then."""
+the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then.
+Before "ready" it waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
 import gc
 import os
 import sys
 import time
 import weakref
+
+import librarythread
 
 N = 2000
 first = []
@@ -55,6 +58,7 @@ def main():
         a.payload = [0] * 64
         weakref.finalize(a, finalized, how)
     del a, b
+    librarythread.await_it()
     print("ready", flush=True)
     sys.stdin.buffer.read()
     if how == "slow":

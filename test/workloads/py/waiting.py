@@ -6,13 +6,15 @@ each with a weakref.finalize callback; the callback that finds all N gone writes
 by=NAME" to stdout, NAME being threading.current_thread().name where it runs (a Dummy thread
 for a thread Python does not know). Prints "ready", then waits until it is woken: MODE "sleep",
 time.sleep() ended by SIGUSR2; "event", threading.Event().wait() set by a thread that reads a
-line of stdin; "read", a read of stdin by the main thread itself. Woken, it prints "woke " and
+line of stdin; "read", a read of stdin by the main thread itself. Woken, it prints "woke next=T "
+(T: the name threading gives the program's next unnamed thread, numbered from one counter) and
 what a program sees of threads, "dump=D frames=F enumerate=E dummies=M active=A": D the thread
 headers of a faulthandler dump of all threads (written to DUMP_PATH, the second argument), F
 len(sys._current_frames()), E len(threading.enumerate()), M the Dummy threads in it and A
 threading.active_count(). Then it answers each further line of stdin the same way, without
 "woke ", waiting in bytecode (mainloop). EOF ends it. With WAITING_TORCH set to a directory, it
-first imports torch from there (a stand-in), as a program that uses CUDA."""
+first imports torch from there (a stand-in), as a program that uses CUDA. Before "ready" it
+waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
 import faulthandler
 import gc
 import os
@@ -22,6 +24,7 @@ import threading
 import time
 import weakref
 
+import librarythread
 import mainloop
 
 if os.environ.get("WAITING_TORCH"):
@@ -92,10 +95,11 @@ def main():
         a.other, b.other = b, a
         weakref.finalize(a, finalized)
     del a, b
+    librarythread.await_it()
     if mode != "event":
         print("ready", flush=True)
     wait(mode)
-    print("woke " + look(dump_path), flush=True)
+    print("woke next=%s %s" % (threading.Thread().name, look(dump_path)), flush=True)
     for _ in mainloop.lines():
         print(look(dump_path), flush=True)
     return 0
