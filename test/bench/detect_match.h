@@ -328,4 +328,32 @@ dm_detections_load(const char *path, struct dm_result *res)
 	return true;
 }
 
+/* Leave-one-shape-out judging: the setting (row of score, ngrid rows of nshapes scores) that does
+ * best on the held shapes other than `out`: the best worst score there (*worst_there), then the
+ * best sum, then the first row. */
+static inline size_t
+dm_best_without(const double *score, size_t ngrid, size_t nshapes, const bool *held, size_t out,
+                double *worst_there)
+{
+	size_t best = 0;
+	double best_worst = -1, best_sum = -1;
+	for (size_t i = 0; i < ngrid; i++) {
+		double worst = 1, sum = 0;
+		for (size_t k = 0; k < nshapes; k++) {
+			if (k == out || !held[k])
+				continue;
+			double v = score[i * nshapes + k];
+			worst = v < worst ? v : worst;
+			sum += v;
+		}
+		if (worst > best_worst || (worst == best_worst && sum > best_sum)) {
+			best_worst = worst;
+			best_sum = sum;
+			best = i;
+		}
+	}
+	*worst_there = best_worst;
+	return best;
+}
+
 #endif

@@ -1111,24 +1111,12 @@ Test(detect_traces, settings_chosen_without_a_shape_hold_on_it, .timeout = 120)
 		dm_trace_free(&trace);
 		dm_truth_free(&truth);
 	}
+	bool held[NSHAPES];
+	for (size_t k = 0; k < NSHAPES; k++)
+		held[k] = shapes[k].held;
 	for (size_t out = 0; out < NSHAPES; out++) {
-		/* The best worst score elsewhere, then the best mean there, then grid order. */
-		size_t best = 0;
-		double best_worst = -1, best_sum = -1;
-		for (size_t i = 0; i < NGRID; i++) {
-			double worst = 1, sum = 0;
-			for (size_t k = 0; k < NSHAPES; k++) {
-				if (k == out || !shapes[k].held)
-					continue;
-				worst = score[i][k] < worst ? score[i][k] : worst;
-				sum += score[i][k];
-			}
-			if (worst > best_worst || (worst == best_worst && sum > best_sum)) {
-				best_worst = worst;
-				best_sum = sum;
-				best = i;
-			}
-		}
+		double best_worst;
+		size_t best = dm_best_without(&score[0][0], NGRID, NSHAPES, held, out, &best_worst);
 		struct rt_detect_params p = grid_params(best);
 		const struct figures *f = &fig[best][out];
 		/* roundtrim(7)'s table: the figures of every shape, held or not. */

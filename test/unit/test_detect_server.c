@@ -493,23 +493,13 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 		dm_trace_free(&trace);
 		dm_truth_free(&truth);
 	}
+	bool held[NSSHAPES];
+	for (size_t k = 0; k < NSSHAPES; k++)
+		held[k] = sshapes[k].held;
 	for (size_t out = 0; out < NSSHAPES; out++) {
-		size_t best = 0;
-		double best_worst = -1, best_sum = -1;
-		for (size_t i = 0; i < NSGRID; i++) {
-			double worst = 1, sum = 0;
-			for (size_t k = 0; k < NSSHAPES; k++) {
-				if (k == out || !sshapes[k].held)
-					continue;
-				worst = score[i][k] < worst ? score[i][k] : worst;
-				sum += score[i][k];
-			}
-			if (worst > best_worst || (worst == best_worst && sum > best_sum)) {
-				best_worst = worst;
-				best_sum = sum;
-				best = i;
-			}
-		}
+		double best_worst;
+		size_t best =
+		    dm_best_without(&score[0][0], NSGRID, NSSHAPES, held, out, &best_worst);
 		struct rt_detect_server_params p = sgrid_params(best);
 		cr_log_info("%s left out: round %u gap %u open gap %u hold %lu us: score %.3f, %zu "
 		            "detections for %zu rounds, precision %.3f recall %.3f, delay median "
