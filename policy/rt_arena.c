@@ -103,6 +103,13 @@ static const char rt_arena_sound_ring[] = "the arena ring holds an arena that is
                                           "arena nor at the start of a thread heap";
 static const char rt_arena_sound_mapped[] =
     "the main arena is not contiguous (sbrk failed, glibc maps instead)";
+/* Words that could not be read: the reads may have stopped working (a seccomp filter installed
+ * later, a page that a memory cgroup at its limit cannot bring back), the heap is not known bad;
+ * and more arenas than the walk's budget. */
+static const char rt_arena_unread_next[] = "an arena's next pointer is not mapped";
+static const char rt_arena_unread_top[] = "the main arena's top chunk is not mapped";
+static const char rt_arena_unread_heap[] = "a thread heap of the arena is not mapped";
+static const char rt_arena_unread_ring[] = "the arena ring does not close through the main arena";
 
 /* glibc's version as major.minor; false when the string is not one. */
 static bool
@@ -377,7 +384,7 @@ struct rt_arena_run {
 	struct rt_arena_view *view;
 	struct rt_arena_result *res;
 	int64_t hold_start;
-	int64_t run_start; /* when the lock was taken: renewals since then */
+	int64_t run_start;    /* when the lock was taken: renewals since then */
 	unsigned hold_chunks; /* chunks looked at in this hold */
 	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
 	unsigned since_clock; /* work since the clock was last read (a piece counts 32) */
@@ -484,7 +491,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 			return RT_ARENA_SEEN_BAD;
 		}
 		if (!ops->peek(ops->ctx, v->top + RT_ARENA_CHUNK_SIZE, &head, 1)) {
-			*why = "the main arena's top chunk is not mapped";
+			*why = rt_arena_unread_top;
 			return RT_ARENA_SEEN_BAD;
 		}
 		v->top_size = head & ~(uint64_t)7;
@@ -504,7 +511,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 	for (uintptr_t h = top_heap; h;) {
 		uint64_t info[RT_ARENA_HEAP_WORDS];
 		if (h % env->heap_max || !ops->peek(ops->ctx, h, info, RT_ARENA_HEAP_WORDS)) {
-			*why = "a thread heap of the arena is not mapped";
+			*why = rt_arena_unread_heap;
 			return RT_ARENA_SEEN_BAD;
 		}
 		if ((*why = rt_arena_check_heap(info, h, arena, env->page, env->heap_max)))
@@ -631,7 +638,8 @@ rt_arena_hold_over(struct rt_arena_run *run)
 		return false;
 	run->since_clock = 0;
 	int64_t now = ops->now_ns(ops->ctx);
-	if (run->hold_chunks < env->budget.hold_chunks && now - run->hold_start < env->budget.hold_ns)
+	if (run->hold_chunks < env->budget.hold_chunks &&
+	    now - run->hold_start < env->budget.hold_ns)
 		return false;
 	if (run->contested && now - run->run_start >= env->budget.run_ns) {
 		run->ran_out = true;
@@ -953,10 +961,11 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 		return RT_ARENA_BAD;
 	uint64_t phead = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE);
 	size_t size = phead & ~(uint64_t)7;
-	if ((int)(size >> 4) - 2 != f || size % RT_ARENA_ALIGN || !rt_arena_inside_chunk(v, p, size))
+	if ((int)(size >> 4) - 2 != f || size % RT_ARENA_ALIGN ||
+	    !rt_arena_inside_chunk(v, p, size))
 		return RT_ARENA_BAD;
-	uintptr_t next = ((p + RT_ARENA_CHUNK_FD) >> 12) ^
-	                 (uintptr_t)rt_arena_load(env, p + RT_ARENA_CHUNK_FD);
+	uintptr_t next =
+	    ((p + RT_ARENA_CHUNK_FD) >> 12) ^ (uintptr_t)rt_arena_load(env, p + RT_ARENA_CHUNK_FD);
 	if (next % RT_ARENA_ALIGN || (next && !rt_arena_inside(v, next, RT_ARENA_MINSIZE)))
 		return RT_ARENA_BAD;
 	rt_arena_prefetch_fast(env, v, next, size);
@@ -1013,7 +1022,8 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 		size += nextsize;
 		rt_arena_unlink(env, nextchunk, nextsize);
 	} else {
-		rt_arena_store(env, nextchunk + RT_ARENA_CHUNK_SIZE, nhead & ~(uint64_t)RT_ARENA_PREV_INUSE);
+		rt_arena_store(env, nextchunk + RT_ARENA_CHUNK_SIZE,
+		               nhead & ~(uint64_t)RT_ARENA_PREV_INUSE);
 	}
 	uintptr_t unsorted = rt_arena_bin_at(v->arena, 1);
 	uintptr_t first = rt_arena_load(env, unsorted + RT_ARENA_CHUNK_FD);
@@ -1104,7 +1114,8 @@ rt_arena_count_fastbins(struct rt_arena_run *run)
 	struct rt_arena_view *v = run->view;
 	unsigned walked = 0;
 	for (int f = 0; f < RT_ARENA_NFASTBINS; f++) {
-		uintptr_t p = rt_arena_load_shared(env, v->arena + RT_ARENA_FASTBINS + (uintptr_t)f * 8);
+		uintptr_t p =
+		    rt_arena_load_shared(env, v->arena + RT_ARENA_FASTBINS + (uintptr_t)f * 8);
 		while (p) {
 			if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_MINSIZE))
 				return rt_arena_abort(run, rt_arena_bad_fast_place);
@@ -1162,7 +1173,7 @@ rt_arena_next(const struct rt_arena_env *env, uintptr_t arena, uintptr_t main_ar
 	const struct rt_arena_ops *ops = env->ops;
 	uint64_t n, back;
 	if (!ops->peek(ops->ctx, arena + RT_ARENA_NEXT, &n, 1))
-		return "an arena's next pointer is not mapped";
+		return rt_arena_unread_next;
 	*next = (uintptr_t)n;
 	if (*next == main_arena)
 		return NULL;
@@ -1180,7 +1191,7 @@ rt_arena_check_ring(const struct rt_arena_env *env, uintptr_t main_arena, unsign
 	*count = 0;
 	do {
 		if (++*count > env->budget.max_arenas)
-			return "the arena ring does not close through the main arena";
+			return rt_arena_unread_ring;
 		const char *why = rt_arena_next(env, a, main_arena, &a);
 		if (why)
 			return why;
@@ -1223,7 +1234,7 @@ rt_arena_each(struct rt_arena_run *run, uintptr_t main_arena, size_t keep)
 	uintptr_t a = main_arena;
 	do {
 		if (++res->arenas > env->budget.max_arenas) {
-			res->failure = "the arena ring does not close through the main arena";
+			res->failure = rt_arena_unread_ring;
 			return -1;
 		}
 		if (run->counting ? !rt_arena_count_one(run, a, a == main_arena)
@@ -1263,7 +1274,9 @@ bool
 rt_arena_damaged(const char *failure, bool validated)
 {
 	if (failure == rt_arena_sound_unaligned || failure == rt_arena_sound_page ||
-	    failure == rt_arena_sound_mapped || failure == rt_arena_sound_ring)
+	    failure == rt_arena_sound_mapped || failure == rt_arena_sound_ring ||
+	    failure == rt_arena_unread_next || failure == rt_arena_unread_top ||
+	    failure == rt_arena_unread_heap || failure == rt_arena_unread_ring)
 		return false;
 	return validated || failure == rt_arena_bad_bin_chunk || failure == rt_arena_bad_bin_size ||
 	       failure == rt_arena_bad_bin_list || failure == rt_arena_bad_fast_chunk ||

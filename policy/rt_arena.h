@@ -210,7 +210,8 @@ int rt_arena_count(const struct rt_arena_env *env, uintptr_t main_arena, uint64_
  * glibc's invariants does (an arena's state was checked before its chunks, and a chunk's layout
  * is the same in every glibc); once every arena of this process was checked (`validated`), any
  * failure does, but for the states of a sound heap that the release leaves to malloc_trim (a
- * main arena that glibc went on with mmap, huge-page thread heaps). Before that, a failure may
+ * main arena that glibc went on with mmap, huge-page thread heaps) and words that could not be
+ * read (the reads may have stopped working; the heap is not known bad). Before that, a failure may
  * only mean that glibc is laid out otherwise. */
 bool rt_arena_damaged(const char *failure, bool validated);
 

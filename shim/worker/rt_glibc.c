@@ -198,6 +198,12 @@ rt_glibc_failed(const char *why)
 {
 	if (!rt_arena_damaged(why, rt_g.validated))
 		return rt_glibc_off(why, NULL);
+	/* A word the walk could not read is no damage of the heap's: the reads themselves may
+	 * have stopped working since the start (a seccomp filter installed later refuses
+	 * process_vm_readv, the task went away). The heap is sound as far as anyone knows. */
+	uint64_t probe = 0x726f756e64747269, seen = 0;
+	if (!rt_glibc_peek(NULL, (uintptr_t)&probe, &seen, 1) || seen != probe)
+		return rt_glibc_off("process_vm_readv no longer reads this process", why);
 	rt_warn("glibc heap actions off: %s: the program's heap looks damaged; malloc_trim would "
 	        "abort on it",
 	        why);

@@ -493,6 +493,14 @@ Test(arena, ring_closes_through_the_main_arena)
 	/* A next pointer into memory that is not mapped. */
 	*W(w.thread + RT_ARENA_NEXT) = 0x40;
 	cr_assert_not_null(rt_arena_check_ring(&env, w.main, &count));
+	/* More arenas than the walk may visit: nothing is known bad of the heap, even once every
+	 * arena was checked (nor where a word could not be read: the reads may have stopped
+	 * working, a seccomp filter installed later). */
+	*W(w.thread + RT_ARENA_NEXT) = w.main;
+	env.budget.max_arenas = 1;
+	const char *why = rt_arena_check_ring(&env, w.main, &count);
+	cr_assert_not_null(why);
+	cr_assert_not(rt_arena_damaged(why, true), "%s", why);
 }
 
 /* Everything free is given back, nothing in use is touched, headers stay. */
