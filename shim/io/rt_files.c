@@ -107,6 +107,7 @@ rt_files_close(void)
 	rt_files_remove();
 	for (size_t i = 0; i < count; i++)
 		rt_fd_close(all[i]);
+	rt_outputs_drop_holds();
 }
 
 void
@@ -119,7 +120,7 @@ rt_files_went_private(void)
 	atomic_store(&rt_f.private_table, true);
 	for (size_t i = 0; i < count; i++)
 		rt_fd_close_copy(all[i]);
-	rt_outputs_went_private();
+	rt_outputs_drop_holds();
 }
 
 void

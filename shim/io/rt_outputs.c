@@ -174,7 +174,7 @@ rt_outputs_open(const struct rt_config *cfg)
 }
 
 void
-rt_outputs_went_private(void)
+rt_outputs_drop_holds(void)
 {
 	rt_outputs_release_hold(&rt_o.stats);
 	rt_outputs_release_hold(&rt_o.log);
@@ -223,6 +223,8 @@ rt_outputs_give_name(struct rt_output *out, int fd, unsigned holds)
 		return true;
 	if (rt_io_name(fd, out->path) == 0) {
 		atomic_store(&out->unnamed, false);
+		/* Its name holds the inode now; the mapping would only show in /proc/self/maps. */
+		rt_outputs_release_hold(out);
 		return true;
 	}
 	rt_warn("%s off: cannot create %s: %s", out->fd.feature, out->path, strerror(errno));

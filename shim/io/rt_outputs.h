@@ -13,9 +13,9 @@ struct rt_fd;
 /* At start-up, in the thread that starts the library: opens each output whose template the
  * configuration sets; one that cannot be had says so in one line and stays off. */
 void rt_outputs_open(const struct rt_config *cfg);
-/* The descriptors went to a table of the library's own, out of the program's reach: the unnamed
- * files need no other hold. */
-void rt_outputs_went_private(void);
+/* The descriptors went to a table of the library's own, out of the program's reach, or are
+ * closed: the unnamed files need no other hold, and their mappings go. */
+void rt_outputs_drop_holds(void);
 
 /* Appends one line to the stats file, or to the log (stderr when no log file). */
 void rt_outputs_stats_line(const char *line, size_t len);
