@@ -1131,6 +1131,9 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_thread_tasks, 0);
 	atomic_store(&rt_py_thread_starting, 0);
 	atomic_store(&rt_py_thread_asking, 0);
+	/* A fork while the parent's thread was out on its steps copied its count: the child's
+	 * callers would take its idle thread for a busy one for good. */
+	atomic_store(&rt_py_thread_busy, 0);
 	atomic_store(&rt_py_thread_out, false);
 	atomic_store(&rt_py_thread_declined, false);
 	atomic_store(&rt_py_thread_tid, 0);
@@ -1138,4 +1141,5 @@ rt_python_forget_parent(void)
 	/* A finalizer that forked on the library's thread: the child's main thread is not it. */
 	rt_py_thread_self = false;
 	rt_py_thread_in_ensure = false;
+	rt_py_thread_in_take = false;
 }
