@@ -3,12 +3,15 @@
 void
 rt_detect_server_default_params(struct rt_detect_server_params *params)
 {
-	params->min_interval_us = 10000;
-	params->quiet_us = 400000;
-	params->quiet_permille = 20;
-	params->peak_half_life_us = 5000000;
-	params->quiet_cpu_permille = 250;
-	params->idle_cpu_permille = 50;
+	/* Activity and quiet are rt_detect's, with its defaults. */
+	struct rt_detect_params activity;
+	rt_detect_default_params(&activity);
+	params->min_interval_us = activity.min_interval_us;
+	params->quiet_us = activity.quiet_us;
+	params->quiet_permille = activity.quiet_permille;
+	params->peak_half_life_us = activity.peak_half_life_us;
+	params->quiet_cpu_permille = activity.quiet_cpu_permille;
+	params->idle_cpu_permille = activity.idle_cpu_permille;
 	params->min_burst_events = 500;
 	params->min_share_permille = 250;
 	params->gap_us = 1000000;
