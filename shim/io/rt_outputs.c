@@ -57,6 +57,11 @@ static struct rt_fd *const rt_outputs_all[] = {
     &rt_o.stats.fd, &rt_o.log.fd, &rt_o.prom.fd, &rt_o.trace.fd, &rt_o.sites.fd,
 };
 
+static struct rt_output *const rt_outputs_each[] = {
+    &rt_o.stats, &rt_o.log, &rt_o.prom, &rt_o.trace, &rt_o.sites,
+};
+#define RT_OUTPUTS_COUNT (sizeof(rt_outputs_each) / sizeof(rt_outputs_each[0]))
+
 /* An unnamed file (O_TMPFILE) in dirfd, held (out->hold; a mapping needs it readable), or -1:
  * where it cannot be held, the caller makes it named at once. */
 static int
@@ -173,16 +178,6 @@ rt_outputs_open(const struct rt_config *cfg)
 	rt_outputs_open_one(&rt_o.sites, cfg->sites, false);
 }
 
-void
-rt_outputs_drop_holds(void)
-{
-	rt_outputs_release_hold(&rt_o.stats);
-	rt_outputs_release_hold(&rt_o.log);
-	rt_outputs_release_hold(&rt_o.prom);
-	rt_outputs_release_hold(&rt_o.trace);
-	rt_outputs_release_hold(&rt_o.sites);
-}
-
 struct rt_fd *const *
 rt_outputs_fds(size_t *n)
 {
@@ -203,13 +198,17 @@ rt_outputs_forget(struct rt_output *out)
 }
 
 void
+rt_outputs_drop_holds(void)
+{
+	for (size_t i = 0; i < RT_OUTPUTS_COUNT; i++)
+		rt_outputs_release_hold(rt_outputs_each[i]);
+}
+
+void
 rt_outputs_forget_parent(void)
 {
-	rt_outputs_forget(&rt_o.stats);
-	rt_outputs_forget(&rt_o.log);
-	rt_outputs_forget(&rt_o.prom);
-	rt_outputs_forget(&rt_o.trace);
-	rt_outputs_forget(&rt_o.sites);
+	for (size_t i = 0; i < RT_OUTPUTS_COUNT; i++)
+		rt_outputs_forget(rt_outputs_each[i]);
 	atomic_store(&rt_o.owner, 0);
 }
 
@@ -246,14 +245,10 @@ rt_outputs_name(struct rt_output *out, int fd)
 	return rt_outputs_give_name(out, fd, 1);
 }
 
-static struct rt_output *const rt_outputs_each[] = {
-    &rt_o.stats, &rt_o.log, &rt_o.prom, &rt_o.trace, &rt_o.sites,
-};
-
 bool
 rt_outputs_unnamed(void)
 {
-	for (size_t i = 0; i < sizeof(rt_outputs_each) / sizeof(rt_outputs_each[0]); i++)
+	for (size_t i = 0; i < RT_OUTPUTS_COUNT; i++)
 		if (atomic_load(&rt_outputs_each[i]->unnamed))
 			return true;
 	return false;
@@ -262,7 +257,7 @@ rt_outputs_unnamed(void)
 void
 rt_outputs_give_to(uid_t uid, gid_t gid)
 {
-	for (size_t i = 0; i < sizeof(rt_outputs_each) / sizeof(rt_outputs_each[0]); i++) {
+	for (size_t i = 0; i < RT_OUTPUTS_COUNT; i++) {
 		struct rt_output *out = rt_outputs_each[i];
 		int fd = rt_fd_get(&out->fd);
 		if (fd >= 0 && atomic_load(&out->unnamed))
