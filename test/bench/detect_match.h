@@ -251,6 +251,19 @@ dm_score(const struct dm_truth *truth, uint64_t end_us, struct dm_result *res)
 	free(delays);
 }
 
+/* What a reading carries with the given inputs: the rest unknown, as a reader without them
+ * would see it. live_given: the live heap was asked for and read this time. */
+static inline void
+dm_keep_inputs(struct rt_reading *r, unsigned inputs, bool live_given)
+{
+	if (!(inputs & DM_FREED))
+		r->bytes_freed = RT_TRACE_UNKNOWN;
+	if (!(inputs & DM_LIVE_ALWAYS) && !live_given)
+		r->live_bytes = RT_TRACE_UNKNOWN;
+	if (!(inputs & DM_CPU))
+		r->cpu_us = RT_TRACE_UNKNOWN;
+}
+
 /* Replays the trace (every reading, or one every every_us when every_us > 0, as a slower
  * reader would see it) with the given inputs, and scores the detections. */
 static inline void
@@ -271,12 +284,7 @@ dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 		if (every_us && last_fed && r.t_us - last_fed < every_us && i + 1 < trace->n)
 			continue;
 		last_fed = r.t_us;
-		if (!(inputs & DM_FREED))
-			r.bytes_freed = RT_TRACE_UNKNOWN;
-		if (!(inputs & DM_LIVE_ALWAYS) && !((inputs & DM_LIVE_ASKED) && asked))
-			r.live_bytes = RT_TRACE_UNKNOWN;
-		if (!(inputs & DM_CPU))
-			r.cpu_us = RT_TRACE_UNKNOWN;
+		dm_keep_inputs(&r, inputs, (inputs & DM_LIVE_ASKED) && asked);
 		enum rt_detect_result got = rt_detect_feed(&d, &r);
 		asked = got == RT_DETECT_WANT_LIVE;
 		res->live_asks += asked;

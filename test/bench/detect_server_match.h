@@ -23,12 +23,7 @@ dm_server_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 		if (every_us && last_fed && r.t_us - last_fed < every_us && i + 1 < trace->n)
 			continue;
 		last_fed = r.t_us;
-		if (!(inputs & DM_FREED))
-			r.bytes_freed = RT_TRACE_UNKNOWN;
-		if (!(inputs & DM_LIVE_ALWAYS))
-			r.live_bytes = RT_TRACE_UNKNOWN;
-		if (!(inputs & DM_CPU))
-			r.cpu_us = RT_TRACE_UNKNOWN;
+		dm_keep_inputs(&r, inputs, false);
 		if (rt_detect_server_feed(&d, &r) == RT_DETECT_BOUNDARY) {
 			struct dm_detection *det = &res->detections[res->ndetections++];
 			det->t_us = r.t_us;
