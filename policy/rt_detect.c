@@ -56,20 +56,8 @@ void
 rt_detect_init(struct rt_detect *detect, const struct rt_detect_params *params)
 {
 	struct rt_reading zero = {0};
-	detect->params = *params;
-	detect->started = false;
-	detect->peaks = (struct rt_detect_peaks){0};
-	detect->boundaries = 0;
-	detect->boundary_us = 0;
-	detect->basis = RT_DETECT_BY_NONE;
-	detect->nrounds = 0;
-	detect->next_round = 0;
-	detect->nweights = 0;
-	detect->next_weight = 0;
-	detect->nintervals = 0;
-	detect->next_interval = 0;
-	detect->confidence_permille = 0;
-	detect->period_us = 0;
+	/* Nothing learnt: every count, ring and output 0. */
+	*detect = (struct rt_detect){.params = *params};
 	rt_detect_restart(detect, &zero);
 }
 

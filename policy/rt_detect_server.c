@@ -39,26 +39,8 @@ void
 rt_detect_server_init(struct rt_detect_server *detect, const struct rt_detect_server_params *params)
 {
 	struct rt_reading zero = {0};
-	detect->params = *params;
-	detect->started = false;
-	detect->peaks = (struct rt_detect_peaks){0};
-	detect->seen_start_up = false;
-	detect->nrecent = 0;
-	detect->next_recent = 0;
-	detect->in_round = false;
-	detect->round_work = 0;
-	detect->nround_bursts = 0;
-	detect->round_ended = false;
-	detect->nworks = 0;
-	detect->next_work = 0;
-	detect->nheavies = 0;
-	detect->next_heavy = 0;
-	detect->nintervals = 0;
-	detect->next_interval = 0;
-	detect->boundaries = 0;
-	detect->boundary_us = 0;
-	detect->confidence_permille = 0;
-	detect->period_us = 0;
+	/* Nothing learnt: every count, ring and output 0. */
+	*detect = (struct rt_detect_server){.params = *params};
 	rt_detect_server_restart(detect, &zero);
 }
 
