@@ -340,6 +340,27 @@ Test(privileges, gosu_starts_its_program_with_the_library)
 }
 
 /* Python's os module calls glibc's functions: a server that drops root after binding. */
+/* The API's records in the per-process stats files (*.stats) of dir; each such file holds a
+ * record (it is named with its first). */
+static int
+api_records_in(const char *dir)
+{
+	char path[PATH_MAX + 320], text[4096];
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int records = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n < 6 || strcmp(e->d_name + n - 6, ".stats"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		records += th_count_lines(path, "\"trigger\":\"api\"");
+		cr_assert_gt(th_read_file(path, text, sizeof(text)), 0, "%s is empty", path);
+	}
+	closedir(d);
+	return records;
+}
+
 /* Per-process stats, log and Prometheus files outlive a drop from root to nobody made before
  * their first record, in a sticky directory nobody may write to, as /tmp: nobody may not link a
  * file of root's (fs.protected_hardlinks), so they are named before the drop; the record is
@@ -359,24 +380,12 @@ Test(privileges, per_process_outputs_outlive_a_drop_before_the_first_record)
 	const char *env[] = {
 	    env_preload(), th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"), stats, prom, log, NULL};
 	const char *argv[] = {th_workload("creds"), "resids", NULL};
-	char out[8192], err[4096], api[64], path[PATH_MAX + 64], text[4096];
+	char out[8192], err[4096], api[64];
 	cr_assert_eq(th_run(argv, env, out, sizeof(out), err, sizeof(err)), 0, "%s", err);
 	lines_starting(out, "api=", api, sizeof(api));
 	cr_assert_str_eq(api, "api=acted\n", "%s", err);
 	cr_assert_str_eq(err, "", "a file went off: %s", err);
-	DIR *d = opendir(dir);
-	cr_assert_not_null(d);
-	int records = 0;
-	for (struct dirent *e; (e = readdir(d));) {
-		size_t n = strlen(e->d_name);
-		if (n < 6 || strcmp(e->d_name + n - 6, ".stats"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		records += th_count_lines(path, "\"trigger\":\"api\"");
-		cr_assert_gt(th_read_file(path, text, sizeof(text)), 0);
-	}
-	closedir(d);
-	cr_assert_eq(records, 1, "the stats file holds the action's record");
+	cr_assert_eq(api_records_in(dir), 1, "the stats file holds the action's record");
 }
 
 /* setpriv, gosu and su-exec drop root, then exec the program in the same process: the dropping
@@ -385,7 +394,7 @@ Test(privileges, per_process_outputs_outlive_a_drop_before_the_first_record)
 Test(privileges, a_program_exec_d_after_a_drop_keeps_its_per_process_outputs)
 {
 	need_root();
-	char dir[PATH_MAX], stats[PATH_MAX + 32], path[PATH_MAX + 320];
+	char dir[PATH_MAX], stats[PATH_MAX + 32];
 	snprintf(dir, sizeof(dir), "%s/sticky", th_tmpdir());
 	cr_assert_eq(mkdir(dir, 0700), 0);
 	cr_assert_eq(chmod(dir, 01777), 0);
@@ -406,18 +415,7 @@ Test(privileges, a_program_exec_d_after_a_drop_keeps_its_per_process_outputs)
 	lines_starting(out, "api=", api, sizeof(api));
 	cr_assert_str_eq(api, "api=acted\n", "%s", err);
 	cr_assert_str_eq(err, "", "a file went off: %s", err);
-	DIR *d = opendir(dir);
-	cr_assert_not_null(d);
-	int records = 0;
-	for (struct dirent *e; (e = readdir(d));) {
-		size_t n = strlen(e->d_name);
-		if (n < 6 || strcmp(e->d_name + n - 6, ".stats"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		records += th_count_lines(path, "\"trigger\":\"api\"");
-	}
-	closedir(d);
-	cr_assert_eq(records, 1, "the stats file holds the action's record");
+	cr_assert_eq(api_records_in(dir), 1, "the stats file holds the action's record");
 }
 
 /* A root program that drops to another user in a sticky directory's reach and ends without a
