@@ -396,6 +396,18 @@ rt_detect_early_end(const struct rt_detect *d, const struct rt_reading *now)
 	       rt_detect_weight(d, requested) >= d->params.min_weight_permille;
 }
 
+/* Records the candidate being weighed (see candidates in struct rt_detect). */
+static void
+rt_detect_note_candidate(struct rt_detect *d, uint64_t work, uint64_t weight)
+{
+	uint64_t phase = rt_detect_phase(d);
+	d->candidates++;
+	d->candidate_quiet_us = d->quiet_since_us;
+	d->candidate_work_bytes = work;
+	d->candidate_weight_permille = weight > UINT32_MAX ? UINT32_MAX : (uint32_t)weight;
+	d->candidate_phase_permille = phase > UINT32_MAX ? UINT32_MAX : (uint32_t)phase;
+}
+
 /* A confirmed quiet period after a significant burst: a boundary or a checkpoint. now is the
  * reading, with the live heap read during this quiet period if it carries none itself. A
  * release that qualifies is a candidate; it is a boundary when it keeps the rhythm (see
@@ -414,6 +426,7 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	bool weighed = candidate && rt_detect_own_return(d);
 	if (weighed) {
 		uint64_t weight = rt_detect_weight(d, requested);
+		rt_detect_note_candidate(d, requested, weight);
 		boundary = rt_detect_keeps_rhythm(d, weight);
 		if (boundary)
 			d->confidence_permille = rt_detect_confidence(d, weight);
@@ -427,6 +440,9 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 		 * large as the rounds' (the bursts are alike). */
 		requested = now->bytes_requested - d->base.bytes_requested;
 		if (rt_detect_round_sized(d, requested)) {
+			if (!weighed)
+				rt_detect_note_candidate(d, requested,
+				                         rt_detect_weight(d, requested));
 			boundary = true;
 			basis = RT_DETECT_BY_RHYTHM;
 			d->confidence_permille = rt_detect_confidence(d, 1000);

@@ -167,6 +167,16 @@ struct rt_detect {
 	 * while the period is not known). A round found by the rhythm alone weighs a round. */
 	uint32_t confidence_permille;
 	uint64_t period_us; /* the rounds' period; 0 while not known */
+	/* The last candidate weighed, a round's end or not, so that a replay can show where rounds
+	 * are found and missed: how many so far, when its quiet period began, the work it closed
+	 * (bytes requested since its round's start), that work against the recent candidates'
+	 * (permille, as min_weight_permille reads it) and where it came in the period (permille of
+	 * the period since the last boundary; 0 while the period is not known). */
+	uint64_t candidates;
+	uint64_t candidate_quiet_us;
+	uint64_t candidate_work_bytes;
+	uint32_t candidate_weight_permille;
+	uint32_t candidate_phase_permille;
 };
 
 void rt_detect_default_params(struct rt_detect_params *params);

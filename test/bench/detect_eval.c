@@ -29,7 +29,10 @@
  * Prints one line:
  *   NAME inputs=I truths=T detected=D matched=M precision=P recall=R median_delay_s=S
  *   max_delay_s=S false_per_min=F warmup=W live_asks=A
- * and with --list, one line per detection and per true boundary. A detection matches a true
+ * and with --list, one line per true boundary and, between them, one per candidate the detector
+ * weighed (a detection or a release it did not take for a round's end: its work, its weight and
+ * phase in permille, and where its quiet began against the nearest round's end), or with
+ * --detected one per detection. A detection matches a true
  * boundary when it comes within 3 s after it and before the next. */
 #include "detect_server_match.h"
 
@@ -59,24 +62,56 @@ usage(void)
 	return 2;
 }
 
+/* Where `t_us` lies against the truth: "round N +S s" from the nearest true boundary. */
+static void
+nearest(const struct dm_truth *truth, uint64_t t_us, char *out, size_t size)
+{
+	size_t best = 0;
+	double best_off = 0;
+	for (size_t b = 0; b < truth->n; b++) {
+		double off = ((double)t_us - (double)truth->boundaries[b]) / 1e6;
+		if (b == 0 || (off < 0 ? -off : off) < (best_off < 0 ? -best_off : best_off)) {
+			best = b;
+			best_off = off;
+		}
+	}
+	if (truth->n)
+		snprintf(out, size, "round %zu %+.2f s", best + 1, best_off);
+	else
+		snprintf(out, size, "no round");
+}
+
+/* One line per true boundary, and between them, for a replay every candidate the detector
+ * weighed (a detection, or a release it did not take for a round's end) with its work, weight,
+ * phase and where its quiet began against the nearest round's end; for --detected the
+ * detections. */
 static void
 list(const struct dm_truth *truth, const struct dm_result *res, bool detected)
 {
-	size_t d = 0;
+	size_t d = 0, c = 0;
 	uint64_t t0 = truth->start_us;
+	char near[64];
 	for (size_t b = 0; b <= truth->n; b++) {
 		uint64_t until = b < truth->n ? truth->boundaries[b] : UINT64_MAX;
-		for (; d < res->ndetections && res->detections[d].t_us < until; d++) {
-			double at = ((double)res->detections[d].t_us - (double)t0) / 1e6;
-			if (detected)
-				printf("  detection at %.3f s\n", at);
-			else
-				printf("  detection at %.3f s (quiet from %.3f s, by %s, "
-				       "confidence %u)\n",
-				       at,
-				       ((double)res->detections[d].boundary_us - (double)t0) / 1e6,
-				       rt_detect_basis_name(res->detections[d].basis),
-				       res->detections[d].confidence_permille);
+		for (; detected && d < res->ndetections && res->detections[d].t_us < until; d++)
+			printf("  detection at %.3f s\n",
+			       ((double)res->detections[d].t_us - (double)t0) / 1e6);
+		for (; !detected && c < res->ncandidates && res->candidates[c].t_us < until; c++) {
+			const struct dm_candidate *k = &res->candidates[c];
+			double at = ((double)k->t_us - (double)t0) / 1e6;
+			nearest(truth, k->quiet_us, near, sizeof(near));
+			if (k->boundary) {
+				const struct dm_detection *det = &res->detections[d++];
+				printf("  detection at %.3f s (quiet from %.3f s, %s, by %s, "
+				       "confidence %u",
+				       at, ((double)det->boundary_us - (double)t0) / 1e6, near,
+				       rt_detect_basis_name(det->basis), det->confidence_permille);
+			} else
+				printf("  not a round's end at %.3f s (quiet from %.3f s, %s", at,
+				       ((double)k->quiet_us - (double)t0) / 1e6, near);
+			printf("; work %.1f MiB, weight %u, phase %u)\n",
+			       (double)k->work_bytes / (1024.0 * 1024.0), k->weight_permille,
+			       k->phase_permille);
 		}
 		if (b < truth->n)
 			printf("boundary %zu at %.3f s%s\n", b + 1,

@@ -52,6 +52,17 @@ struct dm_detection {
 	uint32_t confidence_permille;
 };
 
+/* A candidate the detector weighed (struct rt_detect's candidate_* outputs), a round's end or
+ * not. */
+struct dm_candidate {
+	uint64_t t_us;     /* the reading at which it was weighed */
+	uint64_t quiet_us; /* when its quiet period began */
+	uint64_t work_bytes;
+	uint32_t weight_permille;
+	uint32_t phase_permille;
+	bool boundary;
+};
+
 struct dm_result {
 	size_t truths;   /* true boundaries scored (those the trace could show) */
 	size_t detected; /* detections scored: all but the warm-up ones */
@@ -66,6 +77,8 @@ struct dm_result {
 	size_t ndetections;
 	bool *truth_matched; /* per true boundary */
 	bool *truth_scored;
+	struct dm_candidate *candidates; /* a replay's, in time order; NULL otherwise */
+	size_t ncandidates;
 };
 
 static const struct {
@@ -182,6 +195,7 @@ static inline void
 dm_result_free(struct dm_result *result)
 {
 	free(result->detections);
+	free(result->candidates);
 	free(result->truth_matched);
 	free(result->truth_scored);
 }
@@ -277,6 +291,7 @@ dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 	rt_detect_init(&d, &p);
 	memset(res, 0, sizeof(*res));
 	res->detections = calloc(trace->n + 1, sizeof(*res->detections));
+	res->candidates = calloc(trace->n + 1, sizeof(*res->candidates));
 	bool asked = false;
 	uint64_t last_fed = 0;
 	for (size_t i = 0; i < trace->n; i++) {
@@ -288,6 +303,17 @@ dm_replay(const struct dm_trace *trace, const struct dm_truth *truth,
 		enum rt_detect_result got = rt_detect_feed(&d, &r);
 		asked = got == RT_DETECT_WANT_LIVE;
 		res->live_asks += asked;
+		if (d.candidates > res->ncandidates) {
+			/* At most one a reading: one quiet period is decided at a time. */
+			res->candidates[res->ncandidates++] = (struct dm_candidate){
+			    .t_us = r.t_us,
+			    .quiet_us = d.candidate_quiet_us,
+			    .work_bytes = d.candidate_work_bytes,
+			    .weight_permille = d.candidate_weight_permille,
+			    .phase_permille = d.candidate_phase_permille,
+			    .boundary = got == RT_DETECT_BOUNDARY,
+			};
+		}
 		if (got == RT_DETECT_BOUNDARY) {
 			struct dm_detection *det = &res->detections[res->ndetections++];
 			det->t_us = r.t_us;

@@ -741,6 +741,38 @@ Test(detect, confidence_is_high_in_phase_and_lower_out_of_it)
 	cr_assert_eq(g.d.confidence_permille, (500 + 833) / 2);
 }
 
+/* Every candidate the detector weighs, a round's end or not, says when its quiet began, the work
+ * it closed, its weight and its phase, so that a replay can show where rounds are found and
+ * missed (detect_eval --list). */
+Test(detect, every_candidate_says_its_work_weight_and_phase)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init(&g, &p, false, false, false);
+	struct step w = work(0);
+	for (int round = 0; round < 6; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, 20, &quiet);
+	}
+	cr_assert_eq(g.boundaries, 6);
+	cr_assert_eq(g.d.candidates, 6);
+	cr_assert_eq(g.d.candidate_quiet_us, g.d.boundary_us);
+	cr_assert_eq(g.d.candidate_work_bytes, 10 * 40 * MIB);
+	cr_assert_eq(g.d.candidate_weight_permille, 1000);
+	cr_assert_eq(g.d.candidate_phase_permille, 1000); /* 30 steps a round, as the period */
+	/* A tenth of a round's work, given back, quiet from 21 steps after the last round's end:
+	 * weighed, and no round's end (too light out of phase). */
+	uint64_t last_end = g.d.boundary_us;
+	gen_run(&g, 1, &w);
+	cr_assert_lt(gen_run(&g, 20, &quiet), 0);
+	cr_assert_eq(g.boundaries, 6);
+	cr_assert_eq(g.d.candidates, 7);
+	cr_assert_eq(g.d.candidate_quiet_us, last_end + 21 * STEP_US);
+	cr_assert_eq(g.d.candidate_work_bytes, 40 * MIB);
+	cr_assert_eq(g.d.candidate_weight_permille, 100);
+	cr_assert_eq(g.d.candidate_phase_permille, 700);
+}
+
 /* The recorded traces in test/traces: NAME.trace (a reading every 100 ms) and NAME.truth. */
 static void
 replay(const char *name, const char *inputs_text, struct dm_result *res)
