@@ -3,9 +3,9 @@
 #include <stddef.h>
 
 #define RT_DETECT_US_PER_S 1000000u
-/* The longest ring whose median is taken. */
-#define RT_DETECT_RING_MAX                                                                         \
-	(RT_DETECT_WEIGHTS > RT_DETECT_HISTORY ? RT_DETECT_WEIGHTS : RT_DETECT_HISTORY)
+_Static_assert(RT_DETECT_WEIGHTS <= RT_DETECT_MEDIAN_MAX &&
+                   RT_DETECT_HISTORY <= RT_DETECT_MEDIAN_MAX,
+               "a ring whose median is taken is longer than rt_detect_median sorts");
 
 void
 rt_detect_default_params(struct rt_detect_params *params)
@@ -193,7 +193,7 @@ rt_detect_released_since(const struct rt_detect_params *p, const struct rt_readi
 uint64_t
 rt_detect_median(const uint64_t *values, unsigned n)
 {
-	uint64_t sorted[RT_DETECT_RING_MAX];
+	uint64_t sorted[RT_DETECT_MEDIAN_MAX];
 	if (n > sizeof(sorted) / sizeof(sorted[0]))
 		n = sizeof(sorted) / sizeof(sorted[0]);
 	for (unsigned i = 0; i < n; i++) {

@@ -206,7 +206,12 @@ uint64_t rt_detect_scale(uint64_t value, uint64_t num, uint64_t den);
 void rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *next,
                          uint64_t value);
 
-/* The median of n values (the lower middle of an even count); 0 when n is 0. */
+/* The longest ring whose median rt_detect_median takes: each detector asserts that its rings fit
+ * at compile time, since a longer one would have its median taken over its first values only. */
+#define RT_DETECT_MEDIAN_MAX 8
+
+/* The median of n values, n at most RT_DETECT_MEDIAN_MAX (the lower middle of an even count); 0
+ * when n is 0. */
 uint64_t rt_detect_median(const uint64_t *values, unsigned n);
 
 #endif

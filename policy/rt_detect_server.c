@@ -1,5 +1,8 @@
 #include "rt_detect_server.h"
 
+_Static_assert(RT_DETECT_SERVER_HISTORY <= RT_DETECT_MEDIAN_MAX,
+               "a ring whose median is taken is longer than rt_detect_median sorts");
+
 void
 rt_detect_server_default_params(struct rt_detect_server_params *params)
 {
