@@ -157,7 +157,8 @@ static _Atomic uint32_t rt_py_thread_asks;
 static _Atomic uint32_t rt_py_thread_first_seen; /* asks when the current one was started */
 static atomic_bool rt_py_thread_out;
 /* Set by the thread when it left the armed request to the main thread (threading not imported
- * yet); cleared by the worker as it collects the answer: it is not sent again meanwhile. */
+ * yet); cleared by the worker as it collects the answer, or at the next round, which the request
+ * serves too: until then it is not sent again. */
 static atomic_bool rt_py_thread_declined;
 /* The last thread's task id, and the program thread that started it (whose filesystem context
  * it shares). */
@@ -594,7 +595,10 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_pyobj threading = rt_python_module("threading");
 	if (threading)
 		rt_py.decref(threading);
-	else
+	/* Only a request it would have claimed: one the main thread answered while this thread
+	 * waited for the GIL is no longer there to leave. */
+	else if (atomic_load(&rt_py_thread_gen) == thread_gen &&
+	         rt_python_claim(word, generation, cuda, &next))
 		atomic_store(&rt_py_thread_declined, true);
 	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen)
 		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
@@ -1010,6 +1014,10 @@ rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python
 	if (ask == RT_PYTHON_ASK_BUSY) {
 		end = RT_PYTHON_END_BUSY;
 	} else {
+		/* The library's thread looks again whether the program has imported threading: a
+		 * request it left to a main thread that never came back would else keep every
+		 * later round's steps waiting for that main thread. */
+		atomic_store(&rt_py_thread_declined, false);
 		rt_py_round = round;
 		if (ask != RT_PYTHON_ASK_JOIN)
 			rt_py_armed_us = rt_python_now_us();
@@ -1065,7 +1073,8 @@ rt_python_tend(void)
 	 * would stand down at once. The main thread's pending call, if it runs, answers. */
 	bool alive =
 	    atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() && !rt_py.is_finalizing();
-	if (alive && !atomic_load(&rt_py_thread_declined) && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+	if (alive && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out,
+	                                 atomic_load(&rt_py_thread_declined))) {
 		atomic_store(&rt_py_thread_out, true);
 		atomic_fetch_add(&rt_py_thread_asks, 1);
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);

@@ -769,6 +769,36 @@ Test(python, program_main_thread_stays_threadings_main_thread)
 	py_finish(&run);
 }
 
+/* A first round while the program has not imported threading and its main thread waits on a
+ * lock for good: the library's thread leaves that round's steps to the main thread. Once another
+ * thread of the program's has imported threading, the next round's steps (which the first
+ * round's request serves too) run on the library's thread while the main thread still waits
+ * (before: the first round's refusal stood until the main thread came back, and no later round
+ * ran its steps). */
+Test(python, steps_once_another_thread_imported_threading)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "late_threading.py", NULL, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	/* That nothing runs cannot be waited for: 20 times the grace after which the library's
+	 * thread is sent, and finds threading missing. */
+	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 1000),
+	              "the library's thread ran the steps: %s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "imported");
+	py_round(&run, 2, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the steps waited for the main thread");
+	cr_assert_str_eq(answer, "finalized on=other");
+	py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	py_finish(&run);
+}
+
 /* A Dummy thread of the program's own, left in threading's list by a C library's thread that
  * called into Python and ended, whose ident the library's next Python thread reuses (glibc
  * hands that thread the same stack): it stays listed, and its number stays drawn, as without
