@@ -630,8 +630,12 @@ rt_python_thread_gone(void *arg)
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	if (rt_py_thread_in_ensure)
 		atomic_fetch_sub(&rt_py_thread_asking, 1);
-	if (rt_py_thread_in_take)
+	if (rt_py_thread_in_take) {
+		/* Ended inside its hold (CPython's pthread_exit when it took the GIL back from a
+		 * finalizer at finalisation): its thread state is no proof of anything any more. */
+		atomic_store(&rt_py_thread_tstate, NULL);
 		atomic_fetch_sub(&rt_py_thread_busy, 1);
+	}
 	bool current = atomic_load(&rt_py_thread_gen) == gen;
 	if (current)
 		atomic_store(&rt_py_thread_runs, false);
