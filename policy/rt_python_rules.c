@@ -259,11 +259,12 @@ rt_python_forget(uint32_t word)
 
 bool
 rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
-                    uint64_t grace_us, bool thread_out)
+                    uint64_t grace_us, bool thread_out, bool declined)
 {
 	/* A main thread that runs bytecode takes the pending call within milliseconds; one that
 	 * sits in a C call (a blocking wait, a read) takes none until the call returns. */
-	return !main_only && state == RT_PYTHON_ARMED && waited_us >= grace_us && !thread_out;
+	return !main_only && state == RT_PYTHON_ARMED && waited_us >= grace_us && !thread_out &&
+	       !declined;
 }
 
 enum rt_python_start

@@ -144,9 +144,12 @@ uint32_t rt_python_forget(uint32_t word);
 
 /* Worker: whether the library's thread is to take an armed request over now: the steps may run
  * off the main thread (ROUNDTRIM_PYTHON=on), the main thread has not claimed them within the
- * grace (waited_us since they were armed), and no thread of ours is already out. */
+ * grace (waited_us since they were armed), no thread of ours is already out, and the thread has
+ * not left this request to the main thread (declined: the program had not imported threading
+ * when it looked; the worker clears it at the next round, which the request serves too, and the
+ * thread looks again). */
 bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
-                         uint64_t grace_us, bool thread_out);
+                         uint64_t grace_us, bool thread_out, bool declined);
 
 /* Where the C API is a shared libpython's, the library's thread starts only in an interpreter
  * that is up: a program that exports the C API without ever initializing Python (gdb, vim

@@ -41,8 +41,13 @@
 
 typedef void *rt_pyobj;
 
-/* How long a program thread that sent the library's thread away waits at most for its end: an
- * idle thread leaves in microseconds; one out on its steps is not waited for beyond this (a
+/* How long a program thread that provably does not hold the GIL waits at most for the end of the
+ * library's thread after sending it away: the steps it is out on (a full collection, finalizers)
+ * need nothing that caller holds, and without the library the caller's call would not have
+ * failed. Bounded all the same: a finalizer may wait on a lock the caller's Python code holds. */
+#define RT_PY_THREAD_STEPS_WAIT_S 30
+/* How long a caller that may hold the GIL waits at most for the library's thread after sending it
+ * away: an idle thread leaves in microseconds; one out on its steps needs the GIL to end (such a
  * program's call never waits on the library longer than a few milliseconds). */
 #define RT_PY_THREAD_LEAVE_WAIT_NS 5000000L
 
@@ -140,6 +145,11 @@ static atomic_uint rt_py_thread_asking;
 /* Threads of ours out on a request, from before PyGILState_Ensure to after PyGILState_Release:
  * each needs the GIL to end, through the eval loop as much as through Ensure. */
 static atomic_uint rt_py_thread_busy;
+/* The thread state of the library's thread while it holds the GIL for a request (from just after
+ * PyGILState_Ensure to just before PyGILState_Release), else NULL: where CPython's current thread
+ * state is the process's (3.11), seeing it current tells a program thread that it does not hold
+ * the GIL (rt_python_gil_free). */
+static _Atomic(void *) rt_py_thread_tstate;
 /* The futex word the worker bumps to send the current thread to a request, and whether one is
  * out on a request (set by the worker, cleared by the thread as its last step or when it is sent
  * away; a thread CPython ended at finalisation leaves it set, and nothing asks again). */
@@ -147,7 +157,8 @@ static _Atomic uint32_t rt_py_thread_asks;
 static _Atomic uint32_t rt_py_thread_first_seen; /* asks when the current one was started */
 static atomic_bool rt_py_thread_out;
 /* Set by the thread when it left the armed request to the main thread (threading not imported
- * yet); cleared by the worker as it collects the answer: it is not sent again meanwhile. */
+ * yet); cleared by the worker as it collects the answer, or at the next round, which the request
+ * serves too: until then it is not sent again. */
 static atomic_bool rt_py_thread_declined;
 /* The last thread's task id, and the program thread that started it (whose filesystem context
  * it shares). */
@@ -537,6 +548,17 @@ rt_python_forget_dummy(rt_pyobj before)
 	rt_py.decref(threading);
 }
 
+/* The library's thread no longer counts as out on a request, if it did: not in a fork child
+ * made during the steps, whose count starts again from none (rt_python_forget_parent). */
+static void
+rt_python_thread_unbusy(void)
+{
+	if (rt_py_thread_in_take) {
+		rt_py_thread_in_take = false;
+		atomic_fetch_sub(&rt_py_thread_busy, 1);
+	}
+}
+
 /* One request, on the library's thread: the GIL, the claim, the steps, the GIL given back. It
  * holds no lock of the library's at any point, so that CPython may end the thread (pthread_exit
  * inside PyGILState_Ensure, once the interpreter finalises) or the process may exit around it at
@@ -551,13 +573,17 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
 	 * the thread stands down for good, as if CPython had ended it: no later round may send
 	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. */
-	if (!rt_py.is_initialized() || rt_py.is_finalizing())
+	if (!rt_py.is_initialized() || rt_py.is_finalizing()) {
+		rt_python_thread_unbusy();
 		return false;
+	}
 	rt_py_thread_in_ensure = true;
 	atomic_fetch_add(&rt_py_thread_asking, 1);
 	int gil = rt_py.gil_ensure();
 	atomic_fetch_sub(&rt_py_thread_asking, 1);
 	rt_py_thread_in_ensure = false;
+	if (rt_py.this_tstate)
+		atomic_store(&rt_py_thread_tstate, rt_py.this_tstate());
 	rt_pyobj before = rt_python_active_entry();
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed = false;
@@ -569,7 +595,10 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_pyobj threading = rt_python_module("threading");
 	if (threading)
 		rt_py.decref(threading);
-	else
+	/* Only a request it would have claimed: one the main thread answered while this thread
+	 * waited for the GIL is no longer there to leave. */
+	else if (atomic_load(&rt_py_thread_gen) == thread_gen &&
+	         rt_python_claim(word, generation, cuda, &next))
 		atomic_store(&rt_py_thread_declined, true);
 	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen)
 		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
@@ -582,7 +611,10 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_python_forget_dummy(before);
 	if (before)
 		rt_py.decref(before);
+	atomic_store(&rt_py_thread_tstate, NULL);
 	rt_py.gil_release(gil);
+	/* It needs the GIL no more: a program thread that holds it may wait for its end. */
+	rt_python_thread_unbusy();
 	if (claimed)
 		rt_python_publish(&answer, generation);
 	return true;
@@ -598,8 +630,12 @@ rt_python_thread_gone(void *arg)
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	if (rt_py_thread_in_ensure)
 		atomic_fetch_sub(&rt_py_thread_asking, 1);
-	if (rt_py_thread_in_take)
+	if (rt_py_thread_in_take) {
+		/* Ended inside its hold (CPython's pthread_exit when it took the GIL back from a
+		 * finalizer at finalisation): its thread state is no proof of anything any more. */
+		atomic_store(&rt_py_thread_tstate, NULL);
 		atomic_fetch_sub(&rt_py_thread_busy, 1);
+	}
 	bool current = atomic_load(&rt_py_thread_gen) == gen;
 	if (current)
 		atomic_store(&rt_py_thread_runs, false);
@@ -628,8 +664,6 @@ rt_python_thread_serve(uint32_t gen)
 		atomic_fetch_add(&rt_py_thread_busy, 1);
 		rt_py_thread_in_take = true;
 		bool taken = rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)), gen);
-		rt_py_thread_in_take = false;
-		atomic_fetch_sub(&rt_py_thread_busy, 1);
 		if (!taken)
 			return;
 		if (atomic_load(&rt_py_thread_gen) != gen)
@@ -842,19 +876,40 @@ rt_python_gil_maybe_held(void)
 	       !rt_py.this_tstate || !rt_py.current_tstate || rt_python_gil_held();
 }
 
+/* Whether the calling thread provably does not hold the GIL, from the thread state CPython shows
+ * current: none, or the library's thread's (CPython 3.11 shows the holder's, whichever thread it
+ * is: then that thread holds it), or another than at the caller's first look (`first`): a caller
+ * that held the GIL would keep it, and its state current, for as long as it waits here. From
+ * 3.12 the current state is the calling thread's own: none is the proof. */
+static bool
+rt_python_gil_free(void *first)
+{
+	void *now = rt_py.current_tstate();
+	return !now || now != first || now == atomic_load(&rt_py_thread_tstate);
+}
+
+static void
+rt_python_deadline(const struct timespec *from, time_t s, long ns, struct timespec *deadline)
+{
+	deadline->tv_sec = from->tv_sec + s;
+	deadline->tv_nsec = from->tv_nsec + ns;
+	if (deadline->tv_nsec >= 1000000000L) {
+		deadline->tv_sec++;
+		deadline->tv_nsec -= 1000000000L;
+	}
+}
+
 bool
 rt_python_thread_await(void)
 {
 	if (rt_py_thread_self)
 		return false;
-	struct timespec deadline;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_nsec += RT_PY_THREAD_LEAVE_WAIT_NS;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	bool may_hold = false, asked = false;
+	struct timespec start, deadline;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	rt_python_deadline(&start, 0, RT_PY_THREAD_LEAVE_WAIT_NS, &deadline);
+	/* Taken for held: the caller's own state is the current one, or CPython cannot say. */
+	bool held = rt_python_gil_maybe_held(), without = false;
+	void *first = held ? NULL : rt_py.current_tstate();
 	for (;;) {
 		/* In this order: a thread counts itself a task before it stops counting as being
 		 * started. */
@@ -862,16 +917,16 @@ rt_python_thread_await(void)
 		uint32_t tasks = atomic_load(&rt_py_thread_tasks);
 		if (tasks == 0 && starting == 0)
 			break;
-		/* One out on its steps needs the GIL to end, and the caller may hold it: it is left
-		 * to leave by itself, running nothing more once it has the GIL back. */
-		if (atomic_load(&rt_py_thread_busy) > 0) {
-			if (!asked) {
-				may_hold = rt_python_gil_maybe_held();
-				asked = true;
-			}
-			if (may_hold)
-				return false;
+		/* A caller without the GIL waits for the steps' end: they need nothing it holds,
+		 * but for a lock its Python code may hold (a finalizer's), hence the bound. */
+		if (!held && !without && rt_python_gil_free(first)) {
+			without = true;
+			rt_python_deadline(&start, RT_PY_THREAD_STEPS_WAIT_S, 0, &deadline);
 		}
+		/* One out on its steps needs the GIL to end, and the caller holds it: it is left to
+		 * leave by itself, running nothing more once it has the GIL back. */
+		if (held && atomic_load(&rt_py_thread_busy) > 0)
+			return false;
 		struct timespec now, slice = {0, 1000000};
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec > deadline.tv_sec ||
@@ -963,6 +1018,10 @@ rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python
 	if (ask == RT_PYTHON_ASK_BUSY) {
 		end = RT_PYTHON_END_BUSY;
 	} else {
+		/* The library's thread looks again whether the program has imported threading: a
+		 * request it left to a main thread that never came back would else keep every
+		 * later round's steps waiting for that main thread. */
+		atomic_store(&rt_py_thread_declined, false);
 		rt_py_round = round;
 		if (ask != RT_PYTHON_ASK_JOIN)
 			rt_py_armed_us = rt_python_now_us();
@@ -1018,7 +1077,8 @@ rt_python_tend(void)
 	 * would stand down at once. The main thread's pending call, if it runs, answers. */
 	bool alive =
 	    atomic_load(&rt_py_thread_runs) && rt_py.is_initialized() && !rt_py.is_finalizing();
-	if (alive && !atomic_load(&rt_py_thread_declined) && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out)) {
+	if (alive && rt_python_take_over(rt_py_main_only, state, waited, RT_PYTHON_GRACE_US, out,
+	                                 atomic_load(&rt_py_thread_declined))) {
 		atomic_store(&rt_py_thread_out, true);
 		atomic_fetch_add(&rt_py_thread_asks, 1);
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -1134,6 +1194,7 @@ rt_python_forget_parent(void)
 	/* A fork while the parent's thread was out on its steps copied its count: the child's
 	 * callers would take its idle thread for a busy one for good. */
 	atomic_store(&rt_py_thread_busy, 0);
+	atomic_store(&rt_py_thread_tstate, NULL);
 	atomic_store(&rt_py_thread_out, false);
 	atomic_store(&rt_py_thread_declined, false);
 	atomic_store(&rt_py_thread_tid, 0);

@@ -44,11 +44,12 @@ bool rt_python_thread_is_self(void);
 /* The library stands down: the thread leaves at once when idle, else after its request (which
  * it no longer runs if it has not the GIL yet), and no other starts. Never waits for it. */
 void rt_python_thread_stop(void);
-/* After rt_python_thread_stop, outside every lock of the library's: waits, 5 ms at most, until
- * the thread has ended and the kernel has released its task. False when it has not: the caller
- * is that thread, or may hold the GIL while the thread is out on its steps (it needs the GIL to
- * end: it leaves once it has it back, running nothing more; not waited for at all), or the
- * bound passed. */
+/* After rt_python_thread_stop, outside every lock of the library's: waits until the thread has
+ * ended and the kernel has released its task. A caller that provably does not hold the GIL waits
+ * for the end of the steps the thread is out on, 30 s at most (a finalizer may wait on a lock of
+ * the caller's); one that may hold it waits 5 ms at most, and not at all for a thread out on its
+ * steps (it needs the GIL to end: it leaves once it has it back, running nothing more). False
+ * when it has not ended: so, the caller is that thread, or the bound passed. */
 bool rt_python_thread_await(void);
 /* In a program thread whose setns(CLONE_NEWNS) failed with EINVAL: the kernel wants its
  * filesystem context unshared, and the library's thread shares it. Sends the thread away and

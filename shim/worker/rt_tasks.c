@@ -253,10 +253,11 @@ rt_tasks_stand_down(const char *why)
 	}
 	rt_tasks_unlock();
 	/* Only outside every hold of the lock (a credential call stands down inside its own): a
-	 * finalizer that the Python thread runs may take it. Bounded, and never from a caller
-	 * that may hold the GIL while the thread is out on its steps (CPython makes
-	 * pthread_create and fork holding it): that thread leaves by itself, running nothing once
-	 * it has the GIL back, and the call made again finds room or fails as without it. */
+	 * finalizer that the Python thread runs may take it. Bounded: a caller without the GIL
+	 * waits for the steps the thread is out on; one that may hold it (CPython makes
+	 * pthread_create and fork holding it) does not: that thread leaves by itself, running
+	 * nothing once it has the GIL back, and the call made again finds room or fails as it
+	 * would have while the thread was there. */
 	if (rt_tasks_depth == 0)
 		rt_python_thread_await();
 	return gone;

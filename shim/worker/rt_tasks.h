@@ -33,7 +33,7 @@ void rt_tasks_lock(void);
 void rt_tasks_unlock(void);
 
 /* The library stands down in this process: its tasks leave (the caller waits for them, bounded;
- * for the Python thread, outside the lock and not where the caller holds the GIL it waits for:
+ * for the Python thread, outside the lock and not where the caller may hold the GIL it waits for:
  * rt_python_thread_await), the status file and FIFO go, and one line says why. From a program
  * thread, never from the worker. False when the worker or the keeper could not be seen to end
  * within the bound. */

@@ -649,22 +649,18 @@ Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
 	py_finish(&run);
 }
 
-/* The library stands down before the program's unshare(CLONE_NEWUSER), which the kernel allows
- * only to a process of one thread, while its Python thread is out on a round's steps, in a
- * finalizer that sleeps (GIL let go) and then needs the GIL back. The call never waits for that
- * thread beyond a few milliseconds: it comes back (EINVAL, the thread still there, as when the
- * library never waited) before the finalizer's end. Through ctypes.PyDLL the caller holds the
- * GIL, as CPython does around pthread_create and fork when they stand the library down: before,
- * it waited 30 s for a thread that needed that GIL, and every thread of the program stood still. */
+/* The program's call (newuser.py: HOW, "cdll" or "pydll", and CALL, "unshare" or "setns") while
+ * the library's Python thread is out on a round's steps, in a finalizer that sleeps (GIL let go)
+ * and then needs the GIL back; `first` and `second` are the two lines that follow: the call's
+ * result and the finalizer's end, in the order they came. */
 static void
-py_stand_down_during_steps(const char *how)
+py_call_during_steps(const char *how, const char *call, const char *first, const char *second)
 {
-	if (geteuid() != 0)
-		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
 	struct py_run run;
 	char line[1024], answer[256], err[8192];
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
-	py_start(&run, "newuser.py", how, manual, "ready");
+	py_start_args(&run, "newuser.py", how, strcmp(call, "setns") == 0 ? call : NULL, manual,
+	              "ready");
 	py_round(&run, 1, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the library's thread never ran the steps");
@@ -672,25 +668,61 @@ py_stand_down_during_steps(const char *how)
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the program's call did not come back");
-	cr_assert_str_eq(answer, "unshare=EINVAL", "the call waited for the library's steps");
+	cr_assert_str_eq(answer, first);
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	cr_assert_str_eq(answer, "fin-done");
+	cr_assert_str_eq(answer, second);
 	th_close_stdin(&run.proc);
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
 	th_read_stderr(&run.proc, err, sizeof(err));
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
-	th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs a "
-	                  "process of one thread");
+	if (strcmp(call, "unshare") == 0)
+		th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs "
+		                  "a process of one thread");
 }
 
-Test(python, stand_down_does_not_wait_for_the_librarys_steps)
+/* The library stands down before the program's unshare(CLONE_NEWUSER), which the kernel allows
+ * only to a process of one thread, while its Python thread is out on a round's steps. Through
+ * ctypes.CDLL the caller does not hold the GIL: it waits for the steps' end, and the call
+ * succeeds, as without the library (before: it waited 5 ms and failed with EINVAL). */
+Test(python, stand_down_without_the_gil_waits_for_the_librarys_steps)
 {
-	py_stand_down_during_steps("cdll");
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
+	py_call_during_steps("cdll", "unshare", "fin-done", "unshare=0");
 }
 
+/* The same through ctypes.PyDLL: the caller holds the GIL, as CPython does around
+ * pthread_create and fork when they stand the library down, and the thread needs it to end: the
+ * call never waits for it and comes back (EINVAL, the thread still there) before the
+ * finalizer's end (an earlier wait of 30 s held every thread of the program still). */
 Test(python, stand_down_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeout = 60)
 {
-	py_stand_down_during_steps("pydll");
+	if (geteuid() != 0)
+		cr_skip_test("unshare(CLONE_NEWUSER) is tried as root here");
+	py_call_during_steps("pydll", "unshare", "unshare=EINVAL", "fin-done");
+}
+
+/* The program's setns(CLONE_NEWNS) into its own mount namespace while the library's thread,
+ * which shares its filesystem context, is out on a round's steps: through ctypes.CDLL (the GIL
+ * let go) it waits for the steps' end, and succeeds as without the library (before: it waited 5 ms
+ * and failed with EINVAL); through ctypes.PyDLL (the GIL held) it does not wait, and fails with
+ * EINVAL as roundtrim(7) says. */
+Test(python, setns_without_the_gil_waits_for_the_librarys_steps)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns(CLONE_NEWNS) needs root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_call_during_steps("cdll", "setns", "fin-done", "setns=0");
+}
+
+Test(python, setns_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeout = 60)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns(CLONE_NEWNS) needs root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_call_during_steps("pydll", "setns", "setns=EINVAL", "fin-done");
 }
 
 /* The same stand-down with the library's thread idle: it leaves at once, and the call succeeds,
@@ -734,6 +766,36 @@ Test(python, program_main_thread_stays_threadings_main_thread)
 	cr_assert_str_eq(answer, "finalized");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "main=True");
+	py_finish(&run);
+}
+
+/* A first round while the program has not imported threading and its main thread waits on a
+ * lock for good: the library's thread leaves that round's steps to the main thread. Once another
+ * thread of the program's has imported threading, the next round's steps (which the first
+ * round's request serves too) run on the library's thread while the main thread still waits
+ * (before: the first round's refusal stood until the main thread came back, and no later round
+ * ran its steps). */
+Test(python, steps_once_another_thread_imported_threading)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(&run, "late_threading.py", NULL, manual, "ready");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	/* That nothing runs cannot be waited for: 20 times the grace after which the library's
+	 * thread is sent, and finds threading missing. */
+	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 1000),
+	              "the library's thread ran the steps: %s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "imported");
+	py_round(&run, 2, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the steps waited for the main thread");
+	cr_assert_str_eq(answer, "finalized on=other");
+	py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
 	py_finish(&run);
 }
 

@@ -293,13 +293,22 @@ Test(python_word, a_refused_call_leaves_nothing_queued)
 /* The thread takes over only where it may, after the grace, once. */
 Test(python_word, the_thread_takes_over_after_the_grace)
 {
-	cr_assert(rt_python_take_over(false, RT_PYTHON_ARMED, 50000, 50000, false));
-	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 49999, 50000, false));
-	cr_assert_not(rt_python_take_over(true, RT_PYTHON_ARMED, 900000, 50000, false), "main");
-	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 900000, 50000, true), "one out");
-	cr_assert_not(rt_python_take_over(false, RT_PYTHON_RUNNING, 900000, 50000, false));
-	cr_assert_not(rt_python_take_over(false, RT_PYTHON_IDLE, 900000, 50000, false));
-	cr_assert_not(rt_python_take_over(false, RT_PYTHON_DONE, 900000, 50000, false));
+	cr_assert(rt_python_take_over(false, RT_PYTHON_ARMED, 50000, 50000, false, false));
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 49999, 50000, false, false));
+	cr_assert_not(rt_python_take_over(true, RT_PYTHON_ARMED, 900000, 50000, false, false),
+	              "main");
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 900000, 50000, true, false),
+	              "one out");
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_RUNNING, 900000, 50000, false, false));
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_IDLE, 900000, 50000, false, false));
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_DONE, 900000, 50000, false, false));
+}
+
+/* A request the thread left to the main thread (threading not imported yet) is not sent to it
+ * again until the worker clears that at the next round. */
+Test(python_word, a_declined_request_is_not_taken_over)
+{
+	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 900000, 50000, false, true));
 }
 
 /* The thread starts once the interpreter is up, from one queued call; before that the worker
