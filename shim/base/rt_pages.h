@@ -1,0 +1,32 @@
+/* rt_pages: the library's own resident pages: its large buffers kept on pages of their own, and
+ * the stacks of its threads, whose pages below the frames they have now go back after a round. */
+#ifndef RT_PAGES_H
+#define RT_PAGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* For a large buffer of zeroes (a static, in .bss): on pages of its own, after the library's
+ * small variables, so that these share as few pages as they can and an unused part of the
+ * buffer is never made resident by a neighbour. */
+#define RT_PAGES_APART __attribute__((section(".lbss.roundtrim"), aligned(4096)))
+
+/* Gives back the whole pages inside a buffer declared RT_PAGES_APART whose contents are dead
+ * (they read as zeroes afterwards). Never on the malloc path. */
+void rt_pages_give_back(void *buf, size_t size);
+
+/* One thread's stack, as its start routine saw it. */
+struct rt_stack {
+	uintptr_t floor; /* the lowest page that surely lies inside it (0: none known) */
+};
+
+/* From the thread's start routine: `usable` is at most the stack below that routine's frame (the
+ * size the thread was given, less glibc's static TLS and thread descriptor above it). */
+void rt_stack_mark(struct rt_stack *s, size_t usable);
+
+/* Gives back the pages between the floor and the caller's frames (MADV_DONTNEED: zero pages come
+ * at the next touch). Only from the thread itself, with every signal blocked: nothing of the
+ * thread's lives below its frames then, and no handler frame can appear there meanwhile. */
+void rt_stack_trim(const struct rt_stack *s);
+
+#endif
