@@ -8,8 +8,14 @@
 
 /* For a large buffer of zeroes (a static, in .bss): on pages of its own, after the library's
  * small variables, so that these share as few pages as they can and an unused part of the
- * buffer is never made resident by a neighbour. */
+ * buffer is never made resident by a neighbour. GCC makes .lbss (x86-64's large .bss, which the
+ * linker places after .bss) a section of zeroes; clang (the sanitizer builds) would store it in
+ * the file, so there the buffers only start a page of their own inside .bss. */
+#if defined(__clang__)
+#define RT_PAGES_APART __attribute__((aligned(4096)))
+#else
 #define RT_PAGES_APART __attribute__((section(".lbss.roundtrim"), aligned(4096)))
+#endif
 
 /* Gives back the whole pages inside a buffer declared RT_PAGES_APART whose contents are dead
  * (they read as zeroes afterwards). Never on the malloc path. */
