@@ -26,9 +26,9 @@ struct rt_stack {
 	uintptr_t floor; /* the lowest page that surely lies inside it (0: none known) */
 };
 
-/* From the thread's start routine: `usable` is at most the stack below that routine's frame (the
- * size the thread was given, less glibc's static TLS and thread descriptor above it). */
-void rt_stack_mark(struct rt_stack *s, size_t usable);
+/* From the thread itself, at its start: `size` is at most the stack size it was created with
+ * (pthread_attr_setstacksize; a stack glibc takes from its cache is no smaller). */
+void rt_stack_mark(struct rt_stack *s, size_t size);
 
 /* Gives back the pages between the floor and the caller's frames (MADV_DONTNEED: zero pages come
  * at the next touch). Only from the thread itself, with every signal blocked: nothing of the

@@ -50,10 +50,8 @@ typedef void *rt_pyobj;
  * the program's own threading.Thread gets. A collection runs finalizers, which are arbitrary
  * Python, and CPython already runs them on whichever of the program's threads allocates: they
  * must find no less room here. Virtual: only what a round's steps touch becomes resident, and
- * that goes back once they are done (rt_stack_trim). The stack below the thread's start routine
- * lacks glibc's TLS and thread descriptor at the top: the floor leaves 64 KiB for them. */
+ * that goes back once they are done (rt_stack_trim). */
 #define RT_PY_THREAD_STACK (8u << 20)
-#define RT_PY_THREAD_STACK_BELOW_START (RT_PY_THREAD_STACK - (64u << 10))
 
 /* The C API, found with dlsym(RTLD_DEFAULT): Debian's /usr/bin/python3 exports it from the
  * executable, other builds from libpython3.x.so. Never linked. */
@@ -671,7 +669,7 @@ rt_python_thread(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	struct rt_stack stack;
-	rt_stack_mark(&stack, RT_PY_THREAD_STACK_BELOW_START);
+	rt_stack_mark(&stack, RT_PY_THREAD_STACK);
 	rt_py_thread_self = true;
 	/* Counted among the library's tasks only once it is one: the worker ends the process when
 	 * the program's threads are gone, from a count of the tasks that remain. */

@@ -71,9 +71,6 @@
 /* The worker's stack: what it uses (measured: roundtrim(7), MEMORY) with a wide margin. glibc
  * also places the thread's static TLS in it (rt_worker_stack_size). */
 #define RT_WORKER_STACK (256 * 1024)
-/* Of it, what lies surely below the worker's start routine: glibc's thread descriptor (about
- * 2 KiB) and the alignment of its TLS also come out of the top. */
-#define RT_WORKER_STACK_BELOW_START (RT_WORKER_STACK - 16 * 1024)
 
 /* The worker: what it was handed at its start, its state machines and its readings, and what
  * the program's threads reach too. Every step of the worker takes it as an argument. There is one
@@ -709,7 +706,7 @@ rt_worker_main(void *arg)
 {
 	struct rt_worker *w = arg;
 	atomic_store(&rt_worker_life.tid, gettid());
-	rt_stack_mark(&w->stack, RT_WORKER_STACK_BELOW_START);
+	rt_stack_mark(&w->stack, RT_WORKER_STACK);
 	rt_creds_worker_starts();
 	/* First: the starter waits for it. */
 	rt_worker_take_table(w);
