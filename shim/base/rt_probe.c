@@ -15,6 +15,7 @@
  * The list is roundtrim(7), SYSTEM CALLS. */
 #include "rt_probe.h"
 #include "rt_keeper.h"
+#include "rt_pages.h"
 #include "rt_procfs.h"
 #include "rt_procread.h"
 
@@ -150,7 +151,7 @@ static struct {
 	char stack[RT_PROBE_STACK] __attribute__((aligned(16)));
 	/* The calls it saw the filter kill on. */
 	bool killed[RT_PROBE_DONE];
-} rt_p;
+} rt_p RT_PAGES_APART;
 
 /* A signal handler's return: the restorer that a handler installed with SA_RESTORER returns to
  * (glibc's is not exported). */

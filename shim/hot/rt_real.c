@@ -8,6 +8,7 @@
  * versions below, which tell bootstrap blocks apart; otherwise the allocator's own functions. */
 #include "rt_real.h"
 #include "rt_elf.h"
+#include "rt_pages.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,7 +33,7 @@ static __thread bool rt_real_in_resolve;
 
 /* dlsym of a missing symbol makes two small allocations on glibc 2.36; a few KiB is plenty. */
 #define RT_BOOTSTRAP_HEADER 16
-alignas(64) unsigned char rt_real_bootstrap[RT_BOOTSTRAP_SIZE];
+RT_PAGES_APART unsigned char rt_real_bootstrap[RT_BOOTSTRAP_SIZE];
 static atomic_size_t rt_bootstrap_used;
 /* Set before a bootstrap block is handed out; read after rt_real_ready is published. */
 static atomic_bool rt_bootstrap_given;

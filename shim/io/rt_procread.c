@@ -6,6 +6,7 @@
 #include "rt_fd.h"
 #include "rt_io.h"
 #include "rt_out.h"
+#include "rt_pages.h"
 #include "rt_pressure.h"
 #include "rt_procfs.h"
 
@@ -59,12 +60,16 @@ rt_procread_adopt_path(struct rt_fd *f, const char *path)
 void
 rt_procread_open_pressure(void)
 {
-	static char cgroup[4096], mountinfo[65536];
+	static RT_PAGES_APART char cgroup[4096];
+	static RT_PAGES_APART char mountinfo[65536];
 	char dir[RT_CONFIG_PATH_MAX], path[RT_CONFIG_PATH_MAX + 64];
 	enum rt_pressure_source source = RT_PRESSURE_NONE;
 	if (rt_procread_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) &&
 	    rt_procread_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)))
 		source = rt_pressure_cgroup_dir(cgroup, mountinfo, dir, sizeof(dir));
+	/* Read for this once: resident, they would be the library's own memory for good. */
+	rt_pages_give_back(cgroup, sizeof(cgroup));
+	rt_pages_give_back(mountinfo, sizeof(mountinfo));
 	if (source != RT_PRESSURE_NONE) {
 		snprintf(path, sizeof(path), "%s/%s", dir, rt_pressure_used_file(source));
 		bool used = rt_procread_adopt_path(&rt_pr.mem_used, path);

@@ -28,6 +28,7 @@
 #include "rt_malloc.h"
 #include "rt_out.h"
 #include "rt_outputs.h"
+#include "rt_pages.h"
 #include "rt_real.h"
 #include "rt_sites.h"
 #include "rt_tally.h"
@@ -140,7 +141,7 @@ static struct {
 	} modules[RT_SAMPLER_MODULES];
 	unsigned nmodules;
 	char line[RT_SITES_LINE_MAX];
-} rt_sw;
+} rt_sw RT_PAGES_APART;
 
 static void *
 rt_sampler_map(size_t size)

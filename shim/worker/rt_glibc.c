@@ -3,6 +3,7 @@
  * protocol on an arena's mutex, the pauses between holds, and madvise. */
 #include "rt_glibc.h"
 #include "rt_out.h"
+#include "rt_pages.h"
 #include "rt_probe.h"
 
 #include <dlfcn.h>
@@ -46,7 +47,7 @@ static struct {
 	uintptr_t main_arena;
 	struct rt_arena_view view;
 	struct rt_arena_result last;
-} rt_g;
+} rt_g RT_PAGES_APART;
 
 static uint64_t
 rt_glibc_load(void *ctx, uintptr_t addr)

@@ -19,6 +19,7 @@
 #include "rt_python_rules.h"
 #include "rt_worker_life.h"
 
+#include "rt_pages.h"
 #include "rt_proc.h"
 #include "rt_tasks.h"
 
@@ -50,6 +51,12 @@ typedef void *rt_pyobj;
  * away: an idle thread leaves in microseconds; one out on its steps needs the GIL to end (such a
  * program's call never waits on the library longer than a few milliseconds). */
 #define RT_PY_THREAD_LEAVE_WAIT_NS 5000000L
+/* The library's thread's stack: what glibc gives a thread under the usual 8 MiB RLIMIT_STACK, as
+ * the program's own threading.Thread gets. A collection runs finalizers, which are arbitrary
+ * Python, and CPython already runs them on whichever of the program's threads allocates: they
+ * must find no less room here. Virtual: only what a round's steps touch becomes resident, and
+ * that goes back once they are done (rt_stack_trim). */
+#define RT_PY_THREAD_STACK (8u << 20)
 
 /* The C API, found with dlsym(RTLD_DEFAULT): Debian's /usr/bin/python3 exports it from the
  * executable, other builds from libpython3.x.so. Never linked. */
@@ -648,7 +655,7 @@ rt_python_thread_gone(void *arg)
 
 /* The thread's loop: sleeps on a futex until the worker sends it to a request, or away. */
 static void
-rt_python_thread_serve(uint32_t gen)
+rt_python_thread_serve(uint32_t gen, const struct rt_stack *stack)
 {
 	/* As its starter saw it: an ask sent while it was being created is one. */
 	uint32_t seen = atomic_load(&rt_py_thread_first_seen);
@@ -668,6 +675,9 @@ rt_python_thread_serve(uint32_t gen)
 			return;
 		if (atomic_load(&rt_py_thread_gen) != gen)
 			return;
+		/* Before the worker looks again, for what the steps freed: a collection's
+		 * finalizers can go deep, and the pages they touched are the library's now. */
+		rt_stack_trim(stack);
 		atomic_store(&rt_py_thread_out, false);
 		/* The worker may have a request waiting for the thread: it looks again now. */
 		rt_worker_life_wake();
@@ -692,6 +702,8 @@ static void *
 rt_python_thread(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
+	struct rt_stack stack;
+	rt_stack_mark(&stack, RT_PY_THREAD_STACK);
 	rt_py_thread_self = true;
 	/* Counted among the library's tasks only once it is one: the worker ends the process when
 	 * the program's threads are gone, from a count of the tasks that remain. */
@@ -699,7 +711,7 @@ rt_python_thread(void *arg)
 	rt_python_started_one();
 	atomic_store(&rt_py_thread_tid, gettid());
 	pthread_cleanup_push(rt_python_thread_gone, arg);
-	rt_python_thread_serve(gen);
+	rt_python_thread_serve(gen, &stack);
 	pthread_cleanup_pop(1);
 	return NULL;
 }
@@ -726,6 +738,7 @@ rt_python_thread_create(uint32_t gen)
 	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, RT_PY_THREAD_STACK);
 	atomic_store(&rt_py_thread_out, false);
 	atomic_store(&rt_py_thread_first_seen, atomic_load(&rt_py_thread_asks));
 	atomic_store(&rt_py_anchor_tid, gettid());

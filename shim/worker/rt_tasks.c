@@ -12,6 +12,7 @@
 #include "rt_keeper.h"
 #include "rt_limits.h"
 #include "rt_out.h"
+#include "rt_pages.h"
 #include "rt_procfs.h"
 #include "rt_procread.h"
 #include "rt_real.h"
@@ -105,14 +106,19 @@ rt_tasks_read_count(const char *dir, const char *name, uint64_t *count)
 static uint64_t
 rt_tasks_cgroup_room(char *where, size_t size)
 {
-	static char cgroup[4096], mountinfo[65536];
+	static RT_PAGES_APART char cgroup[4096];
+	static RT_PAGES_APART char mountinfo[65536];
 	char dir[RT_CONFIG_PATH_MAX];
 	size_t top;
 	uint64_t room = RT_LIMITS_NONE;
-	if (!rt_procread_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) ||
-	    !rt_procread_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)) ||
-	    rt_procfs_cgroup_dir(cgroup, mountinfo, "pids", dir, sizeof(dir), &top) ==
-	        RT_PROCFS_CGROUP_NONE)
+	bool found = rt_procread_slurp("/proc/self/cgroup", cgroup, sizeof(cgroup)) &&
+	             rt_procread_slurp("/proc/self/mountinfo", mountinfo, sizeof(mountinfo)) &&
+	             rt_procfs_cgroup_dir(cgroup, mountinfo, "pids", dir, sizeof(dir), &top) !=
+	                 RT_PROCFS_CGROUP_NONE;
+	/* Read for this once: resident, they would be the library's own memory for good. */
+	rt_pages_give_back(cgroup, sizeof(cgroup));
+	rt_pages_give_back(mountinfo, sizeof(mountinfo));
+	if (!found)
 		return room;
 	do {
 		uint64_t max, current;

@@ -21,6 +21,7 @@
 #include "rt_ledger.h"
 #include "rt_out.h"
 #include "rt_outputs.h"
+#include "rt_pages.h"
 #include "rt_probe.h"
 #include "rt_procfs.h"
 #include "rt_procread.h"
@@ -97,6 +98,9 @@ struct rt_worker {
 	enum rt_trigger due;
 	/* How long before rt_python_tend must look again at steps handed to the main thread. */
 	uint64_t python_wait_us;
+	/* Its own stack, and whether a round's work went down it since it was last given back. */
+	struct rt_stack stack;
+	bool stack_used;
 	/* The API's mailbox. A caller counts its round itself (rt_worker_api_count), runs the
 	 * Python steps where it is called when the round acts (the module, which holds the GIL),
 	 * and posts: the steps' outcome first, then whether the round acts, then the count, so that
@@ -431,6 +435,7 @@ rt_worker_handle(struct rt_worker *w, const struct rt_batch *b,
 	if (plan.stats_line)
 		rt_outputs_stats_line(line, rt_report_json(line, sizeof(line), &rec));
 	rt_worker_publish(w);
+	w->stack_used = true;
 }
 
 /* Python steps handed to the main thread have run: their record, and a release of what they
@@ -701,6 +706,7 @@ rt_worker_main(void *arg)
 {
 	struct rt_worker *w = arg;
 	atomic_store(&rt_worker_life.tid, gettid());
+	rt_stack_mark(&w->stack, RT_WORKER_STACK);
 	rt_creds_worker_starts();
 	/* First: the starter waits for it. */
 	rt_worker_take_table(w);
@@ -729,6 +735,11 @@ rt_worker_main(void *arg)
 		rt_worker_handle(w, &batch, given_valid ? &given : NULL, released);
 		/* Steps the main thread has left past the grace go to the library's thread. */
 		w->python_wait_us = rt_python_tend();
+		/* A round's release, record and sampler go deeper than a look: what they touched
+		 * would stay resident between rounds, the library's own memory. */
+		if (w->stack_used)
+			rt_stack_trim(&w->stack);
+		w->stack_used = false;
 		rt_worker_wait(w, seen);
 		rt_worker_alone();
 	}

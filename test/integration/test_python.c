@@ -12,6 +12,7 @@
 #include "rt_python_rules.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -872,6 +873,103 @@ Test(python, steps_while_the_main_thread_blocks_at_once)
 	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
 	          "the cycles were not collected while the main thread read");
 	cr_assert_str_eq(line, "collected 100 on=another");
+	th_write(&proc, "x");
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
+}
+
+/* The resident KiB of the mapping that holds the stack pointer of task `tid` of pid; -1 while
+ * the task runs (its syscall file gives the pointer only while it waits in the kernel). */
+static long
+py_stack_rss_kib(pid_t pid, const char *tid)
+{
+	char path[PATH_MAX], text[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, tid);
+	ssize_t n = th_read_file(path, text, sizeof(text));
+	if (n <= 0 || !strncmp(text, "running", 7))
+		return -1;
+	/* "NR ARG1 .. ARG6 SP PC", or "-1 SP PC": the pointer is the last field but one. */
+	char *last = strrchr(text, ' ');
+	if (!last)
+		return -1;
+	*last = '\0';
+	char *before = strrchr(text, ' ');
+	unsigned long long sp = before ? strtoull(before + 1, NULL, 16) : 0;
+	static char smaps[1 << 21];
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	n = th_read_file(path, smaps, sizeof(smaps) - 1);
+	cr_assert(n > 0 && n < (ssize_t)sizeof(smaps) - 1, "cannot read %s whole", path);
+	smaps[n] = '\0';
+	bool inside = false;
+	char *save = NULL;
+	for (char *line = strtok_r(smaps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long lo, hi;
+		long kib;
+		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2)
+			inside = lo <= sp && sp < hi;
+		else if (inside && sscanf(line, "Rss: %ld kB", &kib) == 1)
+			return kib;
+	}
+	return -1;
+}
+
+/* Whether every task of pid but its main thread waits in the kernel with at most `bound` KiB
+ * resident on its stack; what each holds in `seen`. */
+static bool
+py_stacks_within(pid_t pid, long bound, char *seen, size_t size)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	DIR *tasks = opendir(dir);
+	cr_assert(tasks, "cannot list %s", dir);
+	bool within = true;
+	size_t used = 0;
+	seen[0] = '\0';
+	for (struct dirent *e; (e = readdir(tasks));) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == pid)
+			continue;
+		long kib = py_stack_rss_kib(pid, e->d_name);
+		within = within && kib >= 0 && kib <= bound;
+		if (used < size)
+			used +=
+			    (size_t)snprintf(seen + used, size - used, " %s:%ld", e->d_name, kib);
+	}
+	closedir(tasks);
+	return within;
+}
+
+/* The library's threads give back the stack a round's work went down: a collection whose
+ * finalizers recurse deep in C on the library's thread (a nested list's repr, 900 levels, a few
+ * hundred KiB), the worker's release and record. After the round each holds no more than its
+ * top pages (glibc's thread descriptor, TLS) and its frames (before: the Python thread kept
+ * every page the finalizers touched, the worker 24 KiB). */
+Test(python, librarys_threads_give_their_stacks_back_after_a_round)
+{
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], path[PATH_MAX], line[1024], seen[512];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(path, sizeof(path), "%sdeep_finalizer.py", PY_DIR);
+	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
+	                     NULL};
+	const char *argv[] = {PYTHON, "-S", path, NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_str_eq(line, "collected 100 on=another");
+	py_steps_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	/* The threads give their pages back before they wait again: until each waits, the check
+	 * says nothing. */
+	bool within = false;
+	for (int waited = 0; !within && waited < TH_TIMEOUT_MS; waited += 10) {
+		within = py_stacks_within(proc.pid, 16, seen, sizeof(seen));
+		if (!within)
+			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	cr_assert(within, "resident stack KiB per thread of the library's (tid:KiB):%s", seen);
 	th_write(&proc, "x");
 	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
 	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);

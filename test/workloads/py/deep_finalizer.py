@@ -1,0 +1,46 @@
+"""deep_finalizer: a program whose main thread sits in one C call while the library's thread
+collects, and whose finalizer goes deep into the C stack of the thread that runs it. Run with
+python3 -S.
+
+Makes N unreachable reference cycles after gc.disable(), each with a weakref.finalize callback;
+each callback takes the repr of a list nested DEPTH deep (list_repr recurses in C, some hundred
+bytes of stack a level), and the callback that finds all N gone writes "collected N on=WHERE"
+(WHERE: "main" on the main thread, else "another"). It imports threading, as such a program does
+(the library's thread takes the steps only once the program has). Prints "ready" and reads one
+byte of stdin; then exits 0 without finalisation."""
+import _thread
+import gc
+import os
+import threading  # noqa: F401
+import weakref
+
+N = 100
+DEPTH = 900  # under the default recursion limit of 1000
+MAIN = _thread.get_ident()
+NESTED = []
+for _ in range(DEPTH):
+    NESTED = [NESTED]
+gone = []
+
+
+class Node:
+    pass
+
+
+def finalized():
+    repr(NESTED)
+    gone.append(1)
+    if len(gone) == N:
+        where = "main" if _thread.get_ident() == MAIN else "another"
+        os.write(1, ("collected %d on=%s\n" % (N, where)).encode())
+
+
+gc.disable()
+for _ in range(N):
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    weakref.finalize(a, finalized)
+del a, b
+os.write(1, b"ready\n")
+os.read(0, 1)
+os._exit(0)
