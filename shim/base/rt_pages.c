@@ -25,13 +25,24 @@ rt_pages_give_back(void *buf, size_t size)
 void
 rt_stack_mark(struct rt_stack *s, size_t size)
 {
+	s->floor = 0;
+#if defined(__x86_64__) || defined(__i386__)
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	/* glibc maps a thread's stack with its descriptor (pthread_self()) at the top: the stack
 	 * spans at least `size` below the mapping's top, which lies less than RT_STACK_ABOVE_SELF
 	 * above the descriptor. However much static TLS glibc carves out below the descriptor, the
-	 * floor stays inside the stack. */
+	 * floor stays inside the stack. Where the TLS lies above the descriptor instead (glibc's
+	 * TLS_DTV_AT_TP targets, aarch64 among them) a large static TLS would put the descriptor
+	 * far below the top and the floor under the stack: no floor there, the pages stay. */
 	uintptr_t top = (uintptr_t)pthread_self() + RT_STACK_ABOVE_SELF;
-	s->floor = top > size ? (top - size + page - 1) & ~(page - 1) : 0;
+	uintptr_t floor = top > size ? (top - size + page - 1) & ~(page - 1) : 0;
+	/* The caller's own frame lies between the two, or the layout is not the one above. */
+	if (floor && floor < here && here < top)
+		s->floor = floor;
+#else
+	(void)size;
+#endif
 }
 
 void
