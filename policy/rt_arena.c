@@ -83,6 +83,9 @@
 
 #include <string.h>
 
+/* The helpers of the release's per-chunk steps, inlined so that each step's words stay in
+ * registers across them. */
+#define RT_ARENA_INLINE static inline __attribute__((always_inline))
 #define RT_ARENA_WORDS (RT_ARENA_STATE_SIZE / 8)
 #define RT_ARENA_HEAP_WORDS (RT_ARENA_HEAP_INFO_SIZE / 8)
 
@@ -317,8 +320,9 @@ rt_arena_default_budget(void)
 	};
 }
 
-/* The heap of the view that holds addr, or v->nheaps. */
-static size_t
+/* The heap of the view that holds addr, or v->nheaps. Pure: the words the release has read stay
+ * in registers across a search. */
+__attribute__((pure)) static size_t
 rt_arena_heap_of(const struct rt_arena_view *v, uintptr_t addr)
 {
 	size_t lo = 0, hi = v->nheaps;
@@ -338,24 +342,23 @@ rt_arena_heap_of(const struct rt_arena_view *v, uintptr_t addr)
  * mostly lie in the heap of the chunk looked at before: that heap is tried first (a search
  * for each of the dozen addresses that one fastbin chunk's consolidation checks cost as many
  * instructions as glibc's whole malloc_consolidate spends on it). */
-static inline bool
+RT_ARENA_INLINE bool
 rt_arena_inside(struct rt_arena_view *v, uintptr_t addr, size_t len)
 {
-	size_t at = v->last_heap;
-	if (at >= v->nheaps || addr < v->heaps[at].start || addr >= v->heaps[at].end) {
-		at = rt_arena_heap_of(v, addr);
+	if (addr - v->near.start >= v->near.end - v->near.start) {
+		size_t at = rt_arena_heap_of(v, addr);
 		if (at == v->nheaps)
 			return false;
-		v->last_heap = at;
+		v->near = v->heaps[at];
 	}
-	return len <= v->heaps[at].end - addr;
+	return len <= v->near.end - addr;
 }
 
 /* Is the chunk of `size` at p whole inside one heap, with the next chunk's header after it,
  * [p, p + size + 16)? The bound every size read from the heap goes through before a word at
  * p + size is read: a size above UINTPTR_MAX / 2 (a corrupted word, -16..-1 included) is no
  * chunk's, and p + size + 16 would wrap past the heap's end and pass. */
-static inline bool
+RT_ARENA_INLINE bool
 rt_arena_inside_chunk(struct rt_arena_view *v, uintptr_t p, size_t size)
 {
 	return size <= UINTPTR_MAX / 2 && rt_arena_inside(v, p, size + 16);
@@ -368,7 +371,7 @@ rt_arena_view_holds(const struct rt_arena_view *view, uintptr_t addr)
 }
 
 /* The bin whose header is at q, or 0. */
-static int
+RT_ARENA_INLINE int
 rt_arena_bin_of(uintptr_t arena, uintptr_t q)
 {
 	uintptr_t first = rt_arena_bin_at(arena, 1);
@@ -401,7 +404,7 @@ struct rt_arena_run {
  * while it holds the lock (free() writes only the chunk it pushes, before the push, and the
  * fastbin head, read below). An atomic read would make the compiler read the release's own
  * state again after each. */
-static inline uint64_t
+RT_ARENA_INLINE uint64_t
 rt_arena_load(const struct rt_arena_env *env, uintptr_t addr)
 {
 	if (env->ops->direct)
@@ -412,7 +415,7 @@ rt_arena_load(const struct rt_arena_env *env, uintptr_t addr)
 /* A word that other threads write without the lock: a fastbin's head, which free() pushes onto
  * with a compare-and-swap of release ordering (read with acquire ordering, so that the pushed
  * chunk's link is seen), and the mutex word itself (a waiter sets it to 2). */
-static inline uint64_t
+RT_ARENA_INLINE uint64_t
 rt_arena_load_shared(const struct rt_arena_env *env, uintptr_t addr)
 {
 	if (env->ops->direct)
@@ -422,7 +425,7 @@ rt_arena_load_shared(const struct rt_arena_env *env, uintptr_t addr)
 
 /* Whether p is, right now, a chunk linked both ways in a list of the locked arena, whole inside
  * one of its heaps; its size. */
-static bool
+RT_ARENA_INLINE bool
 rt_arena_linked(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p, size_t *size)
 {
 	if (p % RT_ARENA_ALIGN || !rt_arena_inside(v, p, RT_ARENA_CHUNK_HEADER))
@@ -446,7 +449,7 @@ rt_arena_linked(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr
 
 /* Whether the chunk after p (of size sz, inside its heap) says p is free and repeats its size
  * (glibc's set_foot). */
-static bool
+RT_ARENA_INLINE bool
 rt_arena_footed(const struct rt_arena_env *env, uintptr_t p, size_t sz)
 {
 	return !(rt_arena_load(env, p + sz + RT_ARENA_CHUNK_SIZE) & RT_ARENA_PREV_INUSE) &&
@@ -454,7 +457,7 @@ rt_arena_footed(const struct rt_arena_env *env, uintptr_t p, size_t sz)
 }
 
 /* Whether p is, right now, a free chunk linked in a list of the locked arena; its size. */
-static bool
+RT_ARENA_INLINE bool
 rt_arena_linked_free(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p,
                      size_t *size)
 {
@@ -477,7 +480,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 	v->arena = arena;
 	v->main_arena = main_arena;
 	v->nheaps = 0;
-	v->last_heap = 0;
+	v->near = (struct rt_arena_range){0, 0};
 	v->top = rt_arena_word(words, RT_ARENA_TOP);
 	v->top_size = 0;
 	v->top_heap = 0;
@@ -797,7 +800,7 @@ lost:
 	return true;
 }
 
-static inline void
+RT_ARENA_INLINE void
 rt_arena_store(const struct rt_arena_env *env, uintptr_t addr, uint64_t value)
 {
 	if (env->ops->direct)
@@ -806,7 +809,7 @@ rt_arena_store(const struct rt_arena_env *env, uintptr_t addr, uint64_t value)
 		env->ops->store(env->ops->ctx, addr, value);
 }
 
-static inline bool
+RT_ARENA_INLINE bool
 rt_arena_cas(const struct rt_arena_env *env, uintptr_t addr, uint64_t expected, uint64_t desired)
 {
 	if (env->ops->direct)
@@ -825,7 +828,7 @@ rt_arena_cas(const struct rt_arena_env *env, uintptr_t addr, uint64_t expected, 
 /* Whether q is a free chunk of exactly `size` that glibc's unlink_chunk would take out of its
  * list without a complaint: linked both ways, its footer right, and, when it heads a group of
  * a large bin, its nextsize ring linked both ways. */
-static bool
+RT_ARENA_INLINE bool
 rt_arena_unlinkable(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t q,
                     size_t size)
 {
@@ -849,7 +852,7 @@ rt_arena_unlinkable(const struct rt_arena_env *env, struct rt_arena_view *v, uin
 }
 
 /* glibc's unlink_chunk, on a chunk that rt_arena_unlinkable accepted under this hold. */
-static void
+RT_ARENA_INLINE void
 rt_arena_unlink(const struct rt_arena_env *env, uintptr_t q, size_t size)
 {
 	uintptr_t fd = rt_arena_load(env, q + RT_ARENA_CHUNK_FD);
