@@ -423,6 +423,23 @@ rt_arena_load_shared(const struct rt_arena_env *env, uintptr_t addr)
 	return env->ops->load(env->ops->ctx, addr);
 }
 
+/* Whether the chunk at p, whose fd and bk are these, is linked both ways: each link either a bin
+ * header of the locked arena or a chunk inside one of its heaps that links back to p. */
+RT_ARENA_INLINE bool
+rt_arena_links_back(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p,
+                    uintptr_t fd, uintptr_t bk)
+{
+	for (int side = 0; side < 2; side++) {
+		uintptr_t q = side ? bk : fd;
+		if (!rt_arena_bin_of(v->arena, q) &&
+		    (q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER)))
+			return false;
+		if (rt_arena_load(env, q + (side ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK)) != p)
+			return false;
+	}
+	return true;
+}
+
 /* Whether p is, right now, a chunk linked both ways in a list of the locked arena, whole inside
  * one of its heaps; its size. */
 RT_ARENA_INLINE bool
@@ -433,16 +450,9 @@ rt_arena_linked(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr
 	size_t sz = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
 	if (sz < RT_ARENA_MINSIZE || sz % RT_ARENA_ALIGN || !rt_arena_inside_chunk(v, p, sz))
 		return false;
-	uintptr_t fd = rt_arena_load(env, p + RT_ARENA_CHUNK_FD);
-	uintptr_t bk = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
-	for (int side = 0; side < 2; side++) {
-		uintptr_t q = side ? bk : fd;
-		if (!rt_arena_bin_of(v->arena, q) &&
-		    (q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER)))
-			return false;
-		if (rt_arena_load(env, q + (side ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK)) != p)
-			return false;
-	}
+	if (!rt_arena_links_back(env, v, p, rt_arena_load(env, p + RT_ARENA_CHUNK_FD),
+	                         rt_arena_load(env, p + RT_ARENA_CHUNK_BK)))
+		return false;
 	*size = sz;
 	return true;
 }
@@ -825,15 +835,20 @@ rt_arena_cas(const struct rt_arena_env *env, uintptr_t addr, uint64_t expected, 
 #define RT_ARENA_CHUNK_FD_NEXTSIZE 32
 #define RT_ARENA_CHUNK_BK_NEXTSIZE 40
 
-/* Whether q is a free chunk of exactly `size` that glibc's unlink_chunk would take out of its
- * list without a complaint: linked both ways, its footer right, and, when it heads a group of
- * a large bin, its nextsize ring linked both ways. */
+/* Whether q, a free neighbour of a fastbin chunk whose extent the caller has bounded (aligned,
+ * [q, q + size + 16) inside one heap) and whose footer it has read (the next chunk's PREV_INUSE
+ * clear, its prev_size `size`), is a chunk that glibc's unlink_chunk would take out of its list
+ * without a complaint: its size word says `size`, it is linked both ways, and, when it heads a
+ * group of a large bin, its nextsize ring is linked both ways. What the caller has checked is
+ * not checked again (the same bounds and footer checked twice were a fifth of the release's
+ * instructions on a heap of fastbin chunks). */
 RT_ARENA_INLINE bool
 rt_arena_unlinkable(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t q,
                     size_t size)
 {
-	size_t sz;
-	if (!rt_arena_linked_free(env, v, q, &sz) || sz != size)
+	if ((rt_arena_load(env, q + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7) != size ||
+	    !rt_arena_links_back(env, v, q, rt_arena_load(env, q + RT_ARENA_CHUNK_FD),
+	                         rt_arena_load(env, q + RT_ARENA_CHUNK_BK)))
 		return false;
 	if (size < RT_ARENA_MIN_LARGE)
 		return true;
@@ -984,8 +999,9 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 	size_t prevsize = 0;
 	if (!(phead & RT_ARENA_PREV_INUSE)) {
 		prevsize = rt_arena_load(env, p + RT_ARENA_CHUNK_PREV_SIZE);
+		/* Its footer is p's own header and prev_size. */
 		if (prevsize < RT_ARENA_MINSIZE || prevsize % RT_ARENA_ALIGN || prevsize > p ||
-		    !rt_arena_inside(v, p - prevsize, prevsize))
+		    !rt_arena_inside_chunk(v, p - prevsize, prevsize))
 			return RT_ARENA_BAD;
 		rt_arena_prefetch_links(env, p - prevsize);
 	}
@@ -995,7 +1011,8 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 			return RT_ARENA_BAD;
 		next_free = !(rt_arena_load(env, nextchunk + nextsize + RT_ARENA_CHUNK_SIZE) &
 		              RT_ARENA_PREV_INUSE);
-		if (next_free && nextsize < RT_ARENA_MINSIZE)
+		if (next_free && (nextsize < RT_ARENA_MINSIZE ||
+		                  rt_arena_load(env, nextchunk + nextsize) != nextsize))
 			return RT_ARENA_BAD;
 		if (next_free)
 			rt_arena_prefetch_links(env, nextchunk);
