@@ -438,8 +438,9 @@ rt_arena_links_back(const struct rt_arena_env *env, struct rt_arena_view *v, uin
 {
 	for (int side = 0; side < 2; side++) {
 		uintptr_t q = side ? bk : fd;
-		if (!rt_arena_bin_of(v->arena, q) &&
-		    (q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER)))
+		/* A chunk first: most links lead to one, and a bin's number is a division. */
+		if ((q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER)) &&
+		    !rt_arena_bin_of(v->arena, q))
 			return false;
 		if (rt_arena_load(env, q + (side ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK)) != p)
 			return false;
