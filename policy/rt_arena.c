@@ -61,10 +61,11 @@
  * first-level misses; on 1 GiB the CPU time went from 1.55 to 1.08 times malloc_trim's
  * (medians of 9 pairs, load 4-5). Then the heap of the last address looked up kept as its
  * bounds, the per-chunk checks inlined and a free neighbour's bounds and footer, read by the
- * consolidation, not read again by the unlink check: 61.3 million (test/bench/arena_cpu; 1,267
- * against malloc_trim's 165 on fastbin chunks alone, 1,571 before), the same misses; CPU time
- * 1.00 times malloc_trim's on fastbin chunks alone, 1.06 and 1.14 on the mixed heap (medians
- * of pairs at load 5-8 on 2 shared cores, whose pairs spread from 0.9 to 1.3). The rest is
+ * consolidation, not read again by the unlink check, and a link looked for in the heaps before
+ * among the bin headers: 55.3 million (test/bench/arena_cpu; 1,180 against malloc_trim's 165
+ * on fastbin chunks alone, 1,571 before), the same misses; CPU time 1.00 to 1.04 times
+ * malloc_trim's on fastbin chunks alone, 1.04 to 1.14 on the mixed heap (medians of pairs at
+ * load 5-12 on 2 shared cores, whose pairs spread from 0.86 to 1.31). The rest is
  * the checks themselves, which malloc_trim does not make, and they cost instructions, not
  * misses: a copy of the consolidation made with ops->direct as a constant (no test before
  * each word) counted more instructions, not fewer, and was dropped.
