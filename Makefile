@@ -174,6 +174,14 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -pthread -ldl -lm
 
+# The release's own cost, in-process, against malloc_trim(0): it runs policy's rt_arena itself,
+# compiled in plain (so that callgrind's --toggle-collect finds rt_arena_release by name).
+$(BUILD)/test/bench/arena_cpu: test/bench/arena_cpu.c policy/rt_arena.c \
+		$(wildcard test/bench/*.h policy/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< policy/rt_arena.c \
+		-pthread -lm
+
 # The bench programs that find and read the library's files do it with policy's path rules and
 # readers (json-c), compiled in plain, as the programs are under the sanitizers too.
 BENCH_READER_SRC := policy/rt_path.c policy/command/rt_report_read.c policy/command/rt_json_read.c

@@ -159,7 +159,7 @@ struct rt_arena_view {
 	size_t top_size;
 	uintptr_t top_heap; /* the heap holding top; 0 for the main arena */
 	size_t nheaps;
-	size_t last_heap; /* the heap that held the last address looked up */
+	struct rt_arena_range near; /* the heap that held the last address looked up */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
 };
 

@@ -1332,6 +1332,53 @@ Test(arena, a_free_neighbour_that_is_not_linked_stops_the_release)
 	cr_assert_eq(w.held, 0);
 }
 
+/* A release that must stop at the thread arena's first fastbin chunk, before any write there:
+ * a failure that says the heap is damaged, the lock given back, no swap, the thread heap as it
+ * was. */
+static void
+t_stops_before_any_write_to_the_thread_heap(void)
+{
+	size_t span = 16 * 1024;
+	unsigned char *chunks = malloc(span);
+	memcpy(chunks, (void *)w.thread_first, span);
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), -1);
+	cr_assert_not_null(res.failure);
+	cr_assert(rt_arena_damaged(res.failure, false), "%s", res.failure);
+	cr_assert_eq(w.held, 0);
+	cr_assert_eq(t_cas_calls, 0);
+	cr_assert_eq(memcmp(chunks, (void *)w.thread_first, span), 0);
+	free(chunks);
+}
+
+Test(arena, a_free_next_neighbour_whose_footer_lies_stops_the_release_before_any_write)
+{
+	t_small_world();
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 1), 1);
+	/* The 64-byte chunk's next neighbour is free (208 bytes), but the chunk after that says it
+	 * is 192: glibc's unlink_chunk would abort ("corrupted size vs. prev_size"). */
+	uintptr_t c = w.thread_first + 64;
+	cr_assert(t_free(c));
+	cr_assert_eq(t_chunk_size(c), 208);
+	*W(c + 208) = 192;
+	t_stops_before_any_write_to_the_thread_heap();
+}
+
+Test(arena, a_free_prev_neighbour_of_another_size_stops_the_release_before_any_write)
+{
+	t_small_world();
+	/* The second 64-byte chunk, after the free one of 208 bytes, heads the fastbin. */
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 2), 2);
+	uintptr_t c = w.thread_first + 64, p = c + 208;
+	cr_assert_eq(*W(w.thread + RT_ARENA_FASTBINS + 2 * 8), p);
+	cr_assert_eq(*W(p), 208);
+	/* Its prev_size says 208, the free chunk's own size word 272, as if it held p too (glibc:
+	 * "corrupted size vs. prev_size in fastbins"); a walk by size words still finds whole
+	 * chunks, as this file's own checks walk the heap. */
+	*W(c + 8) += 64;
+	t_stops_before_any_write_to_the_thread_heap();
+}
+
 Test(arena, fastbins_of_an_unchecked_glibc_are_left_alone)
 {
 	cr_assert(rt_arena_consolidation_checked("2.36"));
