@@ -8,7 +8,9 @@
 # startup/sub_start.sh patched with `roundtrim patch --role server`, each site's with
 # `--role client`, acting every --gc-rounds rounds found, a stats file per process; then, per
 # process, the rounds the library found, its actions and NVFlare's rounds (from the logs),
-# `roundtrim status` as last seen during the job and `roundtrim report`; no trace is written.
+# `roundtrim status` as last seen during the job and `roundtrim report`; the detector's own
+# readings (ROUNDTRIM_TRACE) go to WORK/traces/ROLE.trace beside NVFlare's rounds as ROLE.truth,
+# for build/test/bench/detect_eval.
 # Nothing of NVFlare is in this repository: give its source tree (tag 2.8.1) and pyhocon's; the
 # Debian packages test/traces/README.md lists must be installed. Not run by make.
 #
@@ -117,8 +119,8 @@ stop_poc() {
 	nvflare_cli poc stop >/dev/null 2>&1 || true
 }
 
-rm -rf "${work:?}"/{poc,job,raw,stats,stub,home,project.yml,clock,procs,status.txt}
-mkdir -p "$work/stub/safetensors" "$work/raw" "$work/stats" "$HOME"
+rm -rf "${work:?}"/{poc,job,raw,stats,traces,stub,home,project.yml,clock,procs,status.txt}
+mkdir -p "$work/stub/safetensors" "$work/raw" "$work/stats" "$work/traces" "$HOME"
 # A stand-in: NVFlare imports safetensors; an exchange of numpy arrays never calls it.
 cat >"$work/stub/safetensors/__init__.py" <<'EOF'
 def safe_open(*args, **kwargs):
@@ -161,7 +163,7 @@ trap stop_poc EXIT
 python3 "$HELPER" clock "$work/clock"
 note "load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 if ((library)); then
-	nvflare_cli poc start >"$work/poc-start.log" 2>&1
+	ROUNDTRIM_TRACE=$work/traces/%p.trace nvflare_cli poc start >"$work/poc-start.log" 2>&1
 else
 	LD_PRELOAD=$RECORDER RT_RECORD=$work/raw/%p.trace RT_RECORD_INTERVAL_MS=50 \
 		nvflare_cli poc start >"$work/poc-start.log" 2>&1
@@ -201,7 +203,7 @@ trap - EXIT
 sleep 5
 if ((library)); then
 	python3 "$HELPER" live "$work/stats" "$work/procs" "$work/poc" "$work/clock" "$sites" \
-		"$gc_rounds"
+		"$gc_rounds" "$work/traces"
 	"$ROUNDTRIM" report "$work"/stats/*.jsonl
 	exit 0
 fi
