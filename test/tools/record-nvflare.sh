@@ -54,7 +54,7 @@ number() {
 	printf '%s\n' "$2"
 }
 
-nvflare="" pyhocon="" work="" out="" name="" library=0 gc_rounds=5
+nvflare="" pyhocon="" work="" out="" name="" library=0 gc_rounds=5 gc_given=0
 width=2220 train=640 test="" epochs=1 batch=32 workers=0 sites=2 rounds=25 timeout_min=60
 while (($# > 0)); do
 	case $1 in
@@ -63,7 +63,10 @@ while (($# > 0)); do
 		shift
 		continue
 		;;
-	--gc-rounds) gc_rounds=$(number "$1" "${2-}") ;;
+	--gc-rounds)
+		gc_rounds=$(number "$1" "${2-}")
+		gc_given=1
+		;;
 	--nvflare) nvflare=${2:?--nvflare needs a directory} ;;
 	--pyhocon) pyhocon=${2:?--pyhocon needs a directory} ;;
 	--work) work=${2:?--work needs a directory} ;;
@@ -90,7 +93,7 @@ if ((library)); then
 	[[ -z $out && -z $name ]] || usage
 	[[ -x $ROUNDTRIM && -f $LIB ]] || die "$ROUNDTRIM and $LIB are not built (make all)"
 else
-	[[ -n $out && -n $name ]] || usage
+	[[ -n $out && -n $name && $gc_given == 0 ]] || usage
 	[[ -f $RECORDER ]] || die "$RECORDER is not built (make all)"
 fi
 [[ -f $nvflare/nvflare/__init__.py ]] || die "$nvflare is not NVFlare's source tree"
