@@ -11,6 +11,17 @@ processes for test/traces. Run by that script with NVFlare's source on PYTHONPAT
                                 from the recorder's files in RAW and the logs in WORKSPACE,
                                 writes OUT/PREFIX_{server_job,server_parent,job_siteN,parent_siteN}
                                 .trace and .truth (every other reading kept)
+  live STATS PROCS WORKSPACE CLOCK SITES N [TRACES]
+                                a run under the library instead (record-nvflare.sh --library):
+                                per process (PROCS: "PID ARGS" lines), from its stats file
+                                STATS/PID.jsonl, NVFlare's rounds (the truth below) and their
+                                median length, the rounds the library found, those found before
+                                NVFlare's first ended ("first"), NVFlare's rounds after whose
+                                end it found none or more than one before the next ended, its
+                                actions, those expected (N: the library's gc-rounds) and after
+                                which of NVFlare's rounds each came; the library's readings in
+                                TRACES/PID.trace (ROUNDTRIM_TRACE) become TRACES/ROLE.trace
+                                with their truth TRACES/ROLE.truth
 
 The truth ("start T", "boundary R T", CLOCK_MONOTONIC microseconds): a client's is what its
 script printed right after each flare.send() (R: NVFlare's current_round + 1), the parent
@@ -19,6 +30,7 @@ jobs-storage once the job ends): round R ends at FedAvg's R-th "End persist mode
 (aggregation done, the global model saved, the next round about to start), its wall-clock
 time (local time, milliseconds) mapped through the CLOCK pair. "start" is the process's first
 reading."""
+import json
 import os
 import re
 import sys
@@ -169,12 +181,33 @@ def log_time_us(line, offset_us):
     return int(wall) * 1000000 + int(m.group(2)) * 1000 - offset_us
 
 
-def collect(raw, workspace, clock_file, out, prefix, sites):
+def role_of(cmd):
+    """server_parent, server_job, parent_siteN or job_siteN from a process's command line, or
+    None for any other process."""
+    if "nvflare.private.fed.app.server.server_train" in cmd:
+        return "server_parent"
+    if "nvflare.private.fed.app.server.runner_process" in cmd:
+        return "server_job"
+    site = re.search(r"\b(site-\d+)\b", cmd)
+    if not site:
+        return None
+    n = site.group(1).split("-")[1]
+    if "nvflare.private.fed.app.client.client_train" in cmd:
+        return f"parent_site{n}"
+    if "nvflare.private.fed.app.client.worker_process" in cmd:
+        return f"job_site{n}"
+    return None
+
+
+def read_offset(clock_file):
+    """wall - monotonic, microseconds."""
     with open(clock_file) as f:
         wall, mono = (int(x) for x in f.read().split())
-    offset = wall - mono
+    return wall - mono
 
-    # The sites' truth from their scripts' lines; the server's from FedAvg's log.
+
+def truths(workspace, offset, sites):
+    """The sites' truth from their scripts' lines; the server's from FedAvg's log."""
     site_truth = {}
     server_truth = []
     for log, lines in logs(workspace):
@@ -191,6 +224,11 @@ def collect(raw, workspace, clock_file, out, prefix, sites):
         sys.exit(
             f"record_nvflare: truth for {sorted(site_truth)} and {len(server_truth)} server rounds"
         )
+    return site_truth, server_truth
+
+
+def collect(raw, workspace, clock_file, out, prefix, sites):
+    site_truth, server_truth = truths(workspace, read_offset(clock_file), sites)
 
     roles = {}
     for name in sorted(os.listdir(raw)):
@@ -198,22 +236,9 @@ def collect(raw, workspace, clock_file, out, prefix, sites):
         process, readings = read_trace(path)
         if not process or len(readings) < 20:
             continue
-        cmd = " ".join(process[2:])
-        if "nvflare.private.fed.app.server.server_train" in cmd:
-            role = "server_parent"
-        elif "nvflare.private.fed.app.server.runner_process" in cmd:
-            role = "server_job"
-        else:
-            site = re.search(r"\b(site-\d+)\b", cmd)
-            if not site:
-                continue
-            n = site.group(1).split("-")[1]
-            if "nvflare.private.fed.app.client.client_train" in cmd:
-                role = f"parent_site{n}"
-            elif "nvflare.private.fed.app.client.worker_process" in cmd:
-                role = f"job_site{n}"
-            else:
-                continue
+        role = role_of(" ".join(process[2:]))
+        if not role:
+            continue
         if role in roles:
             sys.exit(f"record_nvflare: two processes for {role}: {roles[role]} and {path}")
         roles[role] = path
@@ -234,6 +259,79 @@ def collect(raw, workspace, clock_file, out, prefix, sites):
         print(f"record_nvflare: {name}.trace from {roles[role]}, {len(truth)} boundaries")
 
 
+def live_row(records, ends, offset, n):
+    """The columns of one process's row after "NVFlare" (see live)."""
+    gaps = sorted(b - a for a, b in zip(ends, ends[1:]))
+    period = f"{gaps[len(gaps) // 2] / 1e6:.1f} s" if gaps else "-"
+
+    def ended_before(record):
+        """How many of NVFlare's rounds had ended when the library wrote RECORD."""
+        return sum(t < record["unix_time"] * 1e6 - offset for t in ends)
+
+    found = max((r["round"] for r in records), default=0)
+    auto = [r for r in records if r.get("trigger") == "auto"]
+    # The record of the Python steps' follow-up release (trigger python) is the same round's.
+    acted = [r for r in records if r.get("action", "none") != "none" and r["trigger"] != "python"]
+    # A round's end is found after it, before the next one ends: one detection after each of
+    # NVFlare's round ends is right; one before the first ended is start-up's.
+    after = [0] * (len(ends) + 1)
+    for r in auto:
+        after[ended_before(r)] += 1
+    missed = sum(k == 0 for k in after[1:])
+    doubled = sum(k > 1 for k in after[1:])
+    falls = " ".join(str(ended_before(r)) for r in acted) or "-"
+    return (
+        f"{period:>7} {found:>5} {len(auto):>5} {after[0]:>5} {missed:>4} {doubled:>4}"
+        f" {len(acted):>7} {len(ends) // n:>8}  {falls}"
+    )
+
+
+def live(stats, procs, workspace, clock_file, sites, n, traces=None):
+    offset = read_offset(clock_file)
+    site_truth, server_truth = truths(workspace, offset, sites)
+    roles = {}
+    with open(procs) as f:
+        for line in f:
+            pid, _, cmd = line.strip().partition(" ")
+            role = role_of(cmd)
+            if role and pid.isdigit():
+                roles[int(pid)] = role
+    want = ["server_job", "server_parent"]
+    want += [f"{kind}_site{i + 1}" for i in range(sites) for kind in ("job", "parent")]
+    rows = {}
+    for name in sorted(os.listdir(stats)):
+        m = re.fullmatch(r"(\d+)\.jsonl", name)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        with open(os.path.join(stats, name)) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        rows[roles.get(pid, f"other pid {pid}")] = (pid, records)
+    print(
+        f"{'process':<15} {'pid':>7} {'NVFlare':>7} {'round':>7} {'found':>5} {'auto':>5}"
+        f" {'first':>5} {'none':>4} {'2+':>4} {'actions':>7} {'expected':>8}"
+        "  acted after NVFlare's round"
+    )
+    for role in want + sorted(r for r in rows if r not in want):
+        pid, records = rows.get(role, (0, []))
+        if role.startswith("server"):
+            truth = server_truth
+        elif role in want:
+            truth = site_truth["site-" + role.rsplit("site", 1)[1]]
+        else:
+            truth = []
+        ends = [t for _, t in truth]
+        print(f"{role:<15} {pid or '-':>7} {len(ends):>7} {live_row(records, ends, offset, n)}")
+        # The detector's own readings (ROUNDTRIM_TRACE), with NVFlare's rounds as their truth.
+        trace = os.path.join(traces or "", f"{pid}.trace")
+        if traces and pid and truth and os.path.exists(trace):
+            name = os.path.join(traces, role)
+            _, readings = read_trace(trace)
+            if readings:
+                os.replace(trace, name + ".trace")
+                write_truth(name + ".truth", int(readings[0].split()[0]), truth)
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "project" and len(argv) == 5:
@@ -244,6 +342,8 @@ def main(argv):
         clock(argv[2])
     elif cmd == "collect" and len(argv) == 8:
         collect(argv[2], argv[3], argv[4], argv[5], argv[6], int(argv[7]))
+    elif cmd == "live" and len(argv) in (8, 9):
+        live(argv[2], argv[3], argv[4], argv[5], int(argv[6]), int(argv[7]), *argv[8:])
     else:
         sys.exit(__doc__)
 
