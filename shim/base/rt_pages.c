@@ -27,6 +27,8 @@ rt_stack_mark(struct rt_stack *s, size_t size)
 {
 	s->floor = 0;
 #if defined(__x86_64__) || defined(__i386__)
+	if (!size)
+		return;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	/* glibc maps a thread's stack with its descriptor (pthread_self()) at the top: the stack

@@ -45,17 +45,19 @@ typedef void *rt_pyobj;
 /* How long a program thread that provably does not hold the GIL waits at most for the end of the
  * library's thread after sending it away: the steps it is out on (a full collection, finalizers)
  * need nothing that caller holds, and without the library the caller's call would not have
- * failed. Bounded all the same: a finalizer may wait on a lock the caller's Python code holds. */
-#define RT_PY_THREAD_STEPS_WAIT_S 30
+ * failed. Bounded, and short: a finalizer may wait on a lock the caller holds, and then the
+ * caller's call fails after this as it would at once (a bound of 30 s held such a caller, and a
+ * pthread_create that hit EAGAIN, 30 s). Collections of the heaps measured take well under it. */
+#define RT_PY_THREAD_STEPS_WAIT_S 2
 /* How long a caller that may hold the GIL waits at most for the library's thread after sending it
  * away: an idle thread leaves in microseconds; one out on its steps needs the GIL to end (such a
  * program's call never waits on the library longer than a few milliseconds). */
 #define RT_PY_THREAD_LEAVE_WAIT_NS 5000000L
-/* The library's thread's stack: what glibc gives a thread under the usual 8 MiB RLIMIT_STACK, as
- * the program's own threading.Thread gets. A collection runs finalizers, which are arbitrary
- * Python, and CPython already runs them on whichever of the program's threads allocates: they
- * must find no less room here. Virtual: only what a round's steps touch becomes resident, and
- * that goes back once they are done (rt_stack_trim). */
+/* The library's thread's stack: at least what glibc gives a thread under the usual 8 MiB
+ * RLIMIT_STACK. A collection runs finalizers, which are arbitrary Python, and CPython already
+ * runs them on whichever of the program's threads allocates: they must find no less room here.
+ * Virtual: only what a round's steps touch becomes resident, and that goes back once they are
+ * done (rt_stack_trim). */
 #define RT_PY_THREAD_STACK (8u << 20)
 
 /* The C API, found with dlsym(RTLD_DEFAULT): Debian's /usr/bin/python3 exports it from the
@@ -249,10 +251,9 @@ rt_python_resolve(void)
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
 		a.err_get_raised = NULL, a.err_set_raised = NULL;
-	if (!a.is_finalizing || !a.add_pending || !a.gc_collect || !a.as_long_long ||
-	    !a.modules || !a.dict_get || !a.getattr || !a.call || !a.is_true || !a.incref ||
-	    !a.decref || !a.err_clear || (!a.err_get_raised && (!a.err_fetch || !a.err_restore)) ||
-	    !a.none) {
+	if (!a.is_finalizing || !a.add_pending || !a.gc_collect || !a.as_long_long || !a.modules ||
+	    !a.dict_get || !a.getattr || !a.call || !a.is_true || !a.incref || !a.decref ||
+	    !a.err_clear || (!a.err_get_raised && (!a.err_fetch || !a.err_restore)) || !a.none) {
 		static atomic_bool warned;
 		if (!atomic_exchange(&warned, true))
 			rt_warn("Python steps off: this interpreter lacks part of the C API");
@@ -670,7 +671,8 @@ rt_python_thread_serve(uint32_t gen, const struct rt_stack *stack)
 		/* Declined: `out` stays set, so that the worker never sends it again. */
 		atomic_fetch_add(&rt_py_thread_busy, 1);
 		rt_py_thread_in_take = true;
-		bool taken = rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)), gen);
+		bool taken =
+		    rt_python_take(rt_python_word_generation(atomic_load(&rt_py_word)), gen);
 		if (!taken)
 			return;
 		if (atomic_load(&rt_py_thread_gen) != gen)
@@ -693,6 +695,23 @@ rt_python_started_one(void)
 	syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The stack size of the library's thread: as large as the program's own threads get by default
+ * (glibc's default follows RLIMIT_STACK: a program that raised `ulimit -s` and its recursion
+ * limit recurses deeper in a finalizer), and never under RT_PY_THREAD_STACK. */
+static _Atomic size_t rt_py_thread_stack_bytes;
+
+static size_t
+rt_python_thread_stack_size(void)
+{
+	size_t size = 0;
+	pthread_attr_t attr;
+	if (pthread_getattr_default_np(&attr) == 0) {
+		pthread_attr_getstacksize(&attr, &size);
+		pthread_attr_destroy(&attr);
+	}
+	return size > RT_PY_THREAD_STACK ? size : RT_PY_THREAD_STACK;
+}
+
 /* The library's thread: started by the interpreter's main thread, so that it shares the
  * program's descriptor table (the worker's holds only the library's files, and a finalizer that
  * writes to stdout must find the program's) and its filesystem context (a finalizer may open a
@@ -703,7 +722,7 @@ rt_python_thread(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	struct rt_stack stack;
-	rt_stack_mark(&stack, RT_PY_THREAD_STACK);
+	rt_stack_mark(&stack, atomic_load(&rt_py_thread_stack_bytes));
 	rt_py_thread_self = true;
 	/* Counted among the library's tasks only once it is one: the worker ends the process when
 	 * the program's threads are gone, from a count of the tasks that remain. */
@@ -738,7 +757,10 @@ rt_python_thread_create(uint32_t gen)
 	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, RT_PY_THREAD_STACK);
+	/* The size the thread marks its stack's floor by: 0 (no floor) if the size was refused. */
+	size_t stack_bytes = rt_python_thread_stack_size();
+	atomic_store(&rt_py_thread_stack_bytes,
+	             pthread_attr_setstacksize(&attr, stack_bytes) == 0 ? stack_bytes : 0);
 	atomic_store(&rt_py_thread_out, false);
 	atomic_store(&rt_py_thread_first_seen, atomic_load(&rt_py_thread_asks));
 	atomic_store(&rt_py_anchor_tid, gettid());
