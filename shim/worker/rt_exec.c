@@ -132,8 +132,11 @@ rt_spawn_call(rt_spawn_fn real, pid_t *pid, const char *path,
               char *const argv[], char *const envp[])
 {
 	int ret = real(pid, path, actions, attr, argv, envp);
-	if (ret == EAGAIN && rt_tasks_give_back("posix_spawn"))
+	if (ret == EAGAIN && rt_tasks_give_back("posix_spawn")) {
 		ret = real(pid, path, actions, attr, argv, envp);
+		if (ret == EAGAIN && rt_tasks_more_room())
+			ret = real(pid, path, actions, attr, argv, envp);
+	}
 	return ret;
 }
 

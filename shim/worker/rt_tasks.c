@@ -5,7 +5,6 @@
  * own pthread_create, fork or posix_spawn fails with EAGAIN while the library holds its tasks,
  * it gives them back and the call is made again (roundtrim(7), TASK LIMITS). */
 #include "rt_tasks.h"
-#include "rt_python.h"
 #include "rt_config.h"
 #include "rt_file_rules.h"
 #include "rt_files.h"
@@ -15,6 +14,7 @@
 #include "rt_pages.h"
 #include "rt_procfs.h"
 #include "rt_procread.h"
+#include "rt_python.h"
 #include "rt_real.h"
 #include "rt_shim.h"
 #include "rt_worker_life.h"
@@ -217,10 +217,9 @@ rt_tasks_room_to_start(const struct rt_config *cfg)
 	enum rt_limits_verdict verdict =
 	    rt_tasks_decide(tasks, &cgroup_room, where, sizeof(where), &nproc_room, &limit);
 	/* No room for the keeper but for the worker: the program's table, where it is accepted. */
-	bool one_fits =
-	    tasks > 1 + python && verdict != RT_LIMITS_START &&
-	    rt_tasks_decide(1 + python, &room1, unused, sizeof(unused), &room1, &limit1) ==
-	        RT_LIMITS_START;
+	bool one_fits = tasks > 1 + python && verdict != RT_LIMITS_START &&
+	                rt_tasks_decide(1 + python, &room1, unused, sizeof(unused), &room1,
+	                                &limit1) == RT_LIMITS_START;
 	rt_tasks_no_keeper = one_fits && cfg->shared_table;
 	const char *hint = one_fits ? "; ROUNDTRIM_SHARED_TABLE=1 runs it with the worker alone, "
 	                              "in the program's descriptor table"
@@ -243,8 +242,9 @@ rt_tasks_room_to_start(const struct rt_config *cfg)
 	return false;
 }
 
-bool
-rt_tasks_stand_down(const char *why)
+/* rt_tasks_stand_down, waiting for the library's Python thread only where await_python. */
+static bool
+rt_tasks_stand_down_as(const char *why, bool await_python)
 {
 	rt_tasks_lock();
 	/* The worker first: it may be asking the keeper for a call. */
@@ -264,9 +264,15 @@ rt_tasks_stand_down(const char *why)
 	 * pthread_create and fork holding it) does not: that thread leaves by itself, running
 	 * nothing once it has the GIL back, and the call made again finds room or fails as it
 	 * would have while the thread was there. */
-	if (rt_tasks_depth == 0)
+	if (await_python && rt_tasks_depth == 0)
 		rt_python_thread_await();
 	return gone;
+}
+
+bool
+rt_tasks_stand_down(const char *why)
+{
+	return rt_tasks_stand_down_as(why, true);
 }
 
 bool
@@ -279,7 +285,16 @@ rt_tasks_give_back(const char *call)
 	         "the program's %s found no room for a task (EAGAIN) while the library held %u: "
 	         "they are given back and the call made again",
 	         call, rt_tasks_held());
-	return rt_tasks_stand_down(why);
+	/* The worker's and the keeper's tasks are enough for one more, mostly: the Python thread
+	 * is waited for only if the call made again still finds no room (rt_tasks_more_room). A
+	 * finalizer it runs may wait on a lock the caller holds. */
+	return rt_tasks_stand_down_as(why, false);
+}
+
+bool
+rt_tasks_more_room(void)
+{
+	return rt_tasks_depth == 0 && rt_python_thread_await();
 }
 
 /* --- The program's calls that start a task. */
@@ -296,8 +311,11 @@ RT_EXPORT int
 pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
 	int err = rt_tasks_create_thread(thread, attr, start, arg);
-	if (err == EAGAIN && rt_tasks_give_back("pthread_create"))
+	if (err == EAGAIN && rt_tasks_give_back("pthread_create")) {
 		err = rt_tasks_create_thread(thread, attr, start, arg);
+		if (err == EAGAIN && rt_tasks_more_room())
+			err = rt_tasks_create_thread(thread, attr, start, arg);
+	}
 	return err;
 }
 
@@ -310,7 +328,10 @@ fork(void)
 		return -1;
 	}
 	pid_t pid = rt_real.fork();
-	if (pid < 0 && errno == EAGAIN && rt_tasks_give_back("fork"))
+	if (pid < 0 && errno == EAGAIN && rt_tasks_give_back("fork")) {
 		pid = rt_real.fork();
+		if (pid < 0 && errno == EAGAIN && rt_tasks_more_room())
+			pid = rt_real.fork();
+	}
 	return pid;
 }

@@ -41,8 +41,13 @@ bool rt_tasks_stand_down(const char *why);
 
 /* A program's pthread_create, fork or posix_spawn named by `call` failed with EAGAIN: when the
  * library holds tasks, it stands down and gives them back (true), and the caller makes its call
- * again, once. */
+ * again; its Python thread is sent away but not waited for. */
 bool rt_tasks_give_back(const char *call);
+
+/* The call made again after rt_tasks_give_back still failed with EAGAIN: waits (bounded, as
+ * rt_python_thread_await) for the library's Python thread to be gone; true when the caller may
+ * make its call once more. */
+bool rt_tasks_more_room(void);
 
 /* pthread_create itself, for the library's own threads (not the wrapper, which would give them
  * back on EAGAIN). */
