@@ -56,13 +56,19 @@ ac_build(void *arg)
 	size_t cap = 1 << 16, n = 0;
 	free(malloc(256 * 1024));
 	void **blocks = malloc(cap * sizeof(*blocks));
+	if (!blocks)
+		bench_die("out of memory");
 	for (size_t used = 0; used < t->bytes; n++) {
-		if (n == cap)
-			blocks = realloc(blocks, (cap *= 2) * sizeof(*blocks));
+		if (n == cap) {
+			void **more = realloc(blocks, (cap *= 2) * sizeof(*blocks));
+			if (!more)
+				bench_die("out of memory");
+			blocks = more;
+		}
 		double u = (double)(ac_next(&t->rng) >> 11) / (double)(1ull << 53);
 		size_t size = (size_t)(ac_min * exp(u * log(ac_max / ac_min)));
 		blocks[n] = malloc(size);
-		if (!blocks || !blocks[n])
+		if (!blocks[n])
 			bench_die("out of memory");
 		memset(blocks[n], 1, size);
 		used += size;
