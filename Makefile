@@ -73,7 +73,8 @@ INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
 	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
-	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so
+	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so \
+	$(BUILD)/test/workloads/libgil_guard.so
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -152,6 +153,12 @@ $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 $(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
+
+# A C++ op that lets the GIL go as pybind11 does (test_python.c): the interpreter's two calls
+# are left undefined, found in the process that loads it.
+$(BUILD)/test/workloads/libgil_guard.so: test/workloads/dso/gil_guard.cpp
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -o $@ $<
 
 # A preload, after the library, whose IFUNC's resolver allocates while the library resolves its
 # real functions: the bootstrap buffer's test (test_robust.c). Never instrumented: under

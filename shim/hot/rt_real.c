@@ -227,6 +227,7 @@ rt_real_resolve(void)
 	RT_RESOLVE(sigset, "sigset");
 	RT_RESOLVE(pthread_create, "pthread_create");
 	RT_RESOLVE(fork, "fork");
+	RT_RESOLVE(pthread_exit, "pthread_exit");
 	/* glibc's own entry points, for the unlikely case where nothing after this object
 	 * defines the four. */
 	if (!rt_real.malloc || !next_free || !rt_real.calloc || !next_realloc) {

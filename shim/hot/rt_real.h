@@ -56,6 +56,7 @@ struct rt_real_fns {
 	 * waits for the new thread (rt_tasks). */
 	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	pid_t (*fork)(void);
+	void (*pthread_exit)(void *);
 };
 
 /* Hidden: reached PC-relative from the hot path, not through the GOT. free and realloc hold

@@ -174,6 +174,8 @@ static atomic_bool rt_py_thread_declined;
 static atomic_int rt_py_thread_tid;
 static atomic_int rt_py_anchor_tid;
 static __thread bool rt_py_thread_self;
+/* The generation the library's thread was started for (on that thread). */
+static __thread uint32_t rt_py_thread_my_gen;
 static __thread bool rt_py_thread_in_ensure;
 static __thread bool rt_py_thread_in_take;
 
@@ -632,10 +634,10 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
  * PyGILState_Ensure at finalisation, which unwinds through this handler. A thread still counted
  * after that would make the worker count a task that is gone, and take the program's last
  * thread for gone while the main thread finalises. arg: its generation. */
+/* The end of the library's thread of generation gen (counted: it stops being a task). */
 static void
-rt_python_thread_gone(void *arg)
+rt_python_thread_ends(uint32_t gen, bool counted)
 {
-	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	if (rt_py_thread_in_ensure)
 		atomic_fetch_sub(&rt_py_thread_asking, 1);
 	if (rt_py_thread_in_take) {
@@ -647,11 +649,30 @@ rt_python_thread_gone(void *arg)
 	bool current = atomic_load(&rt_py_thread_gen) == gen;
 	if (current)
 		atomic_store(&rt_py_thread_runs, false);
-	atomic_fetch_sub(&rt_py_thread_tasks, 1);
-	syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	if (counted) {
+		atomic_fetch_sub(&rt_py_thread_tasks, 1);
+		syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	}
 	/* Nothing of it is left to wait for: the worker may start the next one. */
 	if (!current)
 		rt_worker_life_wake();
+}
+
+static void
+rt_python_thread_gone(void *arg)
+{
+	rt_python_thread_ends((uint32_t)(uintptr_t)arg, true);
+}
+
+_Noreturn void
+rt_python_thread_park(void)
+{
+	static _Atomic uint32_t never;
+	/* Still a task of the process, and one of the library's: the worker's count of the
+	 * program's threads stays right. */
+	rt_python_thread_ends(rt_py_thread_my_gen, false);
+	for (;;)
+		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 }
 
 /* The thread's loop: sleeps on a futex until the worker sends it to a request, or away. */
@@ -724,6 +745,7 @@ rt_python_thread(void *arg)
 	struct rt_stack stack;
 	rt_stack_mark(&stack, atomic_load(&rt_py_thread_stack_bytes));
 	rt_py_thread_self = true;
+	rt_py_thread_my_gen = gen;
 	/* Counted among the library's tasks only once it is one: the worker ends the process when
 	 * the program's threads are gone, from a count of the tasks that remain. */
 	atomic_fetch_add(&rt_py_thread_tasks, 1);

@@ -41,12 +41,17 @@ unsigned rt_python_thread_held(void);
 unsigned rt_python_thread_needed(const struct rt_config *cfg);
 /* Whether the calling thread is the library's Python thread. */
 bool rt_python_thread_is_self(void);
+
+/* On the library's Python thread, in place of CPython's pthread_exit (see rt_tasks.c): the
+ * bookkeeping of its end, but for the count of the library's tasks, which it stays, then it
+ * waits, every signal blocked, until the process ends. Never returns. */
+_Noreturn void rt_python_thread_park(void);
 /* The library stands down: the thread leaves at once when idle, else after its request (which
  * it no longer runs if it has not the GIL yet), and no other starts. Never waits for it. */
 void rt_python_thread_stop(void);
 /* After rt_python_thread_stop, outside every lock of the library's: waits until the thread has
  * ended and the kernel has released its task. A caller that provably does not hold the GIL waits
- * for the end of the steps the thread is out on, 30 s at most (a finalizer may wait on a lock of
+ * for the end of the steps the thread is out on, 2 s at most (a finalizer may wait on a lock of
  * the caller's); one that may hold it waits 5 ms at most, and not at all for a thread out on its
  * steps (it needs the GIL to end: it leaves once it has it back, running nothing more). False
  * when it has not ended: so, the caller is that thread, or the bound passed. */

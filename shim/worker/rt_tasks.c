@@ -319,6 +319,25 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
 	return err;
 }
 
+/* CPython 3.11 ends a thread that takes the GIL back once the interpreter finalises with
+ * pthread_exit, whose forced unwind runs through every frame above: on the library's Python
+ * thread those are a finalizer's, and a C++ destructor among them (pybind11's
+ * gil_scoped_release, around every PyTorch op) is noexcept: std::terminate, SIGABRT, where the
+ * program without the library exits with its own status. That thread waits for the process's
+ * end instead, as CPython 3.14 makes its own threads do. */
+RT_EXPORT void
+pthread_exit(void *retval)
+{
+	if (rt_python_thread_is_self())
+		rt_python_thread_park();
+	rt_real_resolve();
+	if (rt_real.pthread_exit)
+		rt_real.pthread_exit(retval);
+	/* glibc always has it: the thread cannot end without it, and must not return. */
+	for (;;)
+		pause();
+}
+
 RT_EXPORT pid_t
 fork(void)
 {

@@ -515,18 +515,18 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 	}
 }
 
-/* CPython ends the library's thread (pthread_exit inside PyGILState_Ensure) when its finalizer
- * asks for the GIL back after the program began to exit, and the program's finalisation then
- * lasts 500 ms: the worker, counting the thread CPython ended among the tasks it holds, took the
- * main thread for gone and ended the process with exit(0) while it still finalised. */
-Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
+/* Three exits of exit_during.py HOW (extra: more NAME=VALUE) landing on the library's thread's
+ * steps, which CPython ends when they ask for the GIL back: each exits with the program's own
+ * status (3), no signal, no fatal error. */
+static void
+py_exits_while_cpython_ends_the_librarys_thread(const char *how, const char *extra)
 {
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, extra, NULL};
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 0; i < 3; i++) {
 		struct py_run run;
 		char line[256], err[8192];
-		py_start(&run, "exit_during.py", "slow", manual, "ready");
+		py_start(&run, "exit_during.py", how, manual, "ready");
 		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
 		          "exit %d: the steps never ran", i);
@@ -538,6 +538,26 @@ Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
 		          "exit %d: status %d, stderr: %s", i, run.proc.status, err);
 		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
 	}
+}
+
+/* CPython ends the library's thread (pthread_exit inside PyGILState_Ensure) when its finalizer
+ * asks for the GIL back after the program began to exit, and the program's finalisation then
+ * lasts 500 ms: the worker, counting the thread CPython ended among the tasks it holds, took the
+ * main thread for gone and ended the process with exit(0) while it still finalised. */
+Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
+{
+	py_exits_while_cpython_ends_the_librarys_thread("slow", NULL);
+}
+
+/* The same with the finalizer inside a C++ op whose RAII guard lets the GIL go, as pybind11 does
+ * around every PyTorch op: CPython's pthread_exit unwound the thread through the guard's
+ * destructor, which is noexcept, and std::terminate ended the program with SIGABRT (3 of 3)
+ * where without the library it exits with its own status. */
+Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread_in_a_cxx_op)
+{
+	char guard[PATH_MAX];
+	snprintf(guard, sizeof(guard), "GIL_GUARD=%s", th_workload("libgil_guard.so"));
+	py_exits_while_cpython_ends_the_librarys_thread("cxx", guard);
 }
 
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for
@@ -677,8 +697,9 @@ py_call_during_steps(const char *how, const char *call, const char *first, const
 	th_read_stderr(&run.proc, err, sizeof(err));
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 	if (strcmp(call, "unshare") == 0)
-		th_expect_in(err, "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs "
-		                  "a process of one thread");
+		th_expect_in(err,
+		             "roundtrim: stood down: the program's unshare(CLONE_NEWUSER) needs "
+		             "a process of one thread");
 }
 
 /* The library stands down before the program's unshare(CLONE_NEWUSER), which the kernel allows

@@ -6,9 +6,12 @@ a round's steps go to the library's thread. The first callback that runs prints 
 then, by HOW: "sleep" sleeps 20 ms (giving up the GIL in the middle of the collection), "spin"
 keeps the GIL for 20 ms, "none" goes on at once, "slow" sleeps 200 ms (CPython ends the library's
 thread when it asks for the GIL back after finalisation began) and makes finalisation last 1 s
-(sys.stdout becomes an object whose flush() sleeps once the interpreter finalises). At EOF on stdin
+(sys.stdout becomes an object whose flush() sleeps once the interpreter finalises); "cxx" does as
+"slow" with the 200 ms inside a C++ op whose RAII guard lets the GIL go (GIL_GUARD: the path of
+test/workloads/dso/gil_guard.cpp's object), as PyTorch's ops do. At EOF on stdin
 the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then.
 Before "ready" it waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
+import ctypes
 import gc
 import os
 import sys
@@ -19,6 +22,7 @@ import librarythread
 
 N = 2000
 first = []
+guard = []
 
 
 class Node:
@@ -43,6 +47,8 @@ def finalized(how):
         time.sleep(0.02)
     elif how == "slow":
         time.sleep(0.2)
+    elif how == "cxx":
+        guard[0].gil_guard_work(200)
     elif how == "spin":
         end = time.monotonic() + 0.02
         while time.monotonic() < end:
@@ -51,6 +57,8 @@ def finalized(how):
 
 def main():
     how = sys.argv[1]
+    if how == "cxx":
+        guard.append(ctypes.PyDLL(os.environ["GIL_GUARD"]))
     gc.disable()
     for _ in range(N):
         a, b = Node(), Node()
@@ -61,7 +69,7 @@ def main():
     librarythread.await_it()
     print("ready", flush=True)
     sys.stdin.buffer.read()
-    if how == "slow":
+    if how in ("slow", "cxx"):
         sys.stdout = SlowFlush()
     return 3
 
