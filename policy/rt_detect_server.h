@@ -26,6 +26,14 @@
  *    heartbeats, polls, a relay of a few messages. A lower
  *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
  *    first round is known, and their work then sets the typical round's;
+ *  - the bursts judged noise group into activities as rounds do (idle gaps of gap_us, or
+ *    gap_period_permille of the period). When RT_DETECT_LOCK_ROUNDS of them in a row each
+ *    begin a period after the one before (within rhythm_spread_permille of the median interval
+ *    between round ends), with no burst that was no noise since, the rounds shrank (start-up's
+ *    work, a smaller model, fewer clients): the typical round's work and heaviest burst are
+ *    forgotten and learnt again from the rounds to come, the last of those activities the first
+ *    of them. Polls recur at their own interval, and a straggler's wait is one long pause with
+ *    polls in it, not activities a period apart;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training; while no round ended
  *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
@@ -56,6 +64,7 @@ struct rt_detect_server_params {
 	uint32_t open_gap_period_permille; /* 350 */
 	uint32_t round_permille;           /* 900 */
 	uint64_t hold_us;                  /* 1000000 */
+	uint32_t rhythm_spread_permille;   /* 250, rt_detect's */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
@@ -87,6 +96,12 @@ struct rt_detect_server {
 	unsigned nround_bursts;
 	bool round_ended;
 	uint64_t last_end_us;
+	/* The activity of bursts judged noise under way: when it began (0: none since the last
+	 * burst that was no noise) and when its last burst ended; how many such activities in a
+	 * row began a period after the one before. */
+	uint64_t noise_start_us;
+	uint64_t noise_end_us;
+	unsigned noise_in_rhythm;
 	/* Before a round's work is known: the heaviest burst waiting for hold_us. */
 	bool pending;
 	uint64_t pending_weight;
