@@ -38,6 +38,7 @@ rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 	d->pending = false;
 	d->last_end_us = 0;
 	d->noise_start_us = 0;
+	d->noise_interval_us = 0;
 	d->noise_in_rhythm = 0;
 }
 
@@ -136,27 +137,38 @@ rt_detect_server_gap(const struct rt_detect_server *d, uint32_t share)
 	return gap < d->params.gap_us ? d->params.gap_us : gap;
 }
 
-/* The burst just over was noise: it joins the noise's activity under way or begins one (see the
- * header). Returns true when the rounds shrank: what the typical round was is forgotten, and the
- * round's activity begins with this burst if it is no noise against the last bursts. */
+/* The burst just over, of weight w, was noise: unless it is noise to the noise too, it joins the
+ * noise's activity under way or begins one (see the header). Returns true when the rounds
+ * shrank: what the typical round was is forgotten, and a round's activity may begin with this
+ * burst. */
 static bool
-rt_detect_server_noise_recurs(struct rt_detect_server *d)
+rt_detect_server_noise_recurs(struct rt_detect_server *d, uint64_t w)
 {
+	const struct rt_detect_server_params *p = &d->params;
+	uint64_t share = p->min_share_permille;
+	if (rt_detect_scale(w, 1000000, 1) <
+	    rt_detect_scale(rt_detect_median(d->heavies, d->nheavies), share * share, 1))
+		return false;
 	uint64_t start = d->burst_start_us, last_end = d->noise_end_us;
 	d->noise_end_us = d->quiet_since_us;
 	if (d->noise_start_us &&
-	    start - last_end < rt_detect_server_gap(d, d->params.gap_period_permille))
+	    start - last_end < rt_detect_server_gap(d, p->open_gap_period_permille))
 		return false;
-	/* The period once known, else the intervals between round ends so far (a lock can come
-	 * before RT_DETECT_LOCK_ROUNDS of them). */
-	uint64_t period = rt_detect_median(d->intervals_us, d->nintervals);
-	uint64_t interval = start - d->noise_start_us;
-	uint64_t off = interval > period ? interval - period : period - interval;
-	bool in_rhythm = d->noise_start_us && period &&
-	                 off <= rt_detect_scale(period, d->params.rhythm_spread_permille, 1000);
+	/* Evenly spaced, each interval within the spread of the one before, and none shorter than
+	 * a round by the period learnt so far (the median of the intervals between round ends,
+	 * before RT_DETECT_LOCK_ROUNDS of them too: a lock can come sooner). */
+	uint64_t interval = d->noise_start_us ? start - d->noise_start_us : 0;
+	uint64_t before = d->noise_interval_us;
+	uint64_t off = interval > before ? interval - before : before - interval;
+	uint64_t shortest = rt_detect_scale(rt_detect_median(d->intervals_us, d->nintervals),
+	                                    1000 - p->rhythm_spread_permille, 1000);
+	bool in_rhythm = interval && before &&
+	                 off <= rt_detect_scale(before, p->rhythm_spread_permille, 1000) &&
+	                 interval >= shortest;
 	d->noise_in_rhythm = in_rhythm ? d->noise_in_rhythm + 1 : 0;
+	d->noise_interval_us = interval;
 	d->noise_start_us = start;
-	if (d->noise_in_rhythm < RT_DETECT_LOCK_ROUNDS)
+	if (d->noise_in_rhythm + 1 < RT_DETECT_LOCK_ROUNDS)
 		return false;
 	d->nworks = d->next_work = 0;
 	d->nheavies = d->next_heavy = 0;
@@ -164,6 +176,7 @@ rt_detect_server_noise_recurs(struct rt_detect_server *d)
 	d->pending = false;
 	d->last_end_us = last_end;
 	d->noise_start_us = 0;
+	d->noise_interval_us = 0;
 	d->noise_in_rhythm = 0;
 	return true;
 }
@@ -181,9 +194,10 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	}
 	bool noise = rt_detect_server_is_noise(d, w);
 	rt_detect_ring_push(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent, w);
-	if (noise && (!rt_detect_server_noise_recurs(d) || rt_detect_server_is_noise(d, w)))
+	if (noise && (!rt_detect_server_noise_recurs(d, w) || rt_detect_server_is_noise(d, w)))
 		return RT_DETECT_NOTHING;
 	d->noise_start_us = 0;
+	d->noise_interval_us = 0;
 	d->noise_in_rhythm = 0;
 	/* A round's activity in which no round ended yet still waits for an update: a pause in it
 	 * (a slow client) closes it only when it is a longer share of the period. */
