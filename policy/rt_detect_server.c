@@ -22,6 +22,7 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->open_gap_period_permille = 350;
 	params->round_permille = 900;
 	params->hold_us = 1000000;
+	params->rhythm_spread_permille = activity.rhythm_spread_permille;
 }
 
 /* A restart forgets the readings' rates and the burst under way, not what the rounds are like. */
@@ -36,6 +37,9 @@ rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 	d->burst_start_us = r->t_us;
 	d->pending = false;
 	d->last_end_us = 0;
+	d->noise_start_us = 0;
+	d->noise_interval_us = 0;
+	d->noise_in_rhythm = 0;
 }
 
 void
@@ -107,6 +111,76 @@ rt_detect_server_close_round(struct rt_detect_server *d)
 	rt_detect_server_push(d->heavies, &d->nheavies, &d->next_heavy, heaviest);
 }
 
+/* Whether a burst of weight w is noise. It is judged against the typical round's heaviest
+ * burst; while fewer rounds than RT_DETECT_LOCK_ROUNDS make it, against no more than the
+ * heaviest of the last bursts: a first round that was an outlier (start-up's end, a checkpoint
+ * read) would otherwise make every later burst noise, and no round would close again. */
+static bool
+rt_detect_server_is_noise(const struct rt_detect_server *d, uint64_t w)
+{
+	uint64_t reference = 0;
+	for (unsigned i = 0; d->nheavies < RT_DETECT_LOCK_ROUNDS && i < d->nrecent; i++)
+		if (d->recent[i] > reference)
+			reference = d->recent[i];
+	uint64_t typical_heaviest = rt_detect_median(d->heavies, d->nheavies);
+	if (d->nheavies && (d->nheavies >= RT_DETECT_LOCK_ROUNDS || typical_heaviest < reference))
+		reference = typical_heaviest;
+	return rt_detect_scale(w, 1000, 1) <
+	       rt_detect_scale(reference, d->params.min_share_permille, 1);
+}
+
+/* The idle gap that ends an activity: gap_us, or share (permille) of the period once known. */
+static uint64_t
+rt_detect_server_gap(const struct rt_detect_server *d, uint32_t share)
+{
+	uint64_t gap = rt_detect_scale(d->period_us, share, 1000);
+	return gap < d->params.gap_us ? d->params.gap_us : gap;
+}
+
+/* The burst just over, of weight w, was noise: unless it is noise to the noise too, it joins the
+ * noise's activity under way or begins one (see the header). Returns true when the rounds
+ * shrank: what the typical round was is forgotten, and a round's activity may begin with this
+ * burst. */
+static bool
+rt_detect_server_noise_recurs(struct rt_detect_server *d, uint64_t w)
+{
+	const struct rt_detect_server_params *p = &d->params;
+	uint64_t share = p->min_share_permille;
+	if (rt_detect_scale(w, 1000000, 1) <
+	    rt_detect_scale(rt_detect_median(d->heavies, d->nheavies), share * share, 1))
+		return false;
+	uint64_t start = d->burst_start_us, last_end = d->noise_end_us;
+	d->noise_end_us = d->quiet_since_us;
+	if (d->noise_start_us &&
+	    start - last_end < rt_detect_server_gap(d, p->open_gap_period_permille))
+		return false;
+	/* Evenly spaced, each interval within the spread of the one before, and none shorter than
+	 * a round by the period learnt so far (the median of the intervals between round ends,
+	 * before RT_DETECT_LOCK_ROUNDS of them too: a lock can come sooner). */
+	uint64_t interval = d->noise_start_us ? start - d->noise_start_us : 0;
+	uint64_t before = d->noise_interval_us;
+	uint64_t off = interval > before ? interval - before : before - interval;
+	uint64_t shortest = rt_detect_scale(rt_detect_median(d->intervals_us, d->nintervals),
+	                                    1000 - p->rhythm_spread_permille, 1000);
+	bool in_rhythm = interval && before &&
+	                 off <= rt_detect_scale(before, p->rhythm_spread_permille, 1000) &&
+	                 interval >= shortest;
+	d->noise_in_rhythm = in_rhythm ? d->noise_in_rhythm + 1 : 0;
+	d->noise_interval_us = interval;
+	d->noise_start_us = start;
+	if (d->noise_in_rhythm + 1 < RT_DETECT_LOCK_ROUNDS)
+		return false;
+	d->nworks = d->next_work = 0;
+	d->nheavies = d->next_heavy = 0;
+	d->in_round = false;
+	d->pending = false;
+	d->last_end_us = last_end;
+	d->noise_start_us = 0;
+	d->noise_interval_us = 0;
+	d->noise_in_rhythm = 0;
+	return true;
+}
+
 /* A confirmed quiet period after a burst of at least min_burst_events (see the header). */
 static enum rt_detect_result
 rt_detect_server_decide(struct rt_detect_server *d)
@@ -118,27 +192,18 @@ rt_detect_server_decide(struct rt_detect_server *d)
 		d->last_end_us = t;
 		return RT_DETECT_NOTHING;
 	}
-	/* Noise is judged against the typical round's heaviest burst; while fewer rounds than
-	 * RT_DETECT_LOCK_ROUNDS make it, against no more than the heaviest of the last bursts: a
-	 * first round that was an outlier (start-up's end, a checkpoint read) would otherwise make
-	 * every later burst noise, and no round would close again. */
-	uint64_t reference = 0;
-	for (unsigned i = 0; d->nheavies < RT_DETECT_LOCK_ROUNDS && i < d->nrecent; i++)
-		if (d->recent[i] > reference)
-			reference = d->recent[i];
-	uint64_t typical_heaviest = rt_detect_median(d->heavies, d->nheavies);
-	if (d->nheavies && (d->nheavies >= RT_DETECT_LOCK_ROUNDS || typical_heaviest < reference))
-		reference = typical_heaviest;
+	bool noise = rt_detect_server_is_noise(d, w);
 	rt_detect_ring_push(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent, w);
-	if (rt_detect_scale(w, 1000, 1) < rt_detect_scale(reference, p->min_share_permille, 1))
+	if (noise && (!rt_detect_server_noise_recurs(d, w) || rt_detect_server_is_noise(d, w)))
 		return RT_DETECT_NOTHING;
+	d->noise_start_us = 0;
+	d->noise_interval_us = 0;
+	d->noise_in_rhythm = 0;
 	/* A round's activity in which no round ended yet still waits for an update: a pause in it
 	 * (a slow client) closes it only when it is a longer share of the period. */
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
 	                                                             : p->gap_period_permille;
-	uint64_t gap = rt_detect_scale(d->period_us, share, 1000);
-	if (gap < p->gap_us)
-		gap = p->gap_us;
+	uint64_t gap = rt_detect_server_gap(d, share);
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
 		if (d->in_round)
 			rt_detect_server_close_round(d);

@@ -26,6 +26,18 @@
  *    heartbeats, polls, a relay of a few messages. A lower
  *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
  *    first round is known, and their work then sets the typical round's;
+ *  - the rounds can shrink (start-up's work, a smaller model, fewer clients), and then all their
+ *    bursts are noise and no round closes to bring the typical down. So the bursts judged
+ *    noise, but for the noise's own noise (under min_share_permille of min_share_permille of
+ *    the typical heaviest: heartbeats, polls), group into activities as a round's do (idle
+ *    gaps of gap_us, or open_gap_period_permille of the period: no round ended in them). When
+ *    RT_DETECT_LOCK_ROUNDS intervals in a row between their starts are even (each within
+ *    rhythm_spread_permille of the one before) and none shorter than a round (the period
+ *    learnt so far, less that spread), with no burst that was no noise since, they are the
+ *    rounds: the typical round's work and heaviest burst are forgotten and learnt again from
+ *    the next. Polls recur sooner than rounds, and a straggler's wait is one pause with
+ *    polls in it, not activities a period apart; rounds that shrank more than sixteenfold
+ *    stay noise;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training; while no round ended
  *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
@@ -56,6 +68,7 @@ struct rt_detect_server_params {
 	uint32_t open_gap_period_permille; /* 350 */
 	uint32_t round_permille;           /* 900 */
 	uint64_t hold_us;                  /* 1000000 */
+	uint32_t rhythm_spread_permille;   /* 250, rt_detect's */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
@@ -87,6 +100,13 @@ struct rt_detect_server {
 	unsigned nround_bursts;
 	bool round_ended;
 	uint64_t last_end_us;
+	/* The activity of bursts judged noise under way (see the header): when it began (0: none
+	 * since the last burst that was no noise), when its last burst ended, the interval from the
+	 * start of the one before (0: none), and how many such intervals in a row were even. */
+	uint64_t noise_start_us;
+	uint64_t noise_end_us;
+	uint64_t noise_interval_us;
+	unsigned noise_in_rhythm;
 	/* Before a round's work is known: the heaviest burst waiting for hold_us. */
 	bool pending;
 	uint64_t pending_weight;

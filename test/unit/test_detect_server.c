@@ -113,6 +113,21 @@ sgen_round(struct sgen *g, int apart, int idle)
 	return end;
 }
 
+/* As sgen_round, every burst `times` as heavy. */
+static uint64_t
+sgen_round_times(struct sgen *g, uint64_t times, int apart, int idle)
+{
+	sgen_burst(g, 3, 1000 * times);
+	sgen_idle(g, apart);
+	sgen_burst(g, 4, 2000 * times);
+	uint64_t end = g->last_quiet;
+	sgen_idle(g, apart);
+	for (int i = 0; i < 3; i++)
+		sgen_step(g, 500 * times, 200 * SMIB, true);
+	sgen_idle(g, idle);
+	return end;
+}
+
 Test(detect_server, documented_defaults)
 {
 	struct rt_detect_server_params p = sdefaults();
@@ -129,6 +144,7 @@ Test(detect_server, documented_defaults)
 	cr_assert_eq(p.open_gap_period_permille, 350);
 	cr_assert_eq(p.round_permille, 900);
 	cr_assert_eq(p.hold_us, 1000000);
+	cr_assert_eq(p.rhythm_spread_permille, 250);
 }
 
 Test(detect_server, start_up_is_no_round)
@@ -254,6 +270,118 @@ Test(detect_server, heartbeats_are_noise)
 		cr_assert_eq(g.boundaries, round, "round %zu: %zu boundaries", round, g.boundaries);
 		cr_assert_eq(g.d.boundary_us, end, "round %zu", round);
 	}
+}
+
+/* Rounds that shrank after the first ones (start-up's work, a model or a client count that
+ * shrank): 4 rounds whose bursts are 10 times heavier make the typical round, and every burst
+ * of the 12 rounds that follow at the same rhythm is noise against it. They recur at the
+ * period, so after a few of them lost the rounds are learnt again from them (issue 27: the live
+ * server parent found 4 rounds in the job's first minute, then none for 9 minutes). */
+Test(detect_server, rounds_that_shrank_are_learnt_again)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 4; round++)
+		sgen_round_times(&g, 10, 12, 100);
+	cr_assert_eq(g.boundaries, 4);
+	size_t found = 0, before = g.boundaries;
+	for (size_t round = 1; round <= 12; round++) {
+		size_t was = g.boundaries;
+		uint64_t end = sgen_round(&g, 12, 100);
+		found += g.boundaries == was + 1 && g.d.boundary_us == end;
+	}
+	cr_assert_geq(found, 12 - RT_DETECT_LOCK_ROUNDS - 1, "%zu of the 12 rounds found", found);
+	cr_assert_leq(g.boundaries - before, 12, "%zu boundaries in 12 rounds",
+	              g.boundaries - before);
+}
+
+/* A round as sgen_round_times, then `polls` polls (520 events, noise whatever the rounds weigh)
+ * 1.7 s apart, the last ending the round. */
+static uint64_t
+sgen_round_polled(struct sgen *g, uint64_t times, int polls)
+{
+	uint64_t end = sgen_round_times(g, times, 12, 0);
+	for (int poll = 0; poll < polls; poll++) {
+		sgen_idle(g, 33);
+		sgen_step(g, 520, SMIB, false);
+	}
+	return end;
+}
+
+/* As live (run 3's server parent replayed with its first minute 10 times heavier): the heavy
+ * first rounds came faster than the later ones (3.4 s, then 6.8 s), so the period learnt from
+ * them is not theirs, and polls come between the rounds all along. The polls are noise to the
+ * rounds that shrank too, so they neither make nor break their rhythm. */
+Test(detect_server, rounds_that_shrank_and_slowed_among_polls_are_learnt_again)
+{
+	struct sgen g;
+	struct rt_detect_server_params p = sdefaults();
+	sgen_init(&g, &p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 5; round++)
+		sgen_round_polled(&g, 10, 1);
+	cr_assert_eq(g.boundaries, 5);
+	size_t found = 0, before = g.boundaries;
+	for (size_t round = 1; round <= 12; round++) {
+		size_t was = g.boundaries;
+		uint64_t end = sgen_round_polled(&g, 1, 3);
+		found += g.boundaries == was + 1 && g.d.boundary_us == end;
+	}
+	cr_assert_geq(found, 12 - RT_DETECT_LOCK_ROUNDS - 2, "%zu of the 12 rounds found", found);
+	cr_assert_leq(g.boundaries - before, 12, "%zu boundaries in 12 rounds",
+	              g.boundaries - before);
+}
+
+/* A round waiting for a straggler: the first update, then for about six periods the other
+ * clients' task polls (noise, each an activity of its own, every 2 s), then the straggler's
+ * update and the aggregation. Returns the boundaries during the wait; *after: whether the
+ * round then ended once at most (a wait that long splits its activity, as without polls) and
+ * each of the next 3 rounds once, at its aggregation. */
+static size_t
+sgen_straggler(const struct rt_detect_server_params *p, bool *after)
+{
+	struct sgen g;
+	sgen_init(&g, p);
+	sgen_start_up(&g);
+	for (size_t round = 1; round <= 5; round++)
+		sgen_round(&g, 12, 100);
+	size_t before = g.boundaries;
+	sgen_burst(&g, 3, 1000);
+	for (int poll = 0; poll < 14; poll++) {
+		sgen_idle(&g, 59);
+		sgen_step(&g, 700, SMIB, false);
+	}
+	size_t during = g.boundaries - before;
+	sgen_idle(&g, 12);
+	sgen_burst(&g, 4, 2000);
+	sgen_idle(&g, 12);
+	for (int i = 0; i < 3; i++)
+		sgen_step(&g, 500, 200 * SMIB, true);
+	sgen_idle(&g, 100);
+	*after = g.boundaries - before - during <= 1;
+	for (size_t round = 1; round <= 3; round++) {
+		size_t was = g.boundaries;
+		uint64_t end = sgen_round(&g, 12, 100);
+		*after = *after && g.boundaries == was + 1 && g.d.boundary_us == end;
+	}
+	return during;
+}
+
+/* The polls keep coming for several periods with no round, but at their own interval: they are
+ * not taken for rounds that shrank (they would count as rounds, one a poll), and the rounds
+ * after the straggler's are found as before. With any interval taken for the period, they
+ * are. */
+Test(detect_server, polls_while_a_straggler_trains_are_no_rounds)
+{
+	struct rt_detect_server_params p = sdefaults();
+	bool after;
+	size_t during = sgen_straggler(&p, &after);
+	cr_assert_eq(during, 0, "%zu rounds counted during the wait", during);
+	cr_assert(after, "the rounds after the straggler's ended each at its aggregation");
+	p.rhythm_spread_permille = 1000;
+	cr_assert_gt(sgen_straggler(&p, &after), 0, "without the rhythm, the polls count");
 }
 
 /* Once the period is known, a pause inside a round's activity longer than gap_us (a slow
