@@ -106,6 +106,8 @@ struct rt_python_api {
 	/* Around an API caller's allocator action; without both the GIL stays held. */
 	void *(*save_thread)(void);     /* PyEval_SaveThread */
 	void (*restore_thread)(void *); /* PyEval_RestoreThread */
+	/* For the exit's wait (rt_python_hook_exit); without it there is none. */
+	rt_pyobj (*cfunction_new)(void *, rt_pyobj, rt_pyobj); /* PyCFunction_NewEx */
 };
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
@@ -249,6 +251,7 @@ rt_python_resolve(void)
 	*(void **)&a.setattr = rt_python_sym("PyObject_SetAttrString");
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
+	*(void **)&a.cfunction_new = rt_python_sym("PyCFunction_NewEx");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
@@ -558,6 +561,75 @@ rt_python_forget_dummy(rt_pyobj before)
 	rt_py.decref(threading);
 }
 
+/* The program's exit waits for the library's thread's steps in progress before CPython begins to
+ * finalise: CPython ends that thread where it asks for the GIL back once finalisation has begun,
+ * and a program lock that a finalizer it runs holds then (a logging handler's around a write that
+ * let the GIL go) would stay held for ever, and exit-time code that takes it would hang. An
+ * atexit callback of the library's, registered at the thread's first steps (so the program's
+ * atexit._ncallbacks() counts one more), ends the thread's steps: none starts after it, and it
+ * waits, the GIL let go, for the one in progress, as long as the collection it runs, bounded (a
+ * finalizer may wait on something the exiting thread holds). A program that calls
+ * atexit._run_exitfuncs() itself ends them as well: the main thread's pending call takes them. */
+#define RT_PY_EXIT_WAIT_S 10
+#define RT_PY_METH_NOARGS 0x0004
+static atomic_bool rt_py_exiting;
+static atomic_bool rt_py_exit_hooked;
+
+/* CPython's PyMethodDef, whose layout is part of its stable ABI. */
+struct rt_py_method_def {
+	const char *name;
+	rt_pyobj (*meth)(rt_pyobj, rt_pyobj);
+	int flags;
+	const char *doc;
+};
+
+static rt_pyobj
+rt_python_exit_wait(rt_pyobj self, rt_pyobj unused)
+{
+	(void)self, (void)unused;
+	atomic_store(&rt_py_exiting, true);
+	if (atomic_load(&rt_py_thread_busy) > 0 && !rt_py_thread_self) {
+		struct timespec start, now;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		void *state = rt_py.save_thread();
+		for (unsigned busy; (busy = atomic_load(&rt_py_thread_busy)) > 0;) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec - start.tv_sec >= RT_PY_EXIT_WAIT_S)
+				break;
+			struct timespec slice = {0, 1000000};
+			syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAIT_PRIVATE, busy, &slice,
+			        NULL, 0);
+		}
+		rt_py.restore_thread(state);
+	}
+	rt_py.incref(rt_py.none);
+	return rt_py.none;
+}
+
+static struct rt_py_method_def rt_py_exit_def = {"roundtrim_exit", rt_python_exit_wait,
+                                                 RT_PY_METH_NOARGS, NULL};
+
+/* On the library's thread, holding the GIL, at its first steps: atexit.register(the wait), where
+ * the program has atexit (site imports it; python3 -S does not: nothing is imported). */
+static void
+rt_python_hook_exit(void)
+{
+	if (atomic_exchange(&rt_py_exit_hooked, true) || !rt_py.cfunction_new ||
+	    !rt_py.save_thread || !rt_py.restore_thread)
+		return;
+	rt_pyobj atexit = rt_python_module("atexit");
+	rt_pyobj fn = atexit ? rt_py.cfunction_new(&rt_py_exit_def, NULL, NULL) : NULL;
+	rt_pyobj done = fn ? rt_py.call_method(atexit, "register", "O", fn) : NULL;
+	if (done)
+		rt_py.decref(done);
+	else
+		rt_py.err_clear();
+	if (fn)
+		rt_py.decref(fn);
+	if (atexit)
+		rt_py.decref(atexit);
+}
+
 /* The library's thread no longer counts as out on a request, if it did: not in a fork child
  * made during the steps, whose count starts again from none (rt_python_forget_parent). */
 static void
@@ -583,7 +655,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
 	 * the thread stands down for good, as if CPython had ended it: no later round may send
 	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. */
-	if (!rt_py.is_initialized() || rt_py.is_finalizing()) {
+	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
 		rt_python_thread_unbusy();
 		return false;
 	}
@@ -610,13 +682,17 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	else if (atomic_load(&rt_py_thread_gen) == thread_gen &&
 	         rt_python_claim(word, generation, cuda, &next))
 		atomic_store(&rt_py_thread_declined, true);
-	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen)
+	/* The program began to exit while this thread waited for the GIL: no steps start. */
+	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen &&
+	    !atomic_load(&rt_py_exiting))
 		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
 		       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 		}
 	struct rt_python_outcome answer;
-	if (claimed)
+	if (claimed) {
+		rt_python_hook_exit();
 		rt_python_steps(&answer, cuda, false, true);
+	}
 	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */
 	rt_python_forget_dummy(before);
 	if (before)
@@ -630,10 +706,6 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	return true;
 }
 
-/* The thread's exit, however it ends: a normal return, or CPython's pthread_exit inside
- * PyGILState_Ensure at finalisation, which unwinds through this handler. A thread still counted
- * after that would make the worker count a task that is gone, and take the program's last
- * thread for gone while the main thread finalises. arg: its generation. */
 /* The end of the library's thread of generation gen (counted: it stops being a task). */
 static void
 rt_python_thread_ends(uint32_t gen, bool counted)
@@ -658,6 +730,10 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		rt_worker_life_wake();
 }
 
+/* The thread's exit by a normal return (CPython's pthread_exit parks it instead:
+ * rt_python_thread_park). A thread still counted after that would make the worker count a task
+ * that is gone, and take the program's last thread for gone while the main thread finalises.
+ * arg: its generation. */
 static void
 rt_python_thread_gone(void *arg)
 {

@@ -517,9 +517,9 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 
 /* Three exits of exit_during.py HOW (extra: more NAME=VALUE) landing on the library's thread's
  * steps, which CPython ends when they ask for the GIL back: each exits with the program's own
- * status (3), no signal, no fatal error. */
+ * status (3), no signal, no fatal error, and its stderr holds `expect` (NULL: anything). */
 static void
-py_exits_while_cpython_ends_the_librarys_thread(const char *how, const char *extra)
+py_exits_during_the_librarys_steps(const char *how, const char *extra, const char *expect)
 {
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, extra, NULL};
 	signal(SIGPIPE, SIG_IGN);
@@ -537,6 +537,8 @@ py_exits_while_cpython_ends_the_librarys_thread(const char *how, const char *ext
 		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
 		          "exit %d: status %d, stderr: %s", i, run.proc.status, err);
 		cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
+		if (expect)
+			th_expect_in(err, expect);
 	}
 }
 
@@ -546,7 +548,7 @@ py_exits_while_cpython_ends_the_librarys_thread(const char *how, const char *ext
  * main thread for gone and ended the process with exit(0) while it still finalised. */
 Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread)
 {
-	py_exits_while_cpython_ends_the_librarys_thread("slow", NULL);
+	py_exits_during_the_librarys_steps("slow", NULL, NULL);
 }
 
 /* The same with the finalizer inside a C++ op whose RAII guard lets the GIL go, as pybind11 does
@@ -557,7 +559,17 @@ Test(python, exit_status_kept_when_cpython_ends_the_librarys_thread_in_a_cxx_op)
 {
 	char guard[PATH_MAX];
 	snprintf(guard, sizeof(guard), "GIL_GUARD=%s", th_workload("libgil_guard.so"));
-	py_exits_while_cpython_ends_the_librarys_thread("cxx", guard);
+	py_exits_during_the_librarys_steps("cxx", guard, NULL);
+}
+
+/* The program exits while a finalizer on the library's thread holds a lock of the program's (a
+ * logging handler's around a write that let the GIL go), and an object torn down at exit takes
+ * that lock: CPython stopped the thread where it asked for the GIL back, the lock stayed held,
+ * and the exit hung for ever (3 of 3). The exit now waits for the steps in progress before
+ * finalisation begins. */
+Test(python, exit_waits_for_a_lock_the_librarys_steps_hold)
+{
+	py_exits_during_the_librarys_steps("lock", NULL, "teardown took the lock");
 }
 
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for

@@ -8,14 +8,18 @@ keeps the GIL for 20 ms, "none" goes on at once, "slow" sleeps 200 ms (CPython e
 thread when it asks for the GIL back after finalisation began) and makes finalisation last 1 s
 (sys.stdout becomes an object whose flush() sleeps once the interpreter finalises); "cxx" does as
 "slow" with the 200 ms inside a C++ op whose RAII guard lets the GIL go (GIL_GUARD: the path of
-test/workloads/dso/gil_guard.cpp's object), as PyTorch's ops do. At EOF on stdin
+test/workloads/dso/gil_guard.cpp's object), as PyTorch's ops do; "lock" holds a lock of the
+program's for 200 ms, as a logging handler around a write, and an object torn down at exit takes
+it 400 ms into finalisation (it writes "teardown took the lock" to stderr). At EOF on stdin
 the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then.
 Before "ready" it waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
 import ctypes
 import gc
 import os
 import sys
+import threading
 import time
+import types
 import weakref
 
 import librarythread
@@ -23,10 +27,18 @@ import librarythread
 N = 2000
 first = []
 guard = []
+LOCK = threading.Lock()
 
 
 class Node:
     pass
+
+
+class LockAtTeardown:
+    def __del__(self, lock=LOCK, sleep=time.sleep, write=os.write):
+        sleep(0.4)
+        with lock:
+            write(2, b"teardown took the lock\n")
 
 
 class SlowFlush:
@@ -49,6 +61,9 @@ def finalized(how):
         time.sleep(0.2)
     elif how == "cxx":
         guard[0].gil_guard_work(200)
+    elif how == "lock":
+        with LOCK:
+            time.sleep(0.2)
     elif how == "spin":
         end = time.monotonic() + 0.02
         while time.monotonic() < end:
@@ -71,6 +86,10 @@ def main():
     sys.stdin.buffer.read()
     if how in ("slow", "cxx"):
         sys.stdout = SlowFlush()
+    if how == "lock":
+        teardown = types.ModuleType("exit_during_teardown")
+        teardown.keep = LockAtTeardown()
+        sys.modules[teardown.__name__] = teardown
     return 3
 
 
