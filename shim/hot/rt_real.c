@@ -180,6 +180,14 @@ rt_real_next(const struct rt_real_scope *scope, const char *name)
 	return NULL;
 }
 
+void *
+rt_real_lookup_next(const char *name)
+{
+	struct rt_real_scope scope = {.complete = true};
+	dl_iterate_phdr(rt_real_collect, &scope);
+	return rt_real_next(&scope, name);
+}
+
 /* Assigning a void * to a function pointer is what dlsym(3) prescribes. Two threads may resolve
  * at once (before the constructor): each stores what the other does. */
 #define RT_RESOLVE(field, name) *(void **)(&rt_real.field) = rt_real_next(&scope, name)
@@ -227,7 +235,6 @@ rt_real_resolve(void)
 	RT_RESOLVE(sigset, "sigset");
 	RT_RESOLVE(pthread_create, "pthread_create");
 	RT_RESOLVE(fork, "fork");
-	RT_RESOLVE(pthread_exit, "pthread_exit");
 	/* glibc's own entry points, for the unlikely case where nothing after this object
 	 * defines the four. */
 	if (!rt_real.malloc || !next_free || !rt_real.calloc || !next_realloc) {

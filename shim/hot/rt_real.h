@@ -56,7 +56,6 @@ struct rt_real_fns {
 	 * waits for the new thread (rt_tasks). */
 	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	pid_t (*fork)(void);
-	void (*pthread_exit)(void *);
 };
 
 /* Hidden: reached PC-relative from the hot path, not through the GOT. free and realloc hold
@@ -71,6 +70,11 @@ extern bool rt_real_ready;
  * name that the symbol tables cannot answer) are served from the bootstrap buffer
  * (jemalloc#329/#443, libfaketime#130/#365 deadlocked here). */
 void rt_real_resolve(void);
+/* name's next definition after this object, as rt_real_resolve finds the others, for a call
+ * resolved at its first use. dl_iterate_phdr takes only the loader's write lock, which dlopen
+ * does not hold while constructors run; only an object whose tables cannot answer sends it to
+ * dlsym. */
+void *rt_real_lookup_next(const char *name);
 /* Whether the calling thread is inside rt_real_resolve. */
 bool rt_real_resolving(void);
 

@@ -564,12 +564,14 @@ rt_python_forget_dummy(rt_pyobj before)
 /* The program's exit waits for the library's thread's steps in progress before CPython begins to
  * finalise: CPython ends that thread where it asks for the GIL back once finalisation has begun,
  * and a program lock that a finalizer it runs holds then (a logging handler's around a write that
- * let the GIL go) would stay held for ever, and exit-time code that takes it would hang. An
- * atexit callback of the library's, registered at the thread's first steps (so the program's
- * atexit._ncallbacks() counts one more), ends the thread's steps: none starts after it, and it
- * waits, the GIL let go, for the one in progress, as long as the collection it runs, bounded (a
- * finalizer may wait on something the exiting thread holds). A program that calls
- * atexit._run_exitfuncs() itself ends them as well: the main thread's pending call takes them. */
+ * let the GIL go) would stay held for ever, and exit-time code that takes it would hang. A
+ * callback of the library's in threading's exit calls (threading._register_atexit: the first
+ * thing CPython's finalisation runs, from threading._shutdown, before it joins the program's
+ * threads and runs atexit's callbacks), registered at the thread's first steps (it takes steps
+ * only once the program has imported threading; threading._threading_atexits then holds one
+ * entry more), ends the thread's steps: none starts after it, and it waits, the GIL let go, for
+ * the one in progress, as long as the collection it runs, bounded (a finalizer may wait on
+ * something the exiting thread holds). */
 #define RT_PY_EXIT_WAIT_S 10
 #define RT_PY_METH_NOARGS 0x0004
 static atomic_bool rt_py_exiting;
@@ -609,25 +611,27 @@ rt_python_exit_wait(rt_pyobj self, rt_pyobj unused)
 static struct rt_py_method_def rt_py_exit_def = {"roundtrim_exit", rt_python_exit_wait,
                                                  RT_PY_METH_NOARGS, NULL};
 
-/* On the library's thread, holding the GIL, at its first steps: atexit.register(the wait), where
- * the program has atexit (site imports it; python3 -S does not: nothing is imported). */
+/* On the library's thread, holding the GIL, at its steps until it took:
+ * threading._register_atexit(the wait). Nothing is imported: threading is there, or the thread
+ * would take no steps. */
 static void
 rt_python_hook_exit(void)
 {
-	if (atomic_exchange(&rt_py_exit_hooked, true) || !rt_py.cfunction_new ||
-	    !rt_py.save_thread || !rt_py.restore_thread)
+	if (atomic_load(&rt_py_exit_hooked) || !rt_py.cfunction_new || !rt_py.save_thread ||
+	    !rt_py.restore_thread)
 		return;
-	rt_pyobj atexit = rt_python_module("atexit");
-	rt_pyobj fn = atexit ? rt_py.cfunction_new(&rt_py_exit_def, NULL, NULL) : NULL;
-	rt_pyobj done = fn ? rt_py.call_method(atexit, "register", "O", fn) : NULL;
-	if (done)
+	rt_pyobj threading = rt_python_module("threading");
+	rt_pyobj fn = threading ? rt_py.cfunction_new(&rt_py_exit_def, NULL, NULL) : NULL;
+	rt_pyobj done = fn ? rt_py.call_method(threading, "_register_atexit", "O", fn) : NULL;
+	if (done) {
+		atomic_store(&rt_py_exit_hooked, true);
 		rt_py.decref(done);
-	else
+	} else
 		rt_py.err_clear();
 	if (fn)
 		rt_py.decref(fn);
-	if (atexit)
-		rt_py.decref(atexit);
+	if (threading)
+		rt_py.decref(threading);
 }
 
 /* The library's thread no longer counts as out on a request, if it did: not in a fork child
@@ -638,6 +642,8 @@ rt_python_thread_unbusy(void)
 	if (rt_py_thread_in_take) {
 		rt_py_thread_in_take = false;
 		atomic_fetch_sub(&rt_py_thread_busy, 1);
+		/* The exit's wait (rt_python_exit_wait) sleeps on it. */
+		syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
 }
 
@@ -1119,6 +1125,12 @@ rt_python_read(const struct rt_config *cfg)
 	if (r.found) {
 		r.initialized = rt_py.is_initialized() != 0;
 		r.finalizing = rt_py.is_finalizing() != 0;
+	}
+	/* An interpreter started again (an embedder's) is a new one: its exit gets its own wait,
+	 * and the library's thread its steps. */
+	if (r.found && !r.initialized && atomic_load(&rt_py_exit_hooked)) {
+		atomic_store(&rt_py_exiting, false);
+		atomic_store(&rt_py_exit_hooked, false);
 	}
 	return r;
 }

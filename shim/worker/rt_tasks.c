@@ -328,11 +328,18 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
 RT_EXPORT void
 pthread_exit(void *retval)
 {
+	/* libc's, looked up at the first call: at start-up the lookup cost every process 450
+	 * instructions, more than the start's budget had left (scripts/instructions.sh). */
+	static void (*_Atomic real_exit)(void *);
 	if (rt_python_thread_is_self())
 		rt_python_thread_park();
-	rt_real_resolve();
-	if (rt_real.pthread_exit)
-		rt_real.pthread_exit(retval);
+	void (*real)(void *) = atomic_load(&real_exit);
+	if (!real) {
+		*(void **)&real = rt_real_lookup_next("pthread_exit");
+		atomic_store(&real_exit, real);
+	}
+	if (real)
+		real(retval);
 	/* glibc always has it: the thread cannot end without it, and must not return. */
 	for (;;)
 		pause();
