@@ -184,7 +184,7 @@ $(BUILD)/test/bench/%: test/bench/%.c $(wildcard test/bench/*.h)
 # The release's own cost, in-process, against malloc_trim(0): it runs policy's rt_arena itself,
 # compiled in plain (so that callgrind's --toggle-collect finds rt_arena_release by name).
 $(BUILD)/test/bench/arena_cpu: test/bench/arena_cpu.c policy/rt_arena.c \
-		$(wildcard test/bench/*.h policy/*.h)
+		$(wildcard test/bench/*.h policy/*.h) shim/worker/rt_glibc_lock.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< policy/rt_arena.c \
 		-pthread -lm

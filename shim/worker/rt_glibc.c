@@ -2,6 +2,7 @@
  * policy/rt_arena.c): where glibc's main arena is, reads that cannot fault, glibc's own lock
  * protocol on an arena's mutex, the pauses between holds, and madvise. */
 #include "rt_glibc.h"
+#include "rt_glibc_lock.h"
 #include "rt_out.h"
 #include "rt_pages.h"
 #include "rt_probe.h"
@@ -11,11 +12,9 @@
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <link.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,33 +80,18 @@ rt_glibc_cas(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired)
 	                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-/* glibc's __libc_lock_lock: lll_lock(LLL_PRIVATE) on an int, 0 free, 1 locked, 2 locked with
- * (possibly) waiters, and __lll_lock_wait_private when it is taken. */
 static void
 rt_glibc_lock(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	int *futex = (int *)addr, zero = 0;
-	if (__atomic_compare_exchange_n(futex, &zero, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	if (__atomic_load_n(futex, __ATOMIC_RELAXED) != 2 &&
-	    __atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) == 0)
-		return;
-	do
-		syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-	while (__atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) != 0);
+	rt_glibc_lock_word((int *)addr);
 }
 
-/* glibc's __libc_lock_unlock: lll_unlock, which wakes one waiter when the word was 2. */
 static bool
 rt_glibc_unlock(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	int *futex = (int *)addr;
-	int old = __atomic_exchange_n(futex, 0, __ATOMIC_RELEASE);
-	if (old > 1)
-		syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	return old > 1;
+	return rt_glibc_unlock_word((int *)addr);
 }
 
 static int64_t

@@ -14,16 +14,15 @@
  * usage: arena_cpu --mib M [--threads T] [--min BYTES] [--max BYTES] [--keep N]
  *                  --action trim|release */
 #include "bench_common.h"
+#include "bench_heap.h"
 #include "rt_arena.h"
+#include "worker/rt_glibc_lock.h"
 
 #include <gnu/libc-version.h>
-#include <linux/futex.h>
 #include <malloc.h>
-#include <math.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 
 struct ac_thread {
@@ -38,16 +37,6 @@ static pthread_barrier_t ac_built;
 static pthread_mutex_t ac_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ac_cond = PTHREAD_COND_INITIALIZER;
 static bool ac_stop;
-
-/* stall's generator and size rule, so that the heap is stall's. */
-static uint64_t
-ac_next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
 
 static void *
 ac_build(void *arg)
@@ -65,8 +54,8 @@ ac_build(void *arg)
 				bench_die("out of memory");
 			blocks = more;
 		}
-		double u = (double)(ac_next(&t->rng) >> 11) / (double)(1ull << 53);
-		size_t size = (size_t)(ac_min * exp(u * log(ac_max / ac_min)));
+		/* stall's sizes, so that the heap is stall's. */
+		size_t size = bench_heap_size(&t->rng, ac_min, ac_max);
 		blocks[n] = malloc(size);
 		if (!blocks[n])
 			bench_die("out of memory");
@@ -97,26 +86,14 @@ static void
 ac_lock(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	int *futex = (int *)addr, zero = 0;
-	if (__atomic_compare_exchange_n(futex, &zero, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	if (__atomic_load_n(futex, __ATOMIC_RELAXED) != 2 &&
-	    __atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) == 0)
-		return;
-	do
-		syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-	while (__atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) != 0);
+	rt_glibc_lock_word((int *)addr);
 }
 
 static bool
 ac_unlock(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	int *futex = (int *)addr;
-	int old = __atomic_exchange_n(futex, 0, __ATOMIC_RELEASE);
-	if (old > 1)
-		syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	return old > 1;
+	return rt_glibc_unlock_word((int *)addr);
 }
 
 static void

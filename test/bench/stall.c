@@ -23,11 +23,11 @@
  *
  * usage: stall --mib M [--threads T] [--min BYTES] [--max BYTES] [--keep N] [--idle]
  *              --action self|roundtrim|none */
+#include "bench_heap.h"
 #include "bench_read.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -56,15 +56,6 @@ static atomic_long stall_nops;
 static int64_t stall_worst_unpreempted; /* ns */
 static long stall_preempted;
 
-static uint64_t
-stall_next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
-
 /* The blocks' sizes (log-uniform between them) and which of them stay: one in stall_keep. */
 static double stall_min = 64, stall_max = 256 * 1024;
 static long stall_keep = 10;
@@ -73,8 +64,7 @@ static bool stall_idle;
 static size_t
 stall_size(uint64_t *rng)
 {
-	double u = (double)(stall_next(rng) >> 11) / (double)(1ull << 53);
-	return (size_t)(stall_min * exp(u * log(stall_max / stall_min)));
+	return bench_heap_size(rng, stall_min, stall_max);
 }
 
 static void
