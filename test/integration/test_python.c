@@ -778,6 +778,22 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 }
 
+/* Starts SCRIPT, whose main thread sits in a C call before it has imported threading, and makes
+ * round 1: its steps are left to the main thread. That nothing runs meanwhile cannot be waited
+ * for: 20 times the grace after which the library's thread is sent, and finds threading
+ * missing (it ran the steps then, before). */
+static void
+py_round_left_to_the_main_thread(struct py_run *run, const char *script)
+{
+	char line[1024], answer[256];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start(run, script, NULL, manual, "ready");
+	py_round(run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert_not(th_read_line(&run->proc, answer, sizeof(answer), 1000),
+	              "the library's thread ran the steps: %s", answer);
+}
+
 /* A round while the program has not imported threading yet and its main thread sits in a read,
  * whose garbage's finalizer imports logging, and with it threading: the library's thread leaves
  * the steps to the main thread, which runs them when its read returns, so that the program's
@@ -786,15 +802,8 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 Test(python, program_main_thread_stays_threadings_main_thread)
 {
 	struct py_run run;
-	char line[1024], answer[256];
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
-	py_start(&run, "lazy_threading.py", NULL, manual, "ready");
-	py_round(&run, 1, line, sizeof(line));
-	th_expect_in(line, "\"python\":\"pending\"");
-	/* That nothing runs cannot be waited for: 20 times the grace after which the library's
-	 * thread is sent (it ran the steps then, before). */
-	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 1000),
-	              "the library's thread ran the steps: %s", answer);
+	char answer[256];
+	py_round_left_to_the_main_thread(&run, "lazy_threading.py");
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "finalized");
@@ -813,14 +822,7 @@ Test(python, steps_once_another_thread_imported_threading)
 {
 	struct py_run run;
 	char line[1024], answer[256];
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
-	py_start(&run, "late_threading.py", NULL, manual, "ready");
-	py_round(&run, 1, line, sizeof(line));
-	th_expect_in(line, "\"python\":\"pending\"");
-	/* That nothing runs cannot be waited for: 20 times the grace after which the library's
-	 * thread is sent, and finds threading missing. */
-	cr_assert_not(th_read_line(&run.proc, answer, sizeof(answer), 1000),
-	              "the library's thread ran the steps: %s", answer);
+	py_round_left_to_the_main_thread(&run, "late_threading.py");
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "imported");
@@ -888,19 +890,27 @@ Test(python, no_thread_of_ours_where_python_is_never_initialized)
  * thread from its start: a main thread that sits in a C call as soon as its script starts (here
  * after python3 -S and a few lines) still gets a round's steps from it while it waits (before:
  * the thread was started by a call the main thread never ran, and the steps waited). */
-Test(python, steps_while_the_main_thread_blocks_at_once)
+/* Starts python3 -S at_once.py HOW (NULL: none) with the library, and reads its "ready". */
+static void
+py_spawn_at_once(struct th_proc *proc, const char *how)
 {
-	struct th_proc proc;
-	char preload[PATH_MAX + 16], path[PATH_MAX], line[1024];
+	char preload[PATH_MAX + 16], path[PATH_MAX], line[256];
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
 	snprintf(path, sizeof(path), "%sat_once.py", PY_DIR);
 	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
 	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
 	                     NULL};
-	const char *argv[] = {PYTHON, "-S", path, NULL};
-	th_spawn(&proc, argv, env);
-	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	const char *argv[] = {PYTHON, "-S", path, how, NULL};
+	th_spawn(proc, argv, env);
+	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "ready");
+}
+
+Test(python, steps_while_the_main_thread_blocks_at_once)
+{
+	struct th_proc proc;
+	char line[1024];
+	py_spawn_at_once(&proc, NULL);
 	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
@@ -979,16 +989,8 @@ py_stacks_within(pid_t pid, long bound, char *seen, size_t size)
 Test(python, librarys_threads_give_their_stacks_back_after_a_round)
 {
 	struct th_proc proc;
-	char preload[PATH_MAX + 16], path[PATH_MAX], line[1024], seen[512];
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
-	snprintf(path, sizeof(path), "%sdeep_finalizer.py", PY_DIR);
-	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
-	                     NULL};
-	const char *argv[] = {PYTHON, "-S", path, NULL};
-	th_spawn(&proc, argv, env);
-	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
-	cr_assert_str_eq(line, "ready");
+	char line[1024], seen[512];
+	py_spawn_at_once(&proc, "deep");
 	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
 	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
 	          "the cycles were not collected while the main thread read");
