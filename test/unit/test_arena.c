@@ -1131,9 +1131,11 @@ t_check_heap(uintptr_t a, uintptr_t first)
 		cr_assert_eq(!(*W(c + 8) & RT_ARENA_PREV_INUSE), prev_free,
 		             "chunk %#lx: PREV_INUSE wrong", (unsigned long)c);
 		if (prev_free)
-			cr_assert_eq(*W(c), prev_size, "chunk %#lx: prev_size wrong", (unsigned long)c);
+			cr_assert_eq(*W(c), prev_size, "chunk %#lx: prev_size wrong",
+			             (unsigned long)c);
 		bool f = t_free(c);
-		cr_assert(!(f && prev_free), "two free chunks side by side at %#lx", (unsigned long)c);
+		cr_assert(!(f && prev_free), "two free chunks side by side at %#lx",
+		          (unsigned long)c);
 		free_walked += f;
 		prev_free = f;
 		prev_size = size;
@@ -1154,7 +1156,8 @@ t_check_heap(uintptr_t a, uintptr_t first)
 				cr_assert_eq(*W(*W(c + 40) + 32), c, "nextsize ring broken");
 			}
 			if (i == 1 && t_chunk_size(c) >= 1024)
-				cr_assert(!*W(c + 32) && !*W(c + 40), "unsorted with nextsize links");
+				cr_assert(!*W(c + 32) && !*W(c + 40),
+				          "unsorted with nextsize links");
 			free_listed++;
 		}
 	}
@@ -1179,9 +1182,11 @@ t_check_both_heaps(struct t_world *tw, unsigned hold)
 	t_check_heap(tw->main, tw->main_first);
 }
 
-Test(arena, fastbin_chunks_merge_with_their_free_neighbours_as_glibc_merges_them)
+/* 64-byte chunks between small free ones, in both arenas: no whole page is free until they
+ * merge. Returns how many fastbin chunks each arena holds. */
+static size_t
+t_fastbin_world(void)
 {
-	/* 64-byte chunks between small free ones: no whole page is free until they merge. */
 	static long sizes[4 * 200 + T_NSIZES];
 	size_t n = 0;
 	for (int i = 0; i < 200; i++) {
@@ -1198,6 +1203,12 @@ Test(arena, fastbin_chunks_merge_with_their_free_neighbours_as_glibc_merges_them
 	t_nextsize_rings(w.main);
 	size_t nfast = t_fastbin(w.thread, w.thread_first, 1000);
 	cr_assert_eq(t_fastbin(w.main, w.main_first, 1000), nfast);
+	return nfast;
+}
+
+Test(arena, fastbin_chunks_merge_with_their_free_neighbours_as_glibc_merges_them)
+{
+	size_t nfast = t_fastbin_world();
 	cr_assert_gt(nfast, 500);
 	cr_assert_eq(t_check_heap(w.thread, w.thread_first), nfast);
 	/* Without consolidation: the fastbin chunks pin the pages around them. */
@@ -1240,8 +1251,8 @@ Test(arena, large_neighbours_leave_their_nextsize_rings_whole)
 {
 	/* Heads and a second chunk of the same size in large bins, each beside a fastbin chunk;
 	 * 4096 and 4160 share a bin as two heads. */
-	static const long sizes[] = {64,    -2048, 64,  -2048, 64,    -2048, 64,  -4096, 64,
-	                             -4160, 64,    512, -3072, 64,    -3072, 64};
+	static const long sizes[] = {64, -2048, 64, -2048, 64,    -2048, 64,    -4096,
+	                             64, -4160, 64, 512,   -3072, 64,    -3072, 64};
 	t_world_init(sizes, sizeof(sizes) / sizeof(sizes[0]), sizes, 1, 0);
 	t_nextsize_rings(w.thread);
 	t_check_heap(w.thread, w.thread_first);
@@ -1457,29 +1468,6 @@ Test(arena, without_a_waiter_the_worker_never_yields)
 
 /* The release's pace (issue 26): what it reads, and the shim's inline accesses. */
 
-/* The fastbin world of fastbin_chunks_merge_with_their_free_neighbours_as_glibc_merges_them. */
-static size_t
-t_fastbin_world(void)
-{
-	static long sizes[4 * 200 + T_NSIZES];
-	size_t n = 0;
-	for (int i = 0; i < 200; i++) {
-		sizes[n++] = 64;
-		sizes[n++] = i % 3 ? -208 : -96;
-		sizes[n++] = 64;
-		sizes[n++] = i % 5 ? 64 : -1040;
-	}
-	for (size_t i = 0; i < T_NSIZES; i++)
-		sizes[n++] = t_sizes[i];
-	t_world_init(sizes, n, sizes, n, 0);
-	t_nfast = 0;
-	t_nextsize_rings(w.thread);
-	t_nextsize_rings(w.main);
-	size_t nfast = t_fastbin(w.thread, w.thread_first, 1000);
-	cr_assert_eq(t_fastbin(w.main, w.main_first, 1000), nfast);
-	return nfast;
-}
-
 Test(arena, inline_accesses_leave_the_heap_the_checked_ones_leave)
 {
 	size_t nfast = t_fastbin_world();
@@ -1534,7 +1522,8 @@ Test(arena, a_bin_walk_reads_the_chunk_after_only_a_chunk_with_a_page)
 	t_nunread = t_unread_hits = 0;
 	uintptr_t firsts[2] = {w.thread_first, w.main_first};
 	for (int k = 0; k < 2; k++)
-		for (uintptr_t c = firsts[k]; c < t_top(k ? w.main : w.thread); c += t_chunk_size(c))
+		for (uintptr_t c = firsts[k]; c < t_top(k ? w.main : w.thread);
+		     c += t_chunk_size(c))
 			if (t_free(c) && t_chunk_size(c) < T_PAGE) {
 				t_unread[t_nunread++] = c + t_chunk_size(c);
 				t_unread[t_nunread++] = c + t_chunk_size(c) + 8;
@@ -1588,8 +1577,8 @@ Test(arena, a_bin_that_goes_from_heap_to_heap_is_walked_whole)
 	size_t nf = 0;
 	for (size_t i = 0; i < sizeof(sizes2) / sizeof(sizes2[0]); i++) {
 		size_t size = (size_t)labs(sizes2[i]);
-		*W(at + 8) = size | (i && sizes2[i - 1] < 0 ? 0 : RT_ARENA_PREV_INUSE) |
-		             RT_ARENA_NON_MAIN;
+		*W(at + 8) =
+		    size | (i && sizes2[i - 1] < 0 ? 0 : RT_ARENA_PREV_INUSE) | RT_ARENA_NON_MAIN;
 		if (sizes2[i] < 0) {
 			*W(at + size) = size;
 			frees[nf++] = at;
