@@ -277,3 +277,9 @@ rt_python_start_due(const struct rt_python_start_readings *r)
 	return r->watched_us < RT_PYTHON_START_WATCH_US ? RT_PYTHON_START_WATCH
 	                                                : RT_PYTHON_START_NONE;
 }
+
+bool
+rt_python_gil_proven_free(const void *now, const void *first, const void *ours)
+{
+	return !now || now != first || now == ours;
+}

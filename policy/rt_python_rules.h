@@ -151,6 +151,14 @@ uint32_t rt_python_forget(uint32_t word);
 bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
                          uint64_t grace_us, bool thread_out, bool declined);
 
+/* Program thread: whether, by the thread state CPython shows current now (`now`), the caller
+ * provably does not hold the GIL: none is current, or the library's thread's is (`ours`,
+ * published while it holds the GIL: CPython 3.11 shows the holder's, whichever thread it is),
+ * or another than at the caller's first look (`first`): a caller that held the GIL would keep
+ * it, and its state current, for as long as it waits. From 3.12 the current state is the calling
+ * thread's own: none is the proof. */
+bool rt_python_gil_proven_free(const void *now, const void *first, const void *ours);
+
 /* Where the C API is a shared libpython's, the library's thread starts only in an interpreter
  * that is up: a program that exports the C API without ever initializing Python (gdb, vim
  * linked to libpython) never gets it (the interpreter's own executable starts it with the

@@ -1015,16 +1015,12 @@ rt_python_gil_maybe_held(void)
 	       !rt_py.this_tstate || !rt_py.current_tstate || rt_python_gil_held();
 }
 
-/* Whether the calling thread provably does not hold the GIL, from the thread state CPython shows
- * current: none, or the library's thread's (CPython 3.11 shows the holder's, whichever thread it
- * is: then that thread holds it), or another than at the caller's first look (`first`): a caller
- * that held the GIL would keep it, and its state current, for as long as it waits here. From
- * 3.12 the current state is the calling thread's own: none is the proof. */
+/* Whether the calling thread provably does not hold the GIL (rt_python_gil_proven_free). */
 static bool
 rt_python_gil_free(void *first)
 {
-	void *now = rt_py.current_tstate();
-	return !now || now != first || now == atomic_load(&rt_py_thread_tstate);
+	return rt_python_gil_proven_free(rt_py.current_tstate(), first,
+	                                 atomic_load(&rt_py_thread_tstate));
 }
 
 static void

@@ -311,6 +311,19 @@ Test(python_word, a_declined_request_is_not_taken_over)
 	cr_assert_not(rt_python_take_over(false, RT_PYTHON_ARMED, 900000, 50000, false, true));
 }
 
+/* A caller is known free of the GIL when CPython shows no current thread state, the library's
+ * thread's, or a state other than at its first look; the same foreign state all along may be
+ * its own. */
+Test(python_word, the_gil_is_proven_free_only_by_what_a_holder_could_not_show)
+{
+	static int mine, ours, other;
+	cr_assert(rt_python_gil_proven_free(NULL, &mine, &ours), "none current");
+	cr_assert(rt_python_gil_proven_free(&ours, &ours, &ours), "the library's thread holds it");
+	cr_assert(rt_python_gil_proven_free(&other, &mine, &ours), "the holder changed");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, &ours), "the same state all along");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, NULL), "no thread of ours");
+}
+
 /* The thread starts once the interpreter is up, from one queued call; before that the worker
  * looks often, for a while; never where it is not wanted, held back, or already there. */
 Test(python_word, the_thread_starts_once_the_interpreter_is_up)
