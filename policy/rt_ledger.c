@@ -166,7 +166,8 @@ rt_ledger_acted(struct rt_ledger *l, struct rt_round_record *rec, char *note, bo
 		first_failure = !l->action_failed_before;
 		l->action_failed_before = true;
 	}
-	l->actions++;
+	if (!rt_report_is_follow_up(rec))
+		l->actions++;
 	l->released_total_kib += rt_report_released_kib(rec);
 	return first_failure;
 }

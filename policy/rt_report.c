@@ -19,6 +19,12 @@ rt_report_released_kib(const struct rt_round_record *rec)
 	return rt_report_drop_kib(rec->rss_before_kib, rec->rss_after_kib);
 }
 
+bool
+rt_report_is_follow_up(const struct rt_round_record *rec)
+{
+	return rec->trigger && !strcmp(rec->trigger, RT_REPORT_TRIGGER_PYTHON);
+}
+
 void
 rt_report_escape(char *out, size_t size, const char *in, size_t max, bool quoted)
 {
@@ -262,7 +268,7 @@ rt_report_prom(char *buf, size_t size, const struct rt_prom_record *pr)
 	    "found (0 to 1; 0 before the first).\n"
 	    "# TYPE roundtrim_detection_confidence gauge\n"
 	    "roundtrim_detection_confidence{%s} %" PRIu32 ".%03" PRIu32 "\n"
-	    "# HELP roundtrim_actions_total Allocator actions run.\n"
+	    "# HELP roundtrim_actions_total Rounds and trims the allocator acted on.\n"
 	    "# TYPE roundtrim_actions_total counter\n"
 	    "roundtrim_actions_total{%s} %" PRIu64 "\n"
 	    "# HELP roundtrim_released_bytes_total RSS the actions released.\n"

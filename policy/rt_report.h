@@ -88,6 +88,9 @@ struct rt_status_record {
 };
 
 uint64_t rt_report_released_kib(const struct rt_round_record *rec);
+/* Whether the record is the release after a round's Python steps (RT_REPORT_TRIGGER_PYTHON):
+ * part of its round's action, not an action or a round of its own. */
+bool rt_report_is_follow_up(const struct rt_round_record *rec);
 
 /* Copies at most max bytes of in so that the result stays one line of printable ASCII: every
  * other byte (controls, DEL, and every byte of UTF-8 or of a C1 control, which a terminal would

@@ -15,7 +15,7 @@ rt_summary_init(struct rt_summary *s, int pid)
 void
 rt_summary_add(struct rt_summary *s, const struct rt_round_record *rec)
 {
-	bool python = rec->trigger && !strcmp(rec->trigger, RT_REPORT_TRIGGER_PYTHON);
+	bool python = rt_report_is_follow_up(rec);
 	if (s->lines == 0 || rec->round < s->first_round) {
 		s->first_round = rec->round;
 		s->first_after_kib = rec->rss_after_kib;
@@ -29,7 +29,7 @@ rt_summary_add(struct rt_summary *s, const struct rt_round_record *rec)
 		s->last_after_by_python = python;
 	}
 	s->lines++;
-	s->actions += strcmp(rec->action, rt_action_name(RT_ACTION_NONE)) != 0;
+	s->actions += !python && strcmp(rec->action, rt_action_name(RT_ACTION_NONE)) != 0;
 	s->released_kib += rt_report_released_kib(rec);
 	if (python)
 		return;

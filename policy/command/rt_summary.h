@@ -12,7 +12,7 @@ struct rt_summary {
 	int pid;
 	char allocator[RT_REPORT_WORD_MAX]; /* the allocator of the first round */
 	uint64_t lines;                     /* every line, Python follow-ups included */
-	uint64_t actions;                   /* lines whose action was not "none" */
+	uint64_t actions; /* rounds and trims acted on: own lines whose action was not "none" */
 	uint64_t released_kib;
 	uint64_t first_round, last_round; /* the lowest and highest round seen */
 	uint64_t first_after_kib, last_after_kib;
@@ -25,8 +25,8 @@ struct rt_summary {
 
 void rt_summary_init(struct rt_summary *s, int pid);
 /* Adds one of the process's stats lines, in any order. A Python follow-up
- * (RT_REPORT_TRIGGER_PYTHON) is an action and its release, and the RSS its round ended at, but no
- * round of its own. */
+ * (RT_REPORT_TRIGGER_PYTHON) is part of its round's action: its release, and the RSS its round
+ * ended at, but no action and no round of its own. */
 void rt_summary_add(struct rt_summary *s, const struct rt_round_record *rec);
 /* How fast RSS grows per round, before and after the actions: the least-squares slope of
  * rss_before_kib and rss_after_kib against the round, in MiB per round; 0 without two distinct

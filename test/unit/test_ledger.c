@@ -196,6 +196,38 @@ Test(ledger, a_failed_action_is_said_once)
 	cr_assert_eq(ledger.actions, 3);
 }
 
+/* The release after a round's Python steps adds its memory to the round's action, not a second
+ * action: status, report and the Prometheus file count rounds acted on alike. */
+Test(ledger, a_python_follow_up_is_no_action_of_its_own)
+{
+	rt_ledger_init(&ledger, 1);
+	struct rt_batch b = {0};
+	rt_batch_count(&b, 1, "fifo");
+	rt_ledger_close(&ledger, &b);
+	char note[RT_LEDGER_NOTE_MAX];
+	struct rt_round_record rec;
+	rt_ledger_start(&ledger, &b, 9, "glibc", note, &rec);
+	rec.action = "glibc_release";
+	rec.rss_before_kib = 5000;
+	rec.rss_after_kib = 4000;
+	rt_ledger_acted(&ledger, &rec, note, false);
+	struct rt_batch follow = {0};
+	rt_batch_python(&follow, 1, true);
+	rt_ledger_start(&ledger, &follow, 9, "glibc", note, &rec);
+	rec.action = "glibc_release";
+	rec.rss_before_kib = 4000;
+	rec.rss_after_kib = 3000;
+	rt_ledger_acted(&ledger, &rec, note, false);
+	struct rt_ledger_facts f = facts();
+	struct rt_status_record st;
+	rt_ledger_status(&ledger, &f, &st);
+	cr_assert_eq(st.actions, 1);
+	cr_assert_eq(st.released_total_kib, 2000);
+	struct rt_prom_record pr;
+	rt_ledger_prom(&ledger, &f, "0.1.0", &pr);
+	cr_assert_eq(pr.actions, 1);
+}
+
 /* A round that does not act leaves the last action's record as it was. */
 Test(ledger, counting_rounds_keep_the_last_action)
 {
