@@ -890,20 +890,30 @@ Test(python, no_thread_of_ours_where_python_is_never_initialized)
  * thread from its start: a main thread that sits in a C call as soon as its script starts (here
  * after python3 -S and a few lines) still gets a round's steps from it while it waits (before:
  * the thread was started by a call the main thread never ran, and the steps waited). */
-/* Starts python3 -S at_once.py HOW (NULL: none) with the library, and reads its "ready". */
+/* Starts python3 -S at_once.py HOW (NULL: none) with the library, and reads its "ready".
+ * stack_mib: its RLIMIT_STACK (prlimit, which runs without the library), 0 for the runner's;
+ * env(1) hands the library to python3 alone. */
+static void
+py_spawn_at_once_stack(struct th_proc *proc, const char *how, int stack_mib)
+{
+	char preload[PATH_MAX + 16], path[PATH_MAX], line[256], stack[64];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(path, sizeof(path), "%sat_once.py", PY_DIR);
+	snprintf(stack, sizeof(stack), "--stack=%ld", (long)stack_mib << 20);
+	const char *env[] = {th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
+	                     NULL};
+	const char *argv[] = {"/usr/bin/prlimit", stack, "/usr/bin/env", preload, PYTHON, "-S",
+	                      path, how, NULL};
+	th_spawn(proc, stack_mib ? argv : argv + 2, env);
+	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+}
+
 static void
 py_spawn_at_once(struct th_proc *proc, const char *how)
 {
-	char preload[PATH_MAX + 16], path[PATH_MAX], line[256];
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
-	snprintf(path, sizeof(path), "%sat_once.py", PY_DIR);
-	const char *env[] = {preload, th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
-	                     NULL};
-	const char *argv[] = {PYTHON, "-S", path, how, NULL};
-	th_spawn(proc, argv, env);
-	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
-	cr_assert_str_eq(line, "ready");
+	py_spawn_at_once_stack(proc, how, 0);
 }
 
 Test(python, steps_while_the_main_thread_blocks_at_once)
@@ -919,6 +929,25 @@ Test(python, steps_while_the_main_thread_blocks_at_once)
 	th_write(&proc, "x");
 	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
 	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0);
+}
+
+/* A program that raised RLIMIT_STACK to 64 MiB and its recursion limit, whose finalizer recurses
+ * some ten MiB deep in C (a list nested 60,000 deep) while the library's thread collects: the
+ * thread's stack is as large as the program's own threads get, and the program runs on (before:
+ * a fixed 8 MiB, SIGSEGV). */
+Test(python, a_finalizer_gets_the_stack_the_program_raised)
+{
+	struct th_proc proc;
+	char line[1024];
+	py_spawn_at_once_stack(&proc, "deeper", 64);
+	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the cycles were not collected while the main thread read");
+	cr_assert_str_eq(line, "collected 100 on=another");
+	th_write(&proc, "x");
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %#x",
+	          proc.status);
 }
 
 /* The resident KiB of the mapping that holds the stack pointer of task `tid` of pid; -1 while
