@@ -24,6 +24,8 @@
 #               fractions, heap sizes and thread counts, on glibc and jemalloc (bench-heap.sh)
 #  13 creds     what a seteuid call costs without the library, with it, and under the keeper
 #               (bench-creds.sh; needs root)
+#  14 gil       a program's throughput under a round storm while its main thread computes in C
+#               calls that keep or release the GIL (bench-gil.sh)
 # Environment:
 #   BENCH_QUICK=1  fewer and smaller runs: proves the harness, not the figures
 #   BENCH_OUT      where RESULTS.md and the PNGs go (default test/bench)
@@ -102,14 +104,14 @@ summary() {
 }
 
 # The figures, in the order of the page; each piece writes its own.
-FIGURES=(1 2 3 4 5 6 7 8 9 10 11 12 13)
+FIGURES=(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
 
 main() {
 	local piece n start load_before load_after
 	start=$(date +%s)
 	read -r load_before _ </proc/loadavg
 	rm -f "$RAW/summary.tsv" "$RAW/losses.md" "$RAW/commands.txt" "$RAW"/fig[0-9].md "$RAW"/fig[0-9][0-9].md
-	for piece in overhead latency startup stall memory arena auto sites between instructions fork heap creds; do
+	for piece in overhead latency startup stall memory arena auto sites between instructions fork heap creds gil; do
 		"$ROOT/scripts/bench-$piece.sh" || die "bench-$piece.sh failed"
 	done
 	for n in "${FIGURES[@]}"; do
