@@ -73,7 +73,7 @@ gil_run() {
 	exec {to}>&-
 	wait "$pid" || die "gil_hold $mode ($config) failed: $(tail -3 "$out.err")"
 	line=$(tail -1 "$out")
-	[[ $line =~ ^ops\ [0-9]+\ seconds\ [0-9.]+\ collections\ [0-9]+$ ]] ||
+	[[ $line =~ ^ops\ [0-9]+\ seconds\ [0-9.]+\ collections\ [0-9]+\ on_main\ [0-9]+$ ]] ||
 		die "gil_hold printed: $line"
 }
 
@@ -92,8 +92,10 @@ rate() {
 # a verdict where GOAL is a number, else "no goal".
 gil_row() {
 	local mode=$1 config=$2 base=$3 pairs=$4 goal=$5 ratios="" rates="" per_s="" p m lo hi
-	local verdict="no goal" shown="—"
+	local verdict="no goal" shown="—" all=0 main=0 share="—"
 	for ((p = 1; p <= pairs; p++)); do
+		all=$((all + $(field "$RAW/gil/$mode.$config.$p.txt" collections)))
+		main=$((main + $(field "$RAW/gil/$mode.$config.$p.txt" on_main)))
 		ratios+="$(ratio "$(rate "$mode" "$config" "$p")" "$(rate "$mode" "$base" "$p")")"$'\n'
 		rates+="$(rate "$mode" "$config" "$p")"$'\n'
 		per_s+="$(awk -v c="$(field "$RAW/gil/$mode.$config.$p.txt" collections)" \
@@ -101,6 +103,7 @@ gil_row() {
 			'BEGIN { printf "%.4f\n", c / s }')"$'\n'
 	done
 	read -r m lo hi < <(spread <<<"${ratios%$'\n'}")
+	((all == 0)) || share="$((100 * main / all)) %"
 	if [[ $goal != - ]]; then
 		shown="≥ $goal" verdict=missed
 		at_most "$goal" "$m" && verdict=met
@@ -109,7 +112,7 @@ gil_row() {
 	fi
 	summary_row 14 "round storm, main thread in C calls that $([[ $mode == hold ]] && echo keep || echo release) the GIL: throughput, $config / $base" \
 		"$shown" "$(fmt "$m" 3)" "$(fmt "$lo" 3)" "$(fmt "$hi" 3)" "$verdict"
-	echo "| $mode | $config / $base | $(fmt "$(median <<<"${rates%$'\n'}")" 1) | $(fmt "$(median <<<"${per_s%$'\n'}")" 1) | $(fmt "$m" 3) | $(fmt "$lo" 3) | $(fmt "$hi" 3) | $shown | $verdict |"
+	echo "| $mode | $config / $base | $(fmt "$(median <<<"${rates%$'\n'}")" 1) | $(fmt "$(median <<<"${per_s%$'\n'}")" 1) | $share | $(fmt "$m" 3) | $(fmt "$lo" 3) | $(fmt "$hi" 3) | $shown | $verdict |"
 }
 
 main() {
@@ -139,7 +142,8 @@ main() {
 		echo "NVFlare does at a round's end (self: gc.collect(), malloc_trim(0)); ROUNDTRIM_PYTHON=off;"
 		echo "=main (the steps on the main thread only) and the default (the main thread first, then"
 		echo "the library's thread). Throughput: calls per second, median; full collections per second"
-		echo "(gc.callbacks, any thread), median; ratio per pair, median [min–max]. The goal is the"
+		echo "(gc.callbacks, any thread), median, and the share of them the main thread ran, all runs;"
+		echo "ratio per pair, median [min–max]. The goal is the"
 		echo "default against the program's own cleanup at the same pace: the library's thread waiting"
 		echo "for the GIL, or collecting while the main thread computes without it, costs the program"
 		echo "no more than cleaning up itself (≥ 0.95, for the noise of a shared machine). The rows"
@@ -148,8 +152,8 @@ main() {
 		echo "no collections): a pending call from another thread is seen only at the main thread's"
 		echo "next GIL switch (roundtrim(7), PYTHON)."
 		echo
-		echo "| mode | configuration / base | calls/s | collections/s | median ratio | min | max | goal | verdict |"
-		echo "|---|---|---|---|---|---|---|---|---|"
+		echo "| mode | configuration / base | calls/s | collections/s | on the main thread | median ratio | min | max | goal | verdict |"
+		echo "|---|---|---|---|---|---|---|---|---|---|"
 		for mode in "${MODES[@]}"; do
 			gil_row "$mode" default self "$pairs" 0.95
 			gil_row "$mode" default none "$pairs" -

@@ -7,10 +7,12 @@ BLAS call lets the GIL go, as torch's ops do. Each call leaves 100 small referen
 garbage a training step leaves, for the collector. With CLEANUP_MS, the program cleans up
 itself as NVFlare does at a round's end (gc.collect(), then glibc's malloc_trim(0)) whenever
 CLEANUP_MS have passed since its last cleanup, between two calls. Prints "ready", reads a line of stdin (the
-driver's go), computes for SECONDS and prints "ops N seconds S collections C": the calls made,
-the time they took and the full collections run meanwhile, on any thread (gc.callbacks)."""
+driver's go), computes for SECONDS and prints "ops N seconds S collections C on_main M": the
+calls made, the time they took, the full collections run meanwhile on any thread (gc.callbacks)
+and those among them that ran on the main thread."""
 import ctypes
 import gc
+import threading
 import random
 import sys
 import time
@@ -19,12 +21,15 @@ import numpy
 
 MODE, SECONDS = sys.argv[1], float(sys.argv[2])
 CLEANUP_S = float(sys.argv[3]) / 1000 if sys.argv[3:] else 0
-full = []
+full, on_main = [], []
+MAIN = threading.get_ident()
 
 
 def count(phase, info):
     if phase == "stop" and info["generation"] == 2:
         full.append(1)
+        if threading.get_ident() == MAIN:
+            on_main.append(1)
 
 
 class Node:
@@ -65,5 +70,5 @@ while time.monotonic() < end:
         gc.collect()
         libc.malloc_trim(0)
         cleaned = time.monotonic()
-print("ops %d seconds %.3f collections %d" % (ops, time.monotonic() - start, len(full)),
-      flush=True)
+print("ops %d seconds %.3f collections %d on_main %d"
+      % (ops, time.monotonic() - start, len(full), len(on_main)), flush=True)
