@@ -61,20 +61,23 @@
  * checks no footer at all. Nothing is written for such a chunk (a page is given back, and a
  * free neighbour unlinked by the fastbins' consolidation, only once its footer is checked), so
  * the heap is left no worse; glibc reports that corruption when it next merges there.
- * Measured (callgrind, 128 MiB of 32-2,048-byte blocks, 1 in 16 kept, 2 threads): 84.7
- * million instructions before, 77.9 after (68.2 before the prefetches ahead, which cost
- * instructions and save time), malloc_trim 8.3 million, all with 0.44-0.45 million
- * first-level misses; on 1 GiB the CPU time went from 1.55 to 1.08 times malloc_trim's
- * (medians of 9 pairs, load 4-5). Then the heap of the last address looked up kept as its
- * bounds, the per-chunk checks inlined and a free neighbour's bounds and footer, read by the
- * consolidation, not read again by the unlink check, and a link looked for in the heaps before
- * among the bin headers: 55.3 million (test/bench/arena_cpu; 1,180 against malloc_trim's 165
- * on fastbin chunks alone, 1,571 before), the same misses; CPU time 1.00 to 1.04 times
- * malloc_trim's on fastbin chunks alone, 1.04 to 1.14 on the mixed heap (medians of pairs at
- * load 5-12 on 2 shared cores, whose pairs spread from 0.86 to 1.31). The rest is
- * the checks themselves, which malloc_trim does not make, and they cost instructions, not
- * misses: a copy of the consolidation made with ops->direct as a constant (no test before
- * each word) counted more instructions, not fewer, and was dropped.
+ * Measured with test/bench/arena_cpu under callgrind (`valgrind --tool=callgrind
+ * --toggle-collect=rt_arena_release build/test/bench/arena_cpu --mib 128 --threads 2 --min 32
+ * --max 2048 --keep 16 --action release`; malloc_trim with --toggle-collect=malloc_trim and
+ * --action trim): 84.7 million instructions at first; 55.3 million after the inline accesses,
+ * the prefetches ahead (which cost instructions and save time), the heap of the last address
+ * looked up kept as its bounds, the per-chunk checks inlined, a free neighbour's bounds and
+ * footer read once and a link looked for in the heaps before among the bin headers, with the
+ * same 0.44-0.45 million first-level misses as malloc_trim's 8.3 million instructions; 57.3
+ * million with the checks in glibc's order (above). Fastbin chunks alone (--min 16 --max 128):
+ * 1,571, then 1,180, then 1,210 million against malloc_trim's 165. CPU time (in-process,
+ * medians of pairs on 2 shared cores): from 1.55 times malloc_trim's at first to 1.00-1.04 on
+ * fastbin chunks alone and 1.04-1.14 on the mixed heap at 1 GiB (load 5-12, pairs spread
+ * 0.86-1.31); the checks in glibc's order against the release before them, at load 1.7-1.9:
+ * 0.91 (4 pairs, mixed, 512 MiB) and 1.02 (3 pairs, fastbin chunks alone, 256 MiB), within the
+ * pairs' spread. The rest is the checks themselves, which malloc_trim does not make, and they cost
+ * instructions, not misses: a copy of the consolidation made with ops->direct as a constant (no
+ * test before each word) counted more instructions, not fewer, and was dropped.
  *
  * Weighed and left:
  * - Fixed thresholds (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD): glibc would trim thread tops
