@@ -68,13 +68,13 @@
  * the prefetches ahead (which cost instructions and save time), the heap of the last address
  * looked up kept as its bounds, the per-chunk checks inlined, a free neighbour's bounds and
  * footer read once and a link looked for in the heaps before among the bin headers, with the
- * same 0.44-0.45 million first-level misses as malloc_trim's 8.3 million instructions; 57.3
+ * same 0.44-0.45 million first-level misses as malloc_trim's 8.3 million instructions; 56.3
  * million with the checks in glibc's order (above). Fastbin chunks alone (--min 16 --max 128):
- * 1,571, then 1,180, then 1,210 million against malloc_trim's 165. CPU time (in-process,
+ * 1,571, then 1,180, then 1,195 million against malloc_trim's 165. CPU time (in-process,
  * medians of pairs on 2 shared cores): from 1.55 times malloc_trim's at first to 1.00-1.04 on
  * fastbin chunks alone and 1.04-1.14 on the mixed heap at 1 GiB (load 5-12, pairs spread
- * 0.86-1.31); the checks in glibc's order against the release before them, at load 1.7-1.9:
- * 0.91 (4 pairs, mixed, 512 MiB) and 1.02 (3 pairs, fastbin chunks alone, 256 MiB), within the
+ * 0.86-1.31); the checks in glibc's order against the release before them, at load 3.1: 0.97
+ * (4 pairs, mixed, 512 MiB) and 0.98 (3 pairs, fastbin chunks alone, 256 MiB), within the
  * pairs' spread. The rest is the checks themselves, which malloc_trim does not make, and they cost
  * instructions, not misses: a copy of the consolidation made with ops->direct as a constant (no
  * test before each word) counted more instructions, not fewer, and was dropped.
@@ -538,6 +538,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 	v->main_arena = main_arena;
 	v->nheaps = 0;
 	v->near = (struct rt_arena_range){0, 0};
+	v->sizes_below = true;
 	v->top = rt_arena_word(words, RT_ARENA_TOP);
 	v->top_size = 0;
 	v->top_heap = 0;
@@ -565,6 +566,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		}
 		v->heaps[0] = (struct rt_arena_range){end - system, end};
 		v->nheaps = 1;
+		v->sizes_below = v->heaps[0].start >= system;
 		return RT_ARENA_SEEN_OK;
 	}
 	uintptr_t top_heap = v->top & ~(env->heap_max - 1);
@@ -593,6 +595,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 			at--;
 		}
 		v->heaps[at] = r;
+		v->sizes_below &= r.start >= r.end - r.start;
 		uintptr_t prev = rt_arena_word(info, RT_ARENA_HEAP_PREV);
 		if (!prev && h + RT_ARENA_HEAP_INFO_SIZE != arena) {
 			*why = "an arena's first heap does not hold the arena";
@@ -998,11 +1001,13 @@ rt_arena_unlink(const struct rt_arena_env *env, uintptr_t q)
  * passes, and glibc aborts). No write falls among the arena's words before its bins (fastbins,
  * top): every link is a bin header or a chunk inside a heap's chunks. */
 RT_ARENA_INLINE bool
-rt_arena_in_order_too(uintptr_t q, size_t prevsize, bool q_ring, uintptr_t n, size_t nsize,
-                      bool n_ring, bool next_free)
+rt_arena_in_order_too(const struct rt_arena_view *v, uintptr_t q, size_t prevsize, bool q_ring,
+                      uintptr_t n, size_t nsize, bool n_ring, bool next_free)
 {
-	return (prevsize && (q_ring || prevsize == q || nsize == q)) ||
-	       (next_free && (n_ring || nsize == n));
+	/* A size bounded inside a heap that starts above its length is no address in it. */
+	bool sizes = !v->sizes_below &&
+	             ((prevsize && (prevsize == q || nsize == q)) || (next_free && nsize == n));
+	return (prevsize && q_ring) || (next_free && n_ring) || sizes;
 }
 
 /* The checks of both free neighbours again, in glibc's order on the writes pending on w (the next
@@ -1157,7 +1162,7 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 	struct rt_arena_pending w;
 	w.n = 0;
 	bool in_order =
-	    rt_arena_in_order_too(q, prevsize, q_ring, nextchunk, nextsize, n_ring, next_free);
+	    rt_arena_in_order_too(v, q, prevsize, q_ring, nextchunk, nextsize, n_ring, next_free);
 	if (in_order && !rt_arena_check_in_order(env, v, &w, q, prevsize, into_top ? 0 : nextchunk,
 	                                         nextsize, &next_free))
 		return RT_ARENA_BAD;

@@ -161,6 +161,7 @@ struct rt_arena_view {
 	uintptr_t top_heap; /* the heap holding top; 0 for the main arena */
 	size_t nheaps;
 	struct rt_arena_range near; /* the heap that held the last address looked up */
+	bool sizes_below; /* every heap starts above its length: no chunk's size is an address */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
 };
 
