@@ -1484,7 +1484,8 @@ t_ring_alias_on_a_bin(void)
 	uintptr_t bin = rt_arena_bin_at(w.thread, rt_arena_bin_index(4544));
 	cr_assert_eq(*W(b + 16), bin);
 	/* B.fd_nextsize is the header of the bin before B's: its bk_nextsize word is the bk of
-	 * B's bin (a thread arena lies inside its heap), which is B until B's list writes. */
+	 * B's bin, which is B until B's list writes. (A thread arena lies inside its heap; a
+	 * ring pointer, which glibc only ever sets to a chunk, is taken only inside the chunks.) */
 	*W(b + 32) = rt_arena_bin_at(w.thread, rt_arena_bin_index(4544) - 1);
 }
 
