@@ -224,7 +224,7 @@ Test(arena, a_damaged_heap_found_by_a_release_turns_the_glibc_actions_off)
 /* A ring pointer that aliases a list word (review of issue 26): glibc's consolidation writes the
  * list, then finds the ring broken and aborts; the release checks in glibc's order, stands down
  * and writes nothing (it used to write X.fd = X, a self-loop that a later malloc dies on). */
-Test(arena, a_ring_pointer_aliasing_a_list_word_turns_the_glibc_actions_off_before_any_write)
+Test(arena, a_damaged_heap_whose_ring_pointer_aliases_a_list_word_is_left_unwritten)
 {
 	arena_damaged_heap(2, "alias");
 }
