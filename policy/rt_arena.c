@@ -33,8 +33,14 @@
  * chunk, one chunk at a time: only the lock holder takes chunks off a fastbin (free() pushes
  * onto its head without the lock), so a chunk taken off the head with a compare-and-swap, as
  * _int_malloc takes one, is the worker's; its neighbours' headers and links, the unsorted bin
- * and the top change only under the lock. Each word is checked before anything is written (as
- * glibc's unlink_chunk checks, and more), the chunk is taken only then, and the heap is whole
+ * and the top change only under the lock. Every check glibc makes is made before anything is
+ * written, on the words as glibc would find them: glibc checks between its writes (unlink_chunk
+ * writes the list before it checks the nextsize ring, malloc_consolidate unlinks the free chunk
+ * before a fastbin chunk before it looks at the one after), so where one of those writes may
+ * fall on a word read after it, the checks are made again in glibc's order on the writes held
+ * back (a corrupted ring pointer that aliases a list word passes a check made before the writes,
+ * and glibc aborts on it). More is checked than glibc checks (the neighbours' links both ways,
+ * every chunk inside the arena's heaps). The chunk is taken only then, and the heap is whole
  * again before the hold can end: a fork, a waiter, a dropped lock only ever find the heap as
  * glibc would leave it after a malloc_consolidate that stopped between two chunks (which its
  * callers never see, but which is a state glibc's own code makes and reads: chunks in fastbins
@@ -55,20 +61,23 @@
  * checks no footer at all. Nothing is written for such a chunk (a page is given back, and a
  * free neighbour unlinked by the fastbins' consolidation, only once its footer is checked), so
  * the heap is left no worse; glibc reports that corruption when it next merges there.
- * Measured (callgrind, 128 MiB of 32-2,048-byte blocks, 1 in 16 kept, 2 threads): 84.7
- * million instructions before, 77.9 after (68.2 before the prefetches ahead, which cost
- * instructions and save time), malloc_trim 8.3 million, all with 0.44-0.45 million
- * first-level misses; on 1 GiB the CPU time went from 1.55 to 1.08 times malloc_trim's
- * (medians of 9 pairs, load 4-5). Then the heap of the last address looked up kept as its
- * bounds, the per-chunk checks inlined and a free neighbour's bounds and footer, read by the
- * consolidation, not read again by the unlink check, and a link looked for in the heaps before
- * among the bin headers: 55.3 million (test/bench/arena_cpu; 1,180 against malloc_trim's 165
- * on fastbin chunks alone, 1,571 before), the same misses; CPU time 1.00 to 1.04 times
- * malloc_trim's on fastbin chunks alone, 1.04 to 1.14 on the mixed heap (medians of pairs at
- * load 5-12 on 2 shared cores, whose pairs spread from 0.86 to 1.31). The rest is
- * the checks themselves, which malloc_trim does not make, and they cost instructions, not
- * misses: a copy of the consolidation made with ops->direct as a constant (no test before
- * each word) counted more instructions, not fewer, and was dropped.
+ * Measured with test/bench/arena_cpu under callgrind (`valgrind --tool=callgrind
+ * --toggle-collect=rt_arena_release build/test/bench/arena_cpu --mib 128 --threads 2 --min 32
+ * --max 2048 --keep 16 --action release`; malloc_trim with --toggle-collect=malloc_trim and
+ * --action trim): 84.7 million instructions at first; 55.3 million after the inline accesses,
+ * the prefetches ahead (which cost instructions and save time), the heap of the last address
+ * looked up kept as its bounds, the per-chunk checks inlined, a free neighbour's bounds and
+ * footer read once and a link looked for in the heaps before among the bin headers, with the
+ * same 0.44-0.45 million first-level misses as malloc_trim's 8.3 million instructions; 56.3
+ * million with the checks in glibc's order (above). Fastbin chunks alone (--min 16 --max 128):
+ * 1,571, then 1,180, then 1,195 million against malloc_trim's 165. CPU time (in-process,
+ * medians of pairs on 2 shared cores): from 1.55 times malloc_trim's at first to 1.00-1.04 on
+ * fastbin chunks alone and 1.04-1.14 on the mixed heap at 1 GiB (load 5-12, pairs spread
+ * 0.86-1.31); the checks in glibc's order against the release before them, at load 3.1: 0.97
+ * (4 pairs, mixed, 512 MiB) and 0.98 (3 pairs, fastbin chunks alone, 256 MiB), within the
+ * pairs' spread. The rest is the checks themselves, which malloc_trim does not make, and they cost
+ * instructions, not misses: a copy of the consolidation made with ops->direct as a constant (no
+ * test before each word) counted more instructions, not fewer, and was dropped.
  *
  * Weighed and left:
  * - Fixed thresholds (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD): glibc would trim thread tops
@@ -158,10 +167,17 @@ rt_arena_consolidation_checked(const char *version)
 	return rt_arena_version(version, &major, &minor) && major == 2 && minor == 36;
 }
 
+/* bin_at, inline where the release is hot. */
+RT_ARENA_INLINE uintptr_t
+rt_arena_bin(uintptr_t arena, int i)
+{
+	return arena + RT_ARENA_BINS + (uintptr_t)(i - 1) * 16 - RT_ARENA_CHUNK_FD;
+}
+
 uintptr_t
 rt_arena_bin_at(uintptr_t arena, int i)
 {
-	return arena + RT_ARENA_BINS + (uintptr_t)(i - 1) * 16 - RT_ARENA_CHUNK_FD;
+	return rt_arena_bin(arena, i);
 }
 
 int
@@ -216,7 +232,7 @@ rt_arena_int(const uint64_t *words, size_t offset)
 static bool
 rt_arena_bin_plausible(const uint64_t *words, uintptr_t arena, int i, bool *empty)
 {
-	uintptr_t self = rt_arena_bin_at(arena, i);
+	uintptr_t self = rt_arena_bin(arena, i);
 	uintptr_t fd = rt_arena_word(words, RT_ARENA_BINS + (size_t)(i - 1) * 16);
 	uintptr_t bk = rt_arena_word(words, RT_ARENA_BINS + (size_t)(i - 1) * 16 + 8);
 	*empty = fd == self && bk == self;
@@ -382,7 +398,7 @@ rt_arena_view_holds(const struct rt_arena_view *view, uintptr_t addr)
 RT_ARENA_INLINE int
 rt_arena_bin_of(uintptr_t arena, uintptr_t q)
 {
-	uintptr_t first = rt_arena_bin_at(arena, 1);
+	uintptr_t first = rt_arena_bin(arena, 1);
 	if (q < first || (q - first) % 16)
 		return 0;
 	uintptr_t i = (q - first) / 16 + 1;
@@ -431,11 +447,33 @@ rt_arena_load_shared(const struct rt_arena_env *env, uintptr_t addr)
 	return env->ops->load(env->ops->ctx, addr);
 }
 
+/* The writes of one fastbin chunk's consolidation that glibc makes before a check (the free
+ * neighbours' unlinks), in its order, not yet made: a word is read through them as glibc would
+ * read it at that point, and they are made only once every check passed. At most two unlinks of
+ * six writes each. */
+#define RT_ARENA_PENDING 12
+struct rt_arena_pending {
+	unsigned n;
+	uintptr_t addr[RT_ARENA_PENDING];
+	uint64_t value[RT_ARENA_PENDING];
+};
+
+/* A word of the locked arena as it will be once the pending writes are made (w: none). */
+RT_ARENA_INLINE uint64_t
+rt_arena_read(const struct rt_arena_env *env, const struct rt_arena_pending *w, uintptr_t addr)
+{
+	for (unsigned i = w ? w->n : 0; i-- > 0;)
+		if (w->addr[i] == addr)
+			return w->value[i];
+	return rt_arena_load(env, addr);
+}
+
 /* Whether the chunk at p, whose fd and bk are these, is linked both ways: each link either a bin
- * header of the locked arena or a chunk inside one of its heaps that links back to p. */
+ * header of the locked arena or a chunk inside one of its heaps that links back to p (read
+ * through w, which may be NULL). */
 RT_ARENA_INLINE bool
-rt_arena_links_back(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p,
-                    uintptr_t fd, uintptr_t bk)
+rt_arena_links_back(const struct rt_arena_env *env, struct rt_arena_view *v,
+                    const struct rt_arena_pending *w, uintptr_t p, uintptr_t fd, uintptr_t bk)
 {
 	for (int side = 0; side < 2; side++) {
 		uintptr_t q = side ? bk : fd;
@@ -443,7 +481,7 @@ rt_arena_links_back(const struct rt_arena_env *env, struct rt_arena_view *v, uin
 		if ((q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER)) &&
 		    !rt_arena_bin_of(v->arena, q))
 			return false;
-		if (rt_arena_load(env, q + (side ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK)) != p)
+		if (rt_arena_read(env, w, q + (side ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK)) != p)
 			return false;
 	}
 	return true;
@@ -459,7 +497,7 @@ rt_arena_linked(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr
 	size_t sz = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
 	if (sz < RT_ARENA_MINSIZE || sz % RT_ARENA_ALIGN || !rt_arena_inside_chunk(v, p, sz))
 		return false;
-	if (!rt_arena_links_back(env, v, p, rt_arena_load(env, p + RT_ARENA_CHUNK_FD),
+	if (!rt_arena_links_back(env, v, NULL, p, rt_arena_load(env, p + RT_ARENA_CHUNK_FD),
 	                         rt_arena_load(env, p + RT_ARENA_CHUNK_BK)))
 		return false;
 	*size = sz;
@@ -500,13 +538,14 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 	v->main_arena = main_arena;
 	v->nheaps = 0;
 	v->near = (struct rt_arena_range){0, 0};
+	v->sizes_below = true;
 	v->top = rt_arena_word(words, RT_ARENA_TOP);
 	v->top_size = 0;
 	v->top_heap = 0;
 	uint64_t head;
 	if (main_arena) {
 		/* Before the first malloc the top is the unsorted bin's header (initial_top). */
-		if (v->top == rt_arena_bin_at(arena, 1))
+		if (v->top == rt_arena_bin(arena, 1))
 			return RT_ARENA_SEEN_SKIP;
 		if (rt_arena_int(words, RT_ARENA_FLAGS) & RT_ARENA_NONCONTIGUOUS) {
 			*why = rt_arena_sound_mapped;
@@ -527,6 +566,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		}
 		v->heaps[0] = (struct rt_arena_range){end - system, end};
 		v->nheaps = 1;
+		v->sizes_below = v->heaps[0].start >= system;
 		return RT_ARENA_SEEN_OK;
 	}
 	uintptr_t top_heap = v->top & ~(env->heap_max - 1);
@@ -540,7 +580,13 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 			return RT_ARENA_SEEN_BAD;
 		if (v->nheaps == RT_ARENA_MAX_HEAPS)
 			return RT_ARENA_SEEN_SKIP;
-		struct rt_arena_range r = {h, h + rt_arena_word(info, RT_ARENA_HEAP_SIZE)};
+		/* The heap's chunks: past its heap_info, and the arena in its first heap. A link
+		 * into either is no chunk's, and the words an unlink writes then stay out of the
+		 * arena's words before its bins (fastbins, top). */
+		struct rt_arena_range r = {
+		    h + RT_ARENA_HEAP_INFO_SIZE +
+		        (h + RT_ARENA_HEAP_INFO_SIZE == arena ? RT_ARENA_STATE_SIZE : 0),
+		    h + rt_arena_word(info, RT_ARENA_HEAP_SIZE)};
 		/* Insertion keeps them sorted; mmap hands out heaps in falling order mostly, so
 		 * this is one step each. */
 		size_t at = v->nheaps++;
@@ -549,6 +595,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 			at--;
 		}
 		v->heaps[at] = r;
+		v->sizes_below &= r.start >= r.end - r.start;
 		uintptr_t prev = rt_arena_word(info, RT_ARENA_HEAP_PREV);
 		if (!prev && h + RT_ARENA_HEAP_INFO_SIZE != arena) {
 			*why = "an arena's first heap does not hold the arena";
@@ -557,16 +604,14 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		h = prev;
 	}
 	v->top_heap = top_heap;
-	uintptr_t first = top_heap + RT_ARENA_HEAP_INFO_SIZE +
-	                  (top_heap + RT_ARENA_HEAP_INFO_SIZE == arena ? RT_ARENA_STATE_SIZE : 0);
-	if (v->top < first || !rt_arena_inside(v, v->top, RT_ARENA_MINSIZE)) {
+	if (!rt_arena_inside(v, v->top, RT_ARENA_MINSIZE)) {
 		*why = "a thread arena's top chunk is outside its heap";
 		return RT_ARENA_SEEN_BAD;
 	}
 	head = rt_arena_load(env, v->top + RT_ARENA_CHUNK_SIZE);
 	v->top_size = head & ~(uint64_t)7;
 	size_t at = 0;
-	while (v->heaps[at].start != top_heap)
+	while ((v->heaps[at].start & ~(env->heap_max - 1)) != top_heap)
 		at++;
 	if (!(head & RT_ARENA_PREV_INUSE) || v->top + v->top_size != v->heaps[at].end) {
 		*why = "a thread arena's top chunk does not end its heap";
@@ -760,7 +805,7 @@ rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 {
 	const struct rt_arena_env *env = run->env;
 	struct rt_arena_view *v = run->view;
-	uintptr_t bin = rt_arena_bin_at(v->arena, i);
+	uintptr_t bin = rt_arena_bin(v->arena, i);
 	unsigned restarts = 0;
 restart:;
 	uint64_t visits = 0, most_visits = rt_arena_max_chunks(v);
@@ -844,66 +889,148 @@ rt_arena_cas(const struct rt_arena_env *env, uintptr_t addr, uint64_t expected, 
 #define RT_ARENA_CHUNK_FD_NEXTSIZE 32
 #define RT_ARENA_CHUNK_BK_NEXTSIZE 40
 
-/* Whether q, a free neighbour of a fastbin chunk whose extent the caller has bounded (aligned,
- * [q, q + size + 16) inside one heap) and whose footer it has read (the next chunk's PREV_INUSE
- * clear, its prev_size `size`), is a chunk that glibc's unlink_chunk would take out of its list
- * without a complaint: its size word says `size`, it is linked both ways, and, when it heads a
- * group of a large bin, its nextsize ring is linked both ways. What the caller has checked is
+/* A write of an unlink: added to w, or made now (w NULL: every check passed). */
+RT_ARENA_INLINE void
+rt_arena_put(const struct rt_arena_env *env, struct rt_arena_pending *w, uintptr_t addr,
+             uint64_t value)
+{
+	if (!w) {
+		rt_arena_store(env, addr, value);
+		return;
+	}
+	w->addr[w->n] = addr;
+	w->value[w->n++] = value;
+}
+
+/* glibc's unlink_chunk's writes of q's nextsize ring, after its list writes (fd: q's fd). They
+ * use fdn and bkn as read once: glibc reads q's words again after its first ring writes, but
+ * those change them only when fd is q itself, and then write the values the words hold. */
+RT_ARENA_INLINE void
+rt_arena_unlink_ring(const struct rt_arena_env *env, struct rt_arena_pending *w, uintptr_t q,
+                     uintptr_t fd)
+{
+	if (rt_arena_read(env, w, q + RT_ARENA_CHUNK_SIZE) < RT_ARENA_MIN_LARGE)
+		return;
+	uintptr_t fdn = rt_arena_read(env, w, q + RT_ARENA_CHUNK_FD_NEXTSIZE);
+	uintptr_t bkn = rt_arena_read(env, w, q + RT_ARENA_CHUNK_BK_NEXTSIZE);
+	if (!fdn)
+		return;
+	if (!rt_arena_read(env, w, fd + RT_ARENA_CHUNK_FD_NEXTSIZE)) {
+		/* The next of the same size heads the group now. */
+		if (fdn == q) {
+			rt_arena_put(env, w, fd + RT_ARENA_CHUNK_FD_NEXTSIZE, fd);
+			rt_arena_put(env, w, fd + RT_ARENA_CHUNK_BK_NEXTSIZE, fd);
+		} else {
+			rt_arena_put(env, w, fd + RT_ARENA_CHUNK_FD_NEXTSIZE, fdn);
+			rt_arena_put(env, w, fd + RT_ARENA_CHUNK_BK_NEXTSIZE, bkn);
+			rt_arena_put(env, w, fdn + RT_ARENA_CHUNK_BK_NEXTSIZE, fd);
+			rt_arena_put(env, w, bkn + RT_ARENA_CHUNK_FD_NEXTSIZE, fd);
+		}
+	} else {
+		rt_arena_put(env, w, fdn + RT_ARENA_CHUNK_BK_NEXTSIZE, bkn);
+		rt_arena_put(env, w, bkn + RT_ARENA_CHUNK_FD_NEXTSIZE, fdn);
+	}
+}
+
+/* Whether glibc's unlink_chunk would take q, a free neighbour of a fastbin chunk whose extent the
+ * caller has bounded (aligned, [q, q + size + 16) inside one heap) and whose footer it has
+ * checked (the next chunk's PREV_INUSE clear, its prev_size `size`), out of its list without a
+ * complaint: its size word says `size`, it is linked both ways, and, when it heads a group of a
+ * large bin, its nextsize ring is linked both ways (*ring: it heads one). With w, in glibc's
+ * order: every word read through the writes pending on w, the list writes added before the ring
+ * is checked, the ring's after. Without, every word as it is now. What the caller has checked is
  * not checked again (the same bounds and footer checked twice were a fifth of the release's
  * instructions on a heap of fastbin chunks). */
 RT_ARENA_INLINE bool
-rt_arena_unlinkable(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t q,
-                    size_t size)
+rt_arena_unlinkable(const struct rt_arena_env *env, struct rt_arena_view *v,
+                    struct rt_arena_pending *w, uintptr_t q, size_t size, bool *ring)
 {
-	if ((rt_arena_load(env, q + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7) != size ||
-	    !rt_arena_links_back(env, v, q, rt_arena_load(env, q + RT_ARENA_CHUNK_FD),
-	                         rt_arena_load(env, q + RT_ARENA_CHUNK_BK)))
+	if ((rt_arena_read(env, w, q + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7) != size)
 		return false;
-	if (size < RT_ARENA_MIN_LARGE)
+	uintptr_t fd = rt_arena_read(env, w, q + RT_ARENA_CHUNK_FD);
+	uintptr_t bk = rt_arena_read(env, w, q + RT_ARENA_CHUNK_BK);
+	if (!rt_arena_links_back(env, v, w, q, fd, bk))
+		return false;
+	if (w) {
+		rt_arena_put(env, w, fd + RT_ARENA_CHUNK_BK, bk);
+		rt_arena_put(env, w, bk + RT_ARENA_CHUNK_FD, fd);
+	}
+	if ((w ? rt_arena_read(env, w, q + RT_ARENA_CHUNK_SIZE) : size) < RT_ARENA_MIN_LARGE)
 		return true;
-	uintptr_t fdn = rt_arena_load(env, q + RT_ARENA_CHUNK_FD_NEXTSIZE);
+	uintptr_t fdn = rt_arena_read(env, w, q + RT_ARENA_CHUNK_FD_NEXTSIZE);
 	if (!fdn)
 		return true;
-	uintptr_t bkn = rt_arena_load(env, q + RT_ARENA_CHUNK_BK_NEXTSIZE);
+	uintptr_t bkn = rt_arena_read(env, w, q + RT_ARENA_CHUNK_BK_NEXTSIZE);
 	for (int side = 0; side < 2; side++) {
 		uintptr_t n = side ? bkn : fdn;
 		if (n % RT_ARENA_ALIGN || !rt_arena_inside(v, n, RT_ARENA_CHUNK_HEADER) ||
-		    rt_arena_load(env, n + (side ? RT_ARENA_CHUNK_FD_NEXTSIZE
-		                                 : RT_ARENA_CHUNK_BK_NEXTSIZE)) != q)
+		    rt_arena_read(
+		        env, w,
+		        n + (side ? RT_ARENA_CHUNK_FD_NEXTSIZE : RT_ARENA_CHUNK_BK_NEXTSIZE)) != q)
 			return false;
 	}
+	*ring = true;
+	if (w)
+		rt_arena_unlink_ring(env, w, q, fd);
 	return true;
 }
 
-/* glibc's unlink_chunk, on a chunk that rt_arena_unlinkable accepted under this hold. */
+/* glibc's unlink_chunk, made now on a chunk whose checks passed. */
 RT_ARENA_INLINE void
-rt_arena_unlink(const struct rt_arena_env *env, uintptr_t q, size_t size)
+rt_arena_unlink(const struct rt_arena_env *env, uintptr_t q)
 {
 	uintptr_t fd = rt_arena_load(env, q + RT_ARENA_CHUNK_FD);
 	uintptr_t bk = rt_arena_load(env, q + RT_ARENA_CHUNK_BK);
 	rt_arena_store(env, fd + RT_ARENA_CHUNK_BK, bk);
 	rt_arena_store(env, bk + RT_ARENA_CHUNK_FD, fd);
-	if (size < RT_ARENA_MIN_LARGE)
-		return;
-	uintptr_t fdn = rt_arena_load(env, q + RT_ARENA_CHUNK_FD_NEXTSIZE);
-	uintptr_t bkn = rt_arena_load(env, q + RT_ARENA_CHUNK_BK_NEXTSIZE);
-	if (!fdn)
-		return;
-	if (!rt_arena_load(env, fd + RT_ARENA_CHUNK_FD_NEXTSIZE)) {
-		/* The next of the same size heads the group now. */
-		if (fdn == q) {
-			rt_arena_store(env, fd + RT_ARENA_CHUNK_FD_NEXTSIZE, fd);
-			rt_arena_store(env, fd + RT_ARENA_CHUNK_BK_NEXTSIZE, fd);
-		} else {
-			rt_arena_store(env, fd + RT_ARENA_CHUNK_FD_NEXTSIZE, fdn);
-			rt_arena_store(env, fd + RT_ARENA_CHUNK_BK_NEXTSIZE, bkn);
-			rt_arena_store(env, fdn + RT_ARENA_CHUNK_BK_NEXTSIZE, fd);
-			rt_arena_store(env, bkn + RT_ARENA_CHUNK_FD_NEXTSIZE, fd);
-		}
-	} else {
-		rt_arena_store(env, fdn + RT_ARENA_CHUNK_BK_NEXTSIZE, bkn);
-		rt_arena_store(env, bkn + RT_ARENA_CHUNK_FD_NEXTSIZE, fdn);
+	rt_arena_unlink_ring(env, NULL, q, fd);
+}
+
+/* Whether the checks made on the heap as it is now may differ from glibc's, made between its
+ * writes: then they are made again in glibc's order. Without a nextsize ring, the writes that
+ * come before a check are the list writes of the prev neighbour q (the bk word of q's fd, the fd
+ * word of q's bk: words that held q, as their check read), then those of the next neighbour n
+ * (words that held n). The words read after them: q's size word and fd_nextsize (0 where read),
+ * the top, the next chunk's size word (only its PREV_INUSE bit, clear in q as in any link), n's
+ * size word, footer, fd and bk (q only where the neighbours are listed side by side, and the
+ * writes then leave n linked both ways, as the check found it), the words that link back to n
+ * (they hold n), and n's size word and fd_nextsize again after its own writes. So a write falls
+ * on a word read after it, with another value, only where a size is the address q or n, which no
+ * sound heap has. Left to the check in glibc's order: those, and a neighbour with a ring (glibc
+ * checks the ring after the list writes: where a ring pointer aliases a list word, the check now
+ * passes, and glibc aborts). No write falls among the arena's words before its bins (fastbins,
+ * top): every link is a bin header or a chunk inside a heap's chunks. */
+RT_ARENA_INLINE bool
+rt_arena_in_order_too(const struct rt_arena_view *v, uintptr_t q, size_t prevsize, bool q_ring,
+                      uintptr_t n, size_t nsize, bool n_ring, bool next_free)
+{
+	/* A size bounded inside a heap that starts above its length is no address in it. */
+	bool sizes = !v->sizes_below &&
+	             ((prevsize && (prevsize == q || nsize == q)) || (next_free && nsize == n));
+	return (prevsize && q_ring) || (next_free && n_ring) || sizes;
+}
+
+/* The checks of both free neighbours again, in glibc's order on the writes pending on w (the next
+ * neighbour looked at only after the prev one's unlink); *next_free as glibc finds it then. q:
+ * the prev neighbour, where prevsize is not 0; n: the next chunk, 0 where it is the top. */
+__attribute__((noinline)) static bool
+rt_arena_check_in_order(const struct rt_arena_env *env, struct rt_arena_view *v,
+                        struct rt_arena_pending *w, uintptr_t q, size_t prevsize, uintptr_t n,
+                        size_t nsize, bool *next_free)
+{
+	bool ring = false;
+	if (prevsize && !rt_arena_unlinkable(env, v, w, q, prevsize, &ring))
+		return false;
+	if (n) {
+		*next_free =
+		    !(rt_arena_read(env, w, n + nsize + RT_ARENA_CHUNK_SIZE) & RT_ARENA_PREV_INUSE);
+		/* unlink_chunk's size against footer, at the size glibc read before. */
+		if (*next_free &&
+		    (nsize < RT_ARENA_MINSIZE || rt_arena_read(env, w, n + nsize) != nsize ||
+		     !rt_arena_unlinkable(env, v, w, n, nsize, &ring)))
+			return false;
 	}
+	return true;
 }
 
 enum rt_arena_took { RT_ARENA_TOOK, RT_ARENA_EMPTY, RT_ARENA_RACED, RT_ARENA_BAD };
@@ -1026,19 +1153,34 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 		if (next_free)
 			rt_arena_prefetch_links(env, nextchunk);
 	}
-	if (prevsize && !rt_arena_unlinkable(env, v, p - prevsize, prevsize))
+	uintptr_t q = p - prevsize;
+	bool q_ring = false, n_ring = false;
+	if (prevsize && !rt_arena_unlinkable(env, v, NULL, q, prevsize, &q_ring))
 		return RT_ARENA_BAD;
-	if (next_free && !rt_arena_unlinkable(env, v, nextchunk, nextsize))
+	if (next_free && !rt_arena_unlinkable(env, v, NULL, nextchunk, nextsize, &n_ring))
+		return RT_ARENA_BAD;
+	struct rt_arena_pending w;
+	w.n = 0;
+	bool in_order =
+	    rt_arena_in_order_too(v, q, prevsize, q_ring, nextchunk, nextsize, n_ring, next_free);
+	if (in_order && !rt_arena_check_in_order(env, v, &w, q, prevsize, into_top ? 0 : nextchunk,
+	                                         nextsize, &next_free))
 		return RT_ARENA_BAD;
 	*why = NULL;
 	if (!rt_arena_cas(env, head, p, next))
 		return RT_ARENA_RACED;
 
-	if (prevsize) {
-		p -= prevsize;
-		size += prevsize;
-		rt_arena_unlink(env, p, prevsize);
+	if (in_order) {
+		for (unsigned i = 0; i < w.n; i++)
+			rt_arena_store(env, w.addr[i], w.value[i]);
+	} else {
+		if (prevsize)
+			rt_arena_unlink(env, q);
+		if (next_free)
+			rt_arena_unlink(env, nextchunk);
 	}
+	p = q;
+	size += prevsize;
 	if (into_top) {
 		size += nextsize;
 		rt_arena_store(env, p + RT_ARENA_CHUNK_SIZE, size | RT_ARENA_PREV_INUSE);
@@ -1047,14 +1189,13 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 		v->top_size = size;
 		return RT_ARENA_TOOK;
 	}
-	if (next_free) {
+	if (next_free)
 		size += nextsize;
-		rt_arena_unlink(env, nextchunk, nextsize);
-	} else {
+	else
 		rt_arena_store(env, nextchunk + RT_ARENA_CHUNK_SIZE,
-		               nhead & ~(uint64_t)RT_ARENA_PREV_INUSE);
-	}
-	uintptr_t unsorted = rt_arena_bin_at(v->arena, 1);
+		               rt_arena_load(env, nextchunk + RT_ARENA_CHUNK_SIZE) &
+		                   ~(uint64_t)RT_ARENA_PREV_INUSE);
+	uintptr_t unsorted = rt_arena_bin(v->arena, 1);
 	uintptr_t first = rt_arena_load(env, unsorted + RT_ARENA_CHUNK_FD);
 	rt_arena_store(env, unsorted + RT_ARENA_CHUNK_FD, p);
 	rt_arena_store(env, first + RT_ARENA_CHUNK_BK, p);
@@ -1238,7 +1379,7 @@ rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bool main_aren
 	enum rt_arena_seen seen = rt_arena_see(env, arena, main_arena, view, &why);
 	unsigned budget = env->budget.hold_chunks;
 	for (int i = 1; seen == RT_ARENA_SEEN_OK && !why && i < RT_ARENA_NBINS; i++) {
-		uintptr_t bin = rt_arena_bin_at(arena, i);
+		uintptr_t bin = rt_arena_bin(arena, i);
 		size_t size;
 		for (uintptr_t p = rt_arena_load(env, bin + RT_ARENA_CHUNK_BK);
 		     !rt_arena_bin_of(arena, p) && budget > 0 && !why;

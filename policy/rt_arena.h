@@ -151,7 +151,8 @@ struct rt_arena_env {
  * more is skipped, not released. */
 #define RT_ARENA_MAX_HEAPS 1024
 
-/* The memory of the arena under the lock: its heaps (one range for the main arena) and top. */
+/* The memory of the arena under the lock: its heaps (one range for the main arena; a thread heap's
+ * chunks, after its heap_info and the arena itself) and top. */
 struct rt_arena_view {
 	uintptr_t arena;
 	bool main_arena;
@@ -160,6 +161,7 @@ struct rt_arena_view {
 	uintptr_t top_heap; /* the heap holding top; 0 for the main arena */
 	size_t nheaps;
 	struct rt_arena_range near; /* the heap that held the last address looked up */
+	bool sizes_below; /* every heap starts above its length: no chunk's size is an address */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
 };
 

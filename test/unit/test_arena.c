@@ -1344,25 +1344,44 @@ Test(arena, a_free_neighbour_that_is_not_linked_stops_the_release)
 }
 
 /* A release that must stop at the thread arena's first fastbin chunk, before any write there:
- * a failure that says the heap is damaged, the lock given back, no swap, the thread heap as it
- * was. */
+ * a failure that says the heap is damaged, the lock given back, no swap, the thread arena and
+ * its heap as they were (compared word for word: the direct path counts no store). Run on the
+ * checked accesses and on the shim's inline ones (ops->direct), each on a world `damage`
+ * builds afresh. */
 static void
-t_stops_before_any_write_to_the_thread_heap(void)
+t_stops_before_any_write_to_the_thread_heap(void (*damage)(void))
 {
-	size_t span = 16 * 1024;
-	unsigned char *chunks = malloc(span);
-	memcpy(chunks, (void *)w.thread_first, span);
-	struct rt_arena_result res;
-	cr_assert_eq(rt_arena_release(t_consolidating_env(NULL), w.main, 0, &t_view, &res), -1);
-	cr_assert_not_null(res.failure);
-	cr_assert(rt_arena_damaged(res.failure, false), "%s", res.failure);
-	cr_assert_eq(w.held, 0);
-	cr_assert_eq(t_cas_calls, 0);
-	cr_assert_eq(memcmp(chunks, (void *)w.thread_first, span), 0);
-	free(chunks);
+	for (int direct = 0; direct < 2; direct++) {
+		damage();
+		uintptr_t from = w.thread + 8; /* the lock word and the flags aside */
+		size_t span = w.thread_first + 32 * 1024 - from;
+		unsigned char *before = malloc(span);
+		memcpy(before, (void *)from, span);
+		struct rt_arena_ops ops = t_write_ops;
+		if (direct) {
+			ops.direct = true;
+			ops.load = NULL;
+			ops.store = NULL;
+			ops.cas = NULL;
+		}
+		struct rt_arena_result res;
+		cr_assert_eq(rt_arena_release(t_consolidating_env(&ops), w.main, 0, &t_view, &res),
+		             -1, "direct: %d", direct);
+		cr_assert_not_null(res.failure);
+		cr_assert(rt_arena_damaged(res.failure, false), "%s", res.failure);
+		cr_assert_eq(w.held, 0);
+		cr_assert_eq(t_cas_calls, 0);
+		cr_assert_eq(*(int *)w.thread, 0);
+		for (size_t i = 0; i < span; i += 8)
+			cr_assert_eq(memcmp(before + i, (void *)(from + i), 8), 0,
+			             "direct: %d: the word at %#lx was written", direct,
+			             (unsigned long)(from + i));
+		free(before);
+	}
 }
 
-Test(arena, a_free_next_neighbour_whose_footer_lies_stops_the_release_before_any_write)
+static void
+t_next_footer_lies(void)
 {
 	t_small_world();
 	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 1), 1);
@@ -1372,10 +1391,15 @@ Test(arena, a_free_next_neighbour_whose_footer_lies_stops_the_release_before_any
 	cr_assert(t_free(c));
 	cr_assert_eq(t_chunk_size(c), 208);
 	*W(c + 208) = 192;
-	t_stops_before_any_write_to_the_thread_heap();
 }
 
-Test(arena, a_free_prev_neighbour_of_another_size_stops_the_release_before_any_write)
+Test(arena, a_free_next_neighbour_whose_footer_lies_stops_the_release_before_any_write)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_next_footer_lies);
+}
+
+static void
+t_prev_of_another_size(void)
 {
 	t_small_world();
 	/* The second 64-byte chunk, after the free one of 208 bytes, heads the fastbin. */
@@ -1387,7 +1411,156 @@ Test(arena, a_free_prev_neighbour_of_another_size_stops_the_release_before_any_w
 	 * "corrupted size vs. prev_size in fastbins"); a walk by size words still finds whole
 	 * chunks, as this file's own checks walk the heap. */
 	*W(c + 8) += 64;
-	t_stops_before_any_write_to_the_thread_heap();
+}
+
+Test(arena, a_free_prev_neighbour_of_another_size_stops_the_release_before_any_write)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_prev_of_another_size);
+}
+
+/* glibc's order (review of issue 26): unlink_chunk writes fd->bk and bk->fd before it checks
+ * the nextsize ring, and malloc_consolidate unlinks the free chunk before a fastbin chunk before
+ * it looks at the one after. A ring pointer that aliases a word those writes change passes a
+ * check made before them and fails glibc's ("corrupted double-linked list (not small)"): the
+ * release must stop there too, before any write. Each world is a use after free of one or two
+ * words of free chunks in a thread arena's large bins, beside the fastbin chunk at the head. */
+
+/* Lays out `sizes` in both arenas (free chunks in their sized bins, every large one the head
+ * of its own group), puts the first `nfast` 64-byte chunks of the thread heap into the fastbin
+ * and returns the address of the thread heap's chunk number `at`. */
+static uintptr_t
+t_ring_world(const long *sizes, size_t n, size_t nfast, size_t at)
+{
+	t_world_init(sizes, n, sizes, n, 0);
+	t_nfast = 0;
+	t_nextsize_rings(w.thread);
+	t_nextsize_rings(w.main);
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, nfast), nfast);
+	uintptr_t c = w.thread_first;
+	for (size_t i = 0; i < at; i++)
+		c += (size_t)labs(sizes[i]);
+	return c;
+}
+
+/* A large bin [X 4592, B 4544] (B.bk == X), a fastbin chunk right before B. */
+static const long t_xb_next[] = {64, -4544, 64, -4592, 64};
+
+static void
+t_ring_alias_on_next(void)
+{
+	uintptr_t b = t_ring_world(t_xb_next, 5, 1, 1), x = b + 4544 + 64;
+	cr_assert_eq(*W(b + 24), x);
+	/* B.bk_nextsize 16 bytes off: its fd_nextsize word is X.fd, which is B until B's own
+	 * list writes make it the bin's header. */
+	*W(b + 40) = x - 16;
+}
+
+Test(arena, a_next_neighbours_ring_aliasing_its_own_list_words_stops_the_release_before_any_write)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_ring_alias_on_next);
+}
+
+/* The same bin, the fastbin chunk right after B. */
+static const long t_xb_prev[] = {64, -4544, 64, 64, -4592, 64};
+
+static void
+t_ring_alias_on_prev(void)
+{
+	uintptr_t b = t_ring_world(t_xb_prev, 6, 2, 1), x = b + 4544 + 128;
+	cr_assert_eq(*W(w.thread + RT_ARENA_FASTBINS + 2 * 8), b + 4544);
+	cr_assert_eq(*W(b + 24), x);
+	*W(b + 40) = x - 16;
+}
+
+Test(arena, a_prev_neighbours_ring_aliasing_its_own_list_words_stops_the_release_before_any_write)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_ring_alias_on_prev);
+}
+
+static void
+t_ring_alias_on_a_bin(void)
+{
+	uintptr_t b = t_ring_world(t_xb_next, 5, 1, 1);
+	uintptr_t bin = rt_arena_bin_at(w.thread, rt_arena_bin_index(4544));
+	cr_assert_eq(*W(b + 16), bin);
+	/* B.fd_nextsize is the header of the bin before B's: its bk_nextsize word is the bk of
+	 * B's bin, which is B until B's list writes. (A thread arena lies inside its heap; a
+	 * ring pointer, which glibc only ever sets to a chunk, is taken only inside the chunks.) */
+	*W(b + 32) = rt_arena_bin_at(w.thread, rt_arena_bin_index(4544) - 1);
+}
+
+Test(arena, a_ring_pointer_aliasing_a_bin_header_stops_the_release_before_any_write)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_ring_alias_on_a_bin);
+}
+
+/* F 4544 (a second chunk of Q's size: no nextsize links), Q 4544, the fastbin chunk, N 8192,
+ * M 8448: bins [Q, F] and [M, N]. */
+static const long t_qn[] = {64, -4544, 64, -4544, 64, -8192, 64, -8448, 64};
+
+static void
+t_ring_alias_across(void)
+{
+	uintptr_t f = t_ring_world(t_qn, 9, 3, 1), q = f + 4544 + 64, n = q + 4544 + 64;
+	cr_assert_eq(*W(w.thread + RT_ARENA_FASTBINS + 2 * 8), q + 4544);
+	cr_assert_eq(*W(q + 16), f);
+	cr_assert_eq(*W(f + 32), 0);
+	/* N.fd_nextsize is F, whose stale bk_nextsize says N: until Q's unlink makes F the head
+	 * of its group, with links to itself. */
+	*W(n + 32) = f;
+	*W(f + 40) = n;
+}
+
+Test(arena, a_next_neighbours_ring_aliasing_the_prev_neighbours_writes_stops_the_release)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_ring_alias_across);
+}
+
+static void
+t_link_into_the_fastbins(void)
+{
+	t_small_world();
+	cr_assert_eq(t_fastbin(w.thread, w.thread_first, 2), 2);
+	/* The free chunk before the fastbin's head is also the head of the 80-byte fastbin (a
+	 * double free), and its fd points into the arena so that its fd's bk word is that head:
+	 * the unlink's first write would replace the head with a bin header. */
+	uintptr_t q = w.thread_first + 64;
+	*W(w.thread + RT_ARENA_FASTBINS + 3 * 8) = q;
+	*W(q + 16) = w.thread + RT_ARENA_FASTBINS + 3 * 8 - 24;
+}
+
+Test(arena, a_free_neighbours_link_into_the_arenas_fastbins_stops_the_release_before_any_write)
+{
+	t_stops_before_any_write_to_the_thread_heap(t_link_into_the_fastbins);
+}
+
+/* Both free neighbours of a fastbin chunk listed side by side, in a large bin (each the head of a
+ * group) and in the unsorted bin: the words that the first unlink writes are ones the second one
+ * reads (in a sound heap). Both are merged and the lists and rings left whole, on both paths. */
+Test(arena, neighbours_listed_side_by_side_are_both_merged_as_glibc_merges_them)
+{
+	static const long large[] = {64, -4544, 64, -4592, 64}, small[] = {64, -208, 64, -96, 64};
+	for (int k = 0; k < 4; k++) {
+		const long *sizes = k / 2 ? small : large;
+		t_world_init(sizes, 5, sizes, 5, k / 2);
+		t_nfast = 0;
+		uintptr_t b = w.thread_first + 64, p = b + (size_t)-sizes[1], x = p + 64;
+		/* The 64-byte chunk between them into the fastbin; the later one listed first. */
+		cr_assert_eq(t_fastbin_at(w.thread, p, 1, 2), 1);
+		t_nextsize_rings(w.thread);
+		cr_assert_eq(*W(x + 16), b);
+		struct rt_arena_ops ops = t_write_ops;
+		ops.direct = k % 2;
+		struct rt_arena_result res;
+		cr_assert_eq(rt_arena_release(t_consolidating_env(&ops), w.main, 0, &t_view, &res),
+		             0, "%s", res.failure ? res.failure : "");
+		cr_assert_eq(res.fast_chunks, 1);
+		cr_assert_eq(t_chunk_size(b), (size_t)(64 - sizes[1] - sizes[3]));
+		cr_assert_eq(*W(rt_arena_bin_at(w.thread, 1) + 16), b,
+		             "merged into the unsorted bin");
+		cr_assert_eq(t_check_heap(w.thread, w.thread_first), 0);
+		t_check_everything_released(w.thread, w.thread_first, true);
+	}
 }
 
 Test(arena, fastbins_of_an_unchecked_glibc_are_left_alone)

@@ -87,12 +87,16 @@
  *                   "round"; "replace" puts a file of the probe's holding "mine" on the library's
  *                   FIFO descriptor ("replaced N"); "check" prints "file=TEXT offset=O" (bytes
  *                   other than letters shown as '?')
- *   uaf             prints "ready PID"; after a line on stdin makes a one-word use-after-free
+ *   uaf [alias]     prints "ready PID"; after a line on stdin makes a one-word use-after-free
  *                   write (into a freed 200-byte block: the prev_size of the freed fastbin chunk
  *                   after it, which glibc's next consolidation would abort on) and prints
  *                   "written"; after another line allocates and frees only blocks its tcache
  *                   serves, as a program whose heap never consolidates again, and prints
- *                   "finished" */
+ *                   "finished". alias: the write makes the bk_nextsize of a freed block B of
+ *                   4,528 bytes point 16 bytes before the block X of 4,576 listed before it in
+ *                   their large bin, with a freed fastbin block right before B (glibc's
+ *                   consolidation writes B's list, then finds the ring broken and aborts);
+ *                   "finished x_fd=b" when X's fd still points at B ("self" at X itself) */
 /* clang-format on */
 #include "workload.h"
 
@@ -1270,14 +1274,59 @@ mode_lastexit(void)
 static void *(*volatile uaf_malloc)(size_t) = malloc;
 static void (*volatile uaf_free)(void *) = free;
 
+/* uaf alias's heap and write; returns X, or NULL when glibc did not lay the blocks out so. */
+static char *
+uaf_alias(void)
+{
+	void *t64[7];
+	for (int i = 0; i < 7; i++)
+		t64[i] = uaf_malloc(56);
+	char *a = uaf_malloc(56), *b = uaf_malloc(4528), *g = uaf_malloc(56);
+	char *x = uaf_malloc(4576), *h = uaf_malloc(56);
+	if (b != a + 64 || g != b + 4544 || x != g + 64 || h != x + 4592)
+		return NULL;
+	/* Both large blocks into their large bin (sorted by the next large request), then the
+	 * 64-byte tcache full: a goes to a fastbin. */
+	uaf_free(b);
+	uaf_free(x);
+	void *big = uaf_malloc(8000);
+	for (int i = 0; i < 7; i++)
+		uaf_free(t64[i]);
+	uaf_free(a);
+	volatile uint64_t *bw = (volatile uint64_t *)b; /* fd, bk, fd_nextsize, bk_nextsize */
+	if (bw[1] != (uint64_t)(uintptr_t)(x - 16) ||
+	    *(volatile uint64_t *)x != (uintptr_t)(b - 16))
+		return NULL;
+	bw[3] = (uint64_t)(uintptr_t)(x - 32);
+	(void)big;
+	return x;
+}
+
 static int
-mode_uaf(void)
+mode_uaf(bool alias)
 {
 	printf("ready %d\n", getpid());
 	char go[16];
 	/* read(2), not stdio: stdin's buffer would be a malloc that glibc serves from its bins. */
 	if (read(0, go, sizeof(go)) <= 0)
 		return 1;
+	if (alias) {
+		char *x = uaf_alias();
+		if (!x) {
+			printf("not laid out\n");
+			return 1;
+		}
+		printf("written\n");
+		if (read(0, go, sizeof(go)) <= 0)
+			return 1;
+		uint64_t fd = *(volatile uint64_t *)x;
+		for (int i = 0; i < 100000; i++)
+			uaf_free(uaf_malloc(56)); /* the 64-byte tcache is full */
+		printf("finished x_fd=%s\n", fd == (uintptr_t)(x - 16)          ? "self"
+		                             : fd == (uintptr_t)(x - 16 - 4608) ? "b"
+		                                                                : "other");
+		return 0;
+	}
 	void *t200[7], *t24[7];
 	for (int i = 0; i < 7; i++) {
 		t200[i] = uaf_malloc(200);
@@ -1361,7 +1410,7 @@ main(int argc, char **argv)
 	if (!strcmp(mode, "lastexit"))
 		return mode_lastexit();
 	if (!strcmp(mode, "uaf"))
-		return mode_uaf();
+		return mode_uaf(argc > 2 && !strcmp(argv[2], "alias"));
 	if (!strcmp(mode, "execfail")) {
 		char *const args[] = {"missing", NULL};
 		if (execv("/nonexistent/roundtrim-probe", args) == 0)
