@@ -750,22 +750,32 @@ rt_arena_max_chunks(const struct rt_arena_view *v)
 	return bytes / RT_ARENA_MINSIZE + 1;
 }
 
-/* One normal bin, from its last chunk back to its header, as mtrim walks it. Before each chunk
- * and each piece the hold may end; after the lock was dropped, the walk goes on only from the
- * same chunk found again, linked, free, of the same size. It may then go on in another list (a
- * chunk moved from the unsorted bin to its sized bin, or back): it ends at whichever bin header
- * it reaches. */
+/* One normal bin, to its header. Before each chunk and each piece the hold may end; after the
+ * lock was dropped, the walk goes on only from the same chunk found again, linked, free, of the
+ * same size. It may then go on in another list (a chunk that malloc moved from the unsorted bin
+ * to its sized bin): it ends at whichever bin header it reaches.
+ * A sized bin is walked from its last chunk back, as mtrim walks it; the unsorted bin from its
+ * first chunk on (fd). glibc takes chunks out of the unsorted bin only at its end (_int_malloc's
+ * loop takes the last chunk, again and again, into its sized bin) or by merging them (then the
+ * place is lost, below), and puts chunks in only at its front. So once the chunk that the walk
+ * is on has been moved on, every chunk between it and the end was moved before it, into the
+ * sized bins, which are walked after the unsorted bin: nothing the walk had still to reach is
+ * left in the unsorted bin. Walked from its end, as mtrim does, the walk went on in the sized
+ * bin from the chunk that malloc had sorted while the lock was down, and passed over every chunk
+ * still in the unsorted bin (with a thread allocating on 4 GiB of 16-128-byte blocks, 1 in 256
+ * kept: 1.9 GiB of 2, RSS 1.98 times malloc_trim's). */
 static bool
 rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 {
 	const struct rt_arena_env *env = run->env;
 	struct rt_arena_view *v = run->view;
 	uintptr_t bin = rt_arena_bin_at(v->arena, i);
+	size_t step = i == 1 ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK;
 	unsigned restarts = 0;
 restart:;
 	uint64_t visits = 0, most_visits = rt_arena_max_chunks(v);
 	bool resumed = false;
-	uintptr_t p = rt_arena_load(env, bin + RT_ARENA_CHUNK_BK);
+	uintptr_t p = rt_arena_load(env, bin + step);
 	while (!rt_arena_bin_of(v->arena, p)) {
 		size_t size, again;
 		if (!rt_arena_linked(env, v, p, &size))
@@ -807,7 +817,7 @@ restart:;
 		}
 		if (run->counting && run->res->chunks > run->most)
 			return true;
-		p = rt_arena_load(env, p + RT_ARENA_CHUNK_BK);
+		p = rt_arena_load(env, p + step);
 	}
 	return true;
 lost:
