@@ -750,6 +750,27 @@ rt_arena_max_chunks(const struct rt_arena_view *v)
 	return bytes / RT_ARENA_MINSIZE + 1;
 }
 
+/* What is left of the chunk [p, end) that the walk was on, once found gone after the lock was
+ * dropped: malloc split it from its front (the rest, a free chunk, follows the part it took) or
+ * a free merged it with the chunk after it (a free chunk at p, larger). The rest must be linked,
+ * free and reach to `end`: then the part of [p, end) not given back yet lies in its free part. */
+RT_ARENA_INLINE bool
+rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p,
+                 uintptr_t end, uintptr_t *rest, size_t *rest_size)
+{
+	if (!rt_arena_inside(v, p, RT_ARENA_CHUNK_HEADER))
+		return false;
+	size_t front = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
+	uintptr_t q = p;
+	if (front < end - p) {
+		if (front < RT_ARENA_MINSIZE || front % RT_ARENA_ALIGN)
+			return false;
+		q = p + front;
+	}
+	return rt_arena_linked_free(env, v, q, rest_size) && *rest_size >= end - q &&
+	       (*rest = q, true);
+}
+
 /* One normal bin, to its header. Before each chunk and each piece the hold may end; after the
  * lock was dropped, the walk goes on only from the same chunk found again, linked, free, of the
  * same size. It may then go on in another list (a chunk that malloc moved from the unsorted bin
@@ -800,23 +821,41 @@ restart:;
 		 * checked both ways are what makes the walk safe; the footer, the madvise. */
 		if (r.start < r.end && !rt_arena_footed(env, p, size))
 			return rt_arena_abort(run, rt_arena_bad_bin_chunk);
+		/* The walk's next place while p is a rest (below), in no list of this bin. */
+		uintptr_t after = 0;
 		for (uintptr_t hi = r.end;;) {
 			if (rt_arena_hold_over(run)) {
 				/* Where the walk goes on if p is gone once the lock is back: read
 				 * while p's links are known good, trusted only once found again. */
-				uintptr_t next = rt_arena_load(env, p + step);
+				uintptr_t next = after ? after : rt_arena_load(env, p + step);
 				if (!rt_arena_rehold(run, skip))
 					return false;
 				resumed = true;
 				most_visits = rt_arena_max_chunks(v);
 				if (!rt_arena_linked_free(env, v, p, &again) || again != size) {
-					if (rt_arena_bin_of(v->arena, next))
-						return true;
-					if (!rt_arena_linked_free(env, v, next, &again))
-						goto lost;
+					uintptr_t rest;
+					size_t rest_size;
 					run->res->moved_on++;
-					p = next;
-					goto next_chunk;
+					if (after || hi <= r.start ||
+					    !rt_arena_rest_of(env, v, p, p + size, &rest,
+					                      &rest_size)) {
+						p = next;
+						goto go_on;
+					}
+					/* Its pages not given back yet, from the rest (a piece is
+					 * given back from the end down, and malloc splits from the
+					 * front), then on from next. */
+					struct rt_arena_range in_rest =
+					    rt_arena_free_range(rest, rest_size, 0, env->page);
+					if (in_rest.start >= in_rest.end)
+						r.start = hi;
+					else if (in_rest.start > r.start)
+						r.start = in_rest.start;
+					after = next;
+					p = rest;
+					size = rest_size;
+					run->res->rests++;
+					continue;
 				}
 			}
 			if (hi == r.end) {
@@ -835,8 +874,15 @@ restart:;
 		}
 		if (run->counting && run->res->chunks > run->most)
 			return true;
-		p = rt_arena_load(env, p + step);
-	next_chunk:;
+		if (!after) {
+			p = rt_arena_load(env, p + step);
+			continue;
+		}
+		p = after;
+	go_on:
+		/* A place read before the lock was dropped: trusted only once found again. */
+		if (!rt_arena_bin_of(v->arena, p) && !rt_arena_linked_free(env, v, p, &again))
+			goto lost;
 	}
 	return true;
 lost:
