@@ -751,24 +751,26 @@ rt_arena_max_chunks(const struct rt_arena_view *v)
 }
 
 /* What is left of the chunk [p, end) that the walk was on, once found gone after the lock was
- * dropped: malloc split it from its front (the rest, a free chunk, follows the part it took) or
- * a free merged it with the chunk after it (a free chunk at p, larger). The rest must be linked,
- * free and reach to `end`: then the part of [p, end) not given back yet lies in its free part. */
+ * dropped: malloc split it from its front, maybe again and again (each rest follows the parts
+ * it took, in use: their sizes lead to it), or a free merged it with the chunk after it (a free
+ * chunk at p, larger). The chunk that reaches `end` must be linked and free: then the part of
+ * [p, end) not given back yet lies in its free part. At most `hops` chunks are stepped over
+ * (their headers do not change without the lock, which is held). */
 RT_ARENA_INLINE bool
 rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p,
-                 uintptr_t end, uintptr_t *rest, size_t *rest_size)
+                 uintptr_t end, unsigned hops, uintptr_t *rest, size_t *rest_size)
 {
-	if (!rt_arena_inside(v, p, RT_ARENA_CHUNK_HEADER))
-		return false;
-	size_t front = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
-	uintptr_t q = p;
-	if (front < end - p) {
-		if (front < RT_ARENA_MINSIZE || front % RT_ARENA_ALIGN)
+	for (uintptr_t q = p;; hops--) {
+		if (q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER))
 			return false;
-		q = p + front;
+		size_t size = rt_arena_load(env, q + RT_ARENA_CHUNK_SIZE) & ~(uint64_t)7;
+		if (size >= end - q)
+			return rt_arena_linked_free(env, v, q, rest_size) &&
+			       *rest_size >= end - q && (*rest = q, true);
+		if (size < RT_ARENA_MINSIZE || !hops)
+			return false;
+		q += size;
 	}
-	return rt_arena_linked_free(env, v, q, rest_size) && *rest_size >= end - q &&
-	       (*rest = q, true);
 }
 
 /* One normal bin, to its header. Before each chunk and each piece the hold may end; after the
@@ -837,7 +839,8 @@ restart:;
 					size_t rest_size;
 					run->res->moved_on++;
 					if (after || hi <= r.start ||
-					    !rt_arena_rest_of(env, v, p, p + size, &rest,
+					    !rt_arena_rest_of(env, v, p, p + size,
+					                      env->budget.hold_chunks, &rest,
 					                      &rest_size)) {
 						p = next;
 						goto go_on;
