@@ -11,11 +11,13 @@
  *   none       nothing, for 200 ms: the machine's own worst op, as a control
  * Prints one line:
  *   action=A allocator=glibc|jemalloc heap_mib=M rss_before_kib=B rss_after_kib=C action_ms=D
- *   worst_op_ms=W p99_op_us=P ops=N worst_unpreempted_op_ms=U preempted_ops=K
+ *   worst_op_ms=W p99_op_us=P ops=N worst_unpreempted_op_ms=U preempted_ops=K op_fault_kib=F
  * U is the worst op during which the measured thread was never preempted (no involuntary context
  * switch, from getrusage): time it spent waiting for a lock or in the kernel, not time another
  * process took its core. On a busy machine W is mostly the latter; U is what the release itself
- * costs the thread (a lock holder that is preempted still counts, as it should).
+ * costs the thread (a lock holder that is preempted still counts, as it should). F is what the
+ * measured thread's ops in the window faulted in (minor faults, KiB): its own new memory, part
+ * of C. A release that keeps the thread waiting lets it fault in less than one it lets run.
  *
  * --min and --max set the blocks' sizes (log-uniform; 64 B..256 KiB), --keep N keeps one block in
  * N (10). --idle: thread 0 stays alive without allocating, as the others do (the release's own
@@ -34,7 +36,8 @@
 
 #define STALL_RING 64
 #define STALL_MAX_OPS (1 << 22)
-#define STALL_TIMEOUT_MS 60000
+/* A release of 4 GiB of small blocks with a thread allocating took up to 56 s. */
+#define STALL_TIMEOUT_MS 300000
 
 enum stall_phase { STALL_BUILD, STALL_RUN, STALL_STOP };
 
@@ -55,6 +58,9 @@ static int64_t *stall_ops; /* the measured thread's op durations, ns */
 static atomic_long stall_nops;
 static int64_t stall_worst_unpreempted; /* ns */
 static long stall_preempted;
+/* Pages the measured thread faulted in during the window's ops (minor faults): its own new
+ * memory, part of the RSS after, whoever gave those pages back before. */
+static long stall_faults;
 
 /* The blocks' sizes (log-uniform between them) and which of them stay: one in stall_keep. */
 static double stall_min = 64, stall_max = 256 * 1024;
@@ -107,6 +113,8 @@ stall_measure(struct stall_thread *t)
 		int64_t dt = bench_now_ns() - t0;
 		int measuring = w0 <= 1 && atomic_load(&stall_window) >= 1;
 		getrusage(RUSAGE_THREAD, &r1);
+		if (measuring)
+			stall_faults += r1.ru_minflt - r0.ru_minflt;
 		if (measuring && r1.ru_nivcsw != r0.ru_nivcsw)
 			stall_preempted++;
 		else if (measuring && dt > stall_worst_unpreempted)
@@ -262,11 +270,11 @@ main(int argc, char **argv)
 	printf(
 	    "action=%s allocator=%s heap_mib=%ld rss_before_kib=%ld rss_after_kib=%ld "
 	    "action_ms=%.3f worst_op_ms=%.3f p99_op_us=%.1f ops=%zu worst_unpreempted_op_ms=%.3f "
-	    "preempted_ops=%ld\n",
+	    "preempted_ops=%ld op_fault_kib=%ld\n",
 	    action, allocator, mib, rss_before, rss_after, (double)action_ns / 1e6,
 	    (double)stall_ops[n - 1] / 1e6, (double)bench_quantile(stall_ops, n, 0.99) / 1e3,
 	    (size_t)atomic_load(&stall_nops), (double)stall_worst_unpreempted / 1e6,
-	    stall_preempted);
+	    stall_preempted, stall_faults * (long)(sysconf(_SC_PAGESIZE) / 1024));
 	free(stall_ops);
 	free(pool);
 	return 0;
