@@ -751,15 +751,28 @@ rt_arena_max_chunks(const struct rt_arena_view *v)
 }
 
 /* What is left of the chunk [p, end) that the walk was on, once found gone after the lock was
- * dropped: malloc split it from its front, maybe again and again (each rest follows the parts
- * it took, in use: their sizes lead to it), or a free merged it with the chunk after it (a free
- * chunk at p, larger). The chunk that reaches `end` must be linked and free: then the part of
- * [p, end) not given back yet lies in its free part. At most `hops` chunks are stepped over
- * (their headers do not change without the lock, which is held). */
+ * dropped: the free chunk that now holds its part not given back yet, found linked and free.
+ * Where `end` is still a chunk's start whose PREV_INUSE says the chunk before it is free, that
+ * one, whose size its prev_size gives: the rest after what malloc split off the front (once or
+ * again and again), or a chunk that a free merged with the one before it. Else the chunk that
+ * reaches past `end`, stepped to over the chunks from p by their sizes (at most `hops` of them;
+ * their headers do not change while the lock is held): p or a rest grown by a merge with the
+ * chunk after it. */
 RT_ARENA_INLINE bool
 rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintptr_t p,
                  uintptr_t end, unsigned hops, uintptr_t *rest, size_t *rest_size)
 {
+	if (rt_arena_inside(v, end, RT_ARENA_CHUNK_HEADER) &&
+	    !(rt_arena_load(env, end + RT_ARENA_CHUNK_SIZE) & RT_ARENA_PREV_INUSE)) {
+		size_t before = rt_arena_load(env, end + RT_ARENA_CHUNK_PREV_SIZE);
+		uintptr_t q = end - before;
+		/* The words at `end` may be a stale header inside a chunk grown over it. */
+		if (before >= RT_ARENA_MINSIZE && before <= end &&
+		    rt_arena_linked_free(env, v, q, rest_size) && *rest_size == before) {
+			*rest = q;
+			return true;
+		}
+	}
 	for (uintptr_t q = p;; hops--) {
 		if (q % RT_ARENA_ALIGN || !rt_arena_inside(v, q, RT_ARENA_CHUNK_HEADER))
 			return false;
