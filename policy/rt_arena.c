@@ -22,7 +22,9 @@
  * stays free, and the next chunk's header lies past its end; pages given back read as zeros, and
  * calloc only assumes zeros beyond a heap's high-water mark, never inside it. After each re-lock
  * the arena is read afresh and a place in
- * a bin is trusted only once its chunk is found again, linked, free and of the same size. A fork in
+ * a bin is trusted only once its chunk is found again, linked, free and of the same size (or,
+ * when it is gone, the free chunk that holds what was left of it, and then the next place, each
+ * found linked and free: rt_arena_release_bin). A fork in
  * between waits at most one piece (fork() takes every arena lock after the atfork handlers) and the
  * child re-initialises every arena lock.
  *
