@@ -29,6 +29,7 @@
 #include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -178,7 +179,18 @@ static atomic_int rt_py_anchor_tid;
 static __thread bool rt_py_thread_self;
 /* The generation the library's thread was started for (on that thread). */
 static __thread uint32_t rt_py_thread_my_gen;
+/* Where the library's thread goes back to once CPython has ended it (rt_python_thread_park): a
+ * point in its start routine, saved at its entry; NULL before, and once it went back. */
+static __thread jmp_buf *rt_py_thread_entry;
+/* Threads of ours that CPython ended and that wait for Python to be down (the worker wakes
+ * them: rt_python_tend). */
+static atomic_uint rt_py_thread_parked;
+/* The task id of the last thread of ours that went back to its start routine to end: a
+ * program thread that waits for the end of ours waits for the kernel to release it too. */
+static atomic_int rt_py_thread_leaving_tid;
 static __thread bool rt_py_thread_in_ensure;
+/* Its end's bookkeeping is done but for its count among the tasks (rt_python_thread_park). */
+static __thread bool rt_py_thread_stopped;
 static __thread bool rt_py_thread_in_take;
 
 static uint64_t
@@ -723,11 +735,21 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		 * finalizer at finalisation): its thread state is no proof of anything any more. */
 		atomic_store(&rt_py_thread_tstate, NULL);
 		atomic_fetch_sub(&rt_py_thread_busy, 1);
+		syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
-	bool current = atomic_load(&rt_py_thread_gen) == gen;
+	rt_py_thread_in_ensure = false;
+	rt_py_thread_in_take = false;
+	/* Once only: after a park, another thread of the same generation may run already. */
+	bool current = !rt_py_thread_stopped && atomic_load(&rt_py_thread_gen) == gen;
+	rt_py_thread_stopped = true;
 	if (current)
 		atomic_store(&rt_py_thread_runs, false);
 	if (counted) {
+		/* Just before glibc ends the task, never after: the worker takes the process for
+		 * ended when it sees no task beyond those the library counts (rt_worker_alone).
+		 * Who waits for the end waits for the kernel's release of the task as well
+		 * (rt_python_thread_await). */
+		atomic_store(&rt_py_thread_leaving_tid, gettid());
 		atomic_fetch_sub(&rt_py_thread_tasks, 1);
 		syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
@@ -736,8 +758,8 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		rt_worker_life_wake();
 }
 
-/* The thread's exit by a normal return (CPython's pthread_exit parks it instead:
- * rt_python_thread_park). A thread still counted after that would make the worker count a task
+/* The thread's exit by a return from its start routine, CPython's pthread_exit included
+ * (rt_python_thread_park). A thread still counted after that would make the worker count a task
  * that is gone, and take the program's last thread for gone while the main thread finalises.
  * arg: its generation. */
 static void
@@ -746,15 +768,45 @@ rt_python_thread_gone(void *arg)
 	rt_python_thread_ends((uint32_t)(uintptr_t)arg, true);
 }
 
+/* CPython ended the thread (pthread_exit where it asked for the GIL back once finalisation had
+ * begun). No unwind through the frames above: a C++ destructor among them (pybind11's
+ * gil_scoped_release around a PyTorch op) is noexcept, and std::terminate would end the
+ * program. The thread stays as it is, a task of the library's, every signal blocked, until
+ * Python is down (Py_IsInitialized() false: with CPython 3.11-3.13 already at the call, since
+ * finalisation clears it as it begins to end foreign threads; the worker looks again at each
+ * look) or a program thread sends it away (rt_python_thread_make_room): an embedder that goes
+ * on after Py_FinalizeEx must not keep a task sharing its filesystem context for good (its
+ * setns(CLONE_NEWNS) and unshare would fail), nor one counted against its task limits. Then it
+ * jumps back to its start routine, skipping those frames as CPython 3.14 leaves a thread that
+ * hangs there (nothing of them runs again: what they hold stays held, as it would while
+ * parked), and returns from it: glibc's own end of a thread, which counts the process's live
+ * threads (a raw exit system call would skip that count, and a program whose main thread
+ * called pthread_exit would then never get glibc's exit(0), its atexit handlers and stdio
+ * flush, once its last thread ends), gives the stack back to glibc's cache (after
+ * rt_stack_trim) and lets the kernel release the task. A second call, from a destructor that
+ * glibc's end of the thread runs, parks for good. */
 _Noreturn void
 rt_python_thread_park(void)
 {
 	static _Atomic uint32_t never;
-	/* Still a task of the process, and one of the library's: the worker's count of the
-	 * program's threads stays right. */
+	jmp_buf *entry = rt_py_thread_entry;
+	rt_py_thread_entry = NULL;
+	/* Still a task of the process, and one of the library's, until it is gone: the worker's
+	 * count of the program's threads stays right. */
 	rt_python_thread_ends(rt_py_thread_my_gen, false);
-	for (;;)
-		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	if (!entry)
+		for (;;)
+			syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	atomic_fetch_add(&rt_py_thread_parked, 1);
+	for (;;) {
+		uint32_t asks = atomic_load(&rt_py_thread_asks);
+		if (!rt_py.is_initialized() ||
+		    atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen)
+			break;
+		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, asks, NULL, NULL, 0);
+	}
+	atomic_fetch_sub(&rt_py_thread_parked, 1);
+	longjmp(*entry, 1);
 }
 
 /* The thread's loop: sleeps on a futex until the worker sends it to a request, or away. */
@@ -833,8 +885,16 @@ rt_python_thread(void *arg)
 	atomic_fetch_add(&rt_py_thread_tasks, 1);
 	rt_python_started_one();
 	atomic_store(&rt_py_thread_tid, gettid());
+	jmp_buf entry;
 	pthread_cleanup_push(rt_python_thread_gone, arg);
-	rt_python_thread_serve(gen, &stack);
+	if (setjmp(entry) == 0) {
+		rt_py_thread_entry = &entry;
+		rt_python_thread_serve(gen, &stack);
+		rt_py_thread_entry = NULL;
+	} else {
+		/* Back from rt_python_thread_park: whatever CPython's frames touched goes. */
+		rt_stack_trim(&stack);
+	}
 	pthread_cleanup_pop(1);
 	return NULL;
 }
@@ -1074,9 +1134,16 @@ rt_python_thread_await(void)
 			syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAIT_PRIVATE, starting,
 			        &slice, NULL, 0);
 	}
-	/* Its tid is cleared before the kernel releases the task and its filesystem context. */
+	/* Its tid is cleared before the kernel releases the task and its filesystem context; the
+	 * last one to end may not be the last started (one CPython ended, long after). Once
+	 * released, that one is forgotten: its number may go to a thread of the program's. */
 	pid_t tid = atomic_load(&rt_py_thread_tid);
-	return !tid || rt_proc_await_release_until(tid, &deadline);
+	int leaving = atomic_load(&rt_py_thread_leaving_tid);
+	bool gone = (!tid || rt_proc_await_release_until(tid, &deadline)) &&
+	            (!leaving || leaving == tid || rt_proc_await_release_until(leaving, &deadline));
+	if (gone && leaving)
+		atomic_compare_exchange_strong(&rt_py_thread_leaving_tid, &leaving, 0);
+	return gone;
 }
 
 bool
@@ -1208,6 +1275,9 @@ rt_python_tend(void)
 {
 	uint64_t now = rt_python_now_us();
 	uint64_t start = rt_python_start(now);
+	/* A thread CPython ended while Python was still initialised ends once it is not. */
+	if (atomic_load(&rt_py_thread_parked) > 0 && !rt_py.is_initialized())
+		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	if (!rt_py_armed_us)
 		return start;
 	uint32_t word = atomic_load(&rt_py_word);
@@ -1339,9 +1409,13 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_thread_out, false);
 	atomic_store(&rt_py_thread_declined, false);
 	atomic_store(&rt_py_thread_tid, 0);
+	atomic_store(&rt_py_thread_leaving_tid, 0);
+	atomic_store(&rt_py_thread_parked, 0);
 	atomic_store(&rt_py_anchor_tid, 0);
 	/* A finalizer that forked on the library's thread: the child's main thread is not it. */
 	rt_py_thread_self = false;
 	rt_py_thread_in_ensure = false;
 	rt_py_thread_in_take = false;
+	rt_py_thread_stopped = false;
+	rt_py_thread_entry = NULL;
 }

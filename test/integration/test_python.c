@@ -778,6 +778,50 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 }
 
+/* An embedder (pyembed) calls Py_FinalizeEx while a finalizer on the library's thread waits
+ * longer than the exit's wait for the steps (10 s), and goes on without Python: CPython ends the
+ * thread with pthread_exit where it asks for the GIL back, and the library parked it for good,
+ * a task sharing the embedder's filesystem context: the process kept 3 tasks, and the
+ * embedder's setns(CLONE_NEWNS) waited 2 s and failed with EINVAL (before). The thread now ends,
+ * without unwinding the finalizer's frames, once Python is down: the embedder's call succeeds at
+ * once, as without the library. */
+Test(python, embedder_after_finalize_keeps_no_thread_of_ours, .timeout = 90)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns(CLONE_NEWNS) needs root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], script[PATH_MAX], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
+	snprintf(script, sizeof(script), "%sembedded.py", PY_DIR);
+	const char *env[] = {preload,
+	                     pythonpath,
+	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     "ROUNDTRIM_AUTO=off",
+	                     PY_AWAIT_THREAD,
+	                     NULL};
+	const char *argv[] = {th_workload("pyembed"), script, NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(line, "in-steps");
+	th_write(&proc, "\n");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS), "no Py_FinalizeEx");
+	cr_assert_str_eq(line, "finalized");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "tasks=2 setns=0");
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %d",
+	          proc.status);
+}
+
 /* Starts SCRIPT, whose main thread sits in a C call before it has imported threading, and makes
  * round 1: its steps are left to the main thread. That nothing runs meanwhile cannot be waited
  * for: 20 times the grace after which the library's thread is sent, and finds threading
