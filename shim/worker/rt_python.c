@@ -72,6 +72,12 @@ struct rt_python_api {
 	 * absent: never taken for held. */
 	void *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
 	void *(*current_tstate)(void); /* PyThreadState_GetUnchecked, 3.11's private name */
+	/* Where the current thread state is the GIL holder's, whichever thread it is (3.11; the
+	 * earlier versions, which have no Py_Version, are not told apart), the main and the
+	 * newest interpreter: the same one in a process of one (rt_python_gil_free); NULL
+	 * elsewhere. Only compared, never read through. */
+	void *(*main_interp)(void); /* PyInterpreterState_Main */
+	void *(*head_interp)(void); /* PyInterpreterState_Head */
 	ssize_t (*gc_collect)(void);
 	int (*gc_is_enabled)(void); /* 3.10+; NULL before */
 	long long (*as_long_long)(rt_pyobj);
@@ -234,6 +240,13 @@ rt_python_resolve(void)
 	*(void **)&a.current_tstate = rt_python_sym("PyThreadState_GetUnchecked");
 	if (!a.current_tstate)
 		*(void **)&a.current_tstate = rt_python_sym("_PyThreadState_UncheckedGet");
+	const unsigned long *version = rt_python_sym("Py_Version");
+	if (version && *version >= 0x030b0000UL && *version < 0x030c0000UL) {
+		*(void **)&a.main_interp = rt_python_sym("PyInterpreterState_Main");
+		*(void **)&a.head_interp = rt_python_sym("PyInterpreterState_Head");
+		if (!a.main_interp || !a.head_interp)
+			a.main_interp = NULL, a.head_interp = NULL;
+	}
 	*(void **)&a.gc_collect = rt_python_sym("PyGC_Collect");
 	*(void **)&a.gc_is_enabled = rt_python_sym("PyGC_IsEnabled");
 	*(void **)&a.as_long_long = rt_python_sym("PyLong_AsLongLong");
@@ -1079,8 +1092,12 @@ rt_python_gil_maybe_held(void)
 static bool
 rt_python_gil_free(void *first)
 {
+	/* Interpreters join the list at its head; the main one, the first, stays at its tail. */
+	void *main = rt_py.main_interp ? rt_py.main_interp() : NULL;
+	bool shared = main && rt_py.head_interp() == main;
 	return rt_python_gil_proven_free(rt_py.current_tstate(), first,
-	                                 atomic_load(&rt_py_thread_tstate));
+	                                 atomic_load(&rt_py_thread_tstate), rt_py.this_tstate(),
+	                                 shared);
 }
 
 static void

@@ -759,6 +759,40 @@ Test(python, setns_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeou
 	py_call_during_steps("pydll", "setns", "setns=EINVAL", "fin-done");
 }
 
+/* The same setns through a C extension's call that works 20 ms with the GIL let go first, while
+ * another thread of the program runs bytecode, and so holds the GIL all along (nobody else asks
+ * for it while the library's thread sleeps in its finalizer): CPython 3.11 shows that thread's
+ * state current for the whole wait, neither none nor the library's, and never changing, and the
+ * caller was taken for a possible holder: it waited 5 ms and failed with EINVAL (before). A
+ * current state not the caller's own, in a process of one interpreter, is another thread's: the
+ * caller waits for the steps' end, and succeeds as without the library. */
+Test(python, setns_without_the_gil_waits_while_another_thread_runs_bytecode)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns(CLONE_NEWNS) needs root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	struct py_run run;
+	char line[1024], answer[256], err[8192];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", "PY_AWAIT_TASKS=4", NULL};
+	py_start_args(&run, "setns_busy.py", th_workload("libforeign_thread.so"), NULL, manual,
+	              "ready");
+	py_round(&run, 1, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(answer, "in-steps");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "fin-done");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the program's call did not come back");
+	cr_assert_str_eq(answer, "setns=0");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+}
+
 /* The same stand-down with the library's thread idle: it leaves at once, and the call succeeds,
  * as without the library. */
 Test(python, stand_down_waits_for_an_idle_librarys_thread)
