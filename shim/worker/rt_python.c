@@ -115,6 +115,7 @@ struct rt_python_api {
 	void (*restore_thread)(void *); /* PyEval_RestoreThread */
 	/* For the exit's wait (rt_python_hook_exit); without it there is none. */
 	rt_pyobj (*cfunction_new)(void *, rt_pyobj, rt_pyobj); /* PyCFunction_NewEx */
+	int (*check_signals)(void); /* PyErr_CheckSignals: the program's handlers, in the wait */
 };
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
@@ -277,6 +278,7 @@ rt_python_resolve(void)
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	*(void **)&a.cfunction_new = rt_python_sym("PyCFunction_NewEx");
+	*(void **)&a.check_signals = rt_python_sym("PyErr_CheckSignals");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
@@ -598,6 +600,10 @@ rt_python_forget_dummy(rt_pyobj before)
  * the one in progress, as long as the collection it runs, bounded (a finalizer may wait on
  * something the exiting thread holds). */
 #define RT_PY_EXIT_WAIT_S 10
+/* The wait takes the GIL back this often to run the program's signal handlers (a Ctrl-C at
+ * exit): as often as CPython's own waits in the main thread look (a join's, a sleep's), at
+ * most. A signal that the main thread itself takes ends the slice at once. */
+#define RT_PY_EXIT_SLICE_US 50000u
 #define RT_PY_METH_NOARGS 0x0004
 static atomic_bool rt_py_exiting;
 static atomic_bool rt_py_exit_hooked;
@@ -610,25 +616,33 @@ struct rt_py_method_def {
 	const char *doc;
 };
 
+/* threading._shutdown calls it on the thread that finalises, holding the GIL. Between slices
+ * it runs the program's signal handlers, as the program's own exit steps would (a join, a
+ * sleep): a handler that raises (Ctrl-C's KeyboardInterrupt) ends the wait, and its exception
+ * leaves through threading._shutdown as it would from the program's own join there. */
 static rt_pyobj
 rt_python_exit_wait(rt_pyobj self, rt_pyobj unused)
 {
 	(void)self, (void)unused;
 	atomic_store(&rt_py_exiting, true);
-	if (atomic_load(&rt_py_thread_busy) > 0 && !rt_py_thread_self) {
-		struct timespec start, now;
-		clock_gettime(CLOCK_MONOTONIC, &start);
+	if (rt_py_thread_self)
+		goto label_return;
+	uint64_t start = rt_python_now_us(), bound = (uint64_t)RT_PY_EXIT_WAIT_S * 1000000u;
+	for (unsigned busy; (busy = atomic_load(&rt_py_thread_busy)) > 0;) {
+		uint64_t waited = rt_python_now_us() - start;
+		if (waited >= bound)
+			break;
+		uint64_t us =
+		    bound - waited < RT_PY_EXIT_SLICE_US ? bound - waited : RT_PY_EXIT_SLICE_US;
+		struct timespec slice = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
 		void *state = rt_py.save_thread();
-		for (unsigned busy; (busy = atomic_load(&rt_py_thread_busy)) > 0;) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec - start.tv_sec >= RT_PY_EXIT_WAIT_S)
-				break;
-			struct timespec slice = {0, 1000000};
-			syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAIT_PRIVATE, busy, &slice,
-			        NULL, 0);
-		}
+		syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAIT_PRIVATE, busy, &slice, NULL, 0);
 		rt_py.restore_thread(state);
+		if (atomic_load(&rt_py_thread_busy) > 0 && rt_py.check_signals &&
+		    rt_py.check_signals() < 0)
+			return NULL;
 	}
+label_return:
 	rt_py.incref(rt_py.none);
 	return rt_py.none;
 }

@@ -572,6 +572,36 @@ Test(python, exit_waits_for_a_lock_the_librarys_steps_hold)
 	py_exits_during_the_librarys_steps("lock", NULL, "teardown took the lock");
 }
 
+/* A Ctrl-C while the program's exit waits for the library's steps (a finalizer that sleeps 3 s
+ * on the library's thread): the wait ran none of the program's signal handlers, and the exit
+ * waited for the finalizer's end ("fin-done", before). The wait now runs them between its
+ * slices: the KeyboardInterrupt ends it, and leaves threading._shutdown as from the program's
+ * own join there; the exit goes on at once, with the program's status. */
+Test(python, ctrl_c_during_the_exits_wait_for_the_steps_is_the_programs)
+{
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	struct py_run run;
+	char line[256], err[8192];
+	signal(SIGPIPE, SIG_IGN);
+	py_start(&run, "exit_during.py", "interrupt", manual, "ready");
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the steps never ran");
+	cr_assert_str_eq(line, "in-steps");
+	th_close_stdin(&run.proc);
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "no exit");
+	cr_assert_str_eq(line, "exiting");
+	cr_assert(kill(run.proc.pid, SIGINT) == 0);
+	cr_assert_not(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+	              "the exit waited for the steps after the SIGINT: %s", line);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
+	          "status %d, stderr: %s", run.proc.status, err);
+	th_expect_in(err, "KeyboardInterrupt");
+	cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
+}
+
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for
  * its next model: the release does not wait for the main thread (the round's record is there
  * while it still waits), and the steps run when the wait ends. */

@@ -10,7 +10,10 @@ thread when it asks for the GIL back after finalisation began) and makes finalis
 "slow" with the 200 ms inside a C++ op whose RAII guard lets the GIL go (GIL_GUARD: the path of
 test/workloads/dso/gil_guard.cpp's object), as PyTorch's ops do; "lock" holds a lock of the
 program's for 200 ms, as a logging handler around a write, and an object torn down at exit takes
-it 400 ms into finalisation (it writes "teardown took the lock" to stderr). At EOF on stdin
+it 400 ms into finalisation (it writes "teardown took the lock" to stderr); "interrupt" waits,
+the GIL let go between looks, until the program's exit has begun (threading._shutdown, whose
+first step is the library's wait for these steps), writes "exiting", sleeps 3 s and writes
+"fin-done" (the test sends SIGINT meanwhile). At EOF on stdin
 the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then.
 Before "ready" it waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
 import ctypes
@@ -64,6 +67,12 @@ def finalized(how):
     elif how == "lock":
         with LOCK:
             time.sleep(0.2)
+    elif how == "interrupt":
+        while not threading._SHUTTING_DOWN:
+            time.sleep(0.001)
+        os.write(1, b"exiting\n")
+        time.sleep(3)
+        os.write(1, b"fin-done\n")
     elif how == "spin":
         end = time.monotonic() + 0.02
         while time.monotonic() < end:
