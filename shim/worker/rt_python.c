@@ -198,6 +198,8 @@ static atomic_int rt_py_thread_leaving_tid;
 static __thread bool rt_py_thread_in_ensure;
 /* Its end's bookkeeping is done but for its count among the tasks (rt_python_thread_park). */
 static __thread bool rt_py_thread_stopped;
+/* The generation + 1 of the request it claimed and has not answered yet; 0: none. */
+static __thread uint32_t rt_py_thread_claimed;
 static __thread bool rt_py_thread_in_take;
 
 static uint64_t
@@ -650,6 +652,19 @@ label_return:
 static struct rt_py_method_def rt_py_exit_def = {"roundtrim_exit", rt_python_exit_wait,
                                                  RT_PY_METH_NOARGS, NULL};
 
+/* Python is down: an interpreter started again (an embedder's) is a new one: its exit gets its
+ * own wait, and the library's thread its steps. From the worker, at each look and each round,
+ * and from a thread CPython ended, which sees it first (an embedder may start the next
+ * interpreter before the worker looks). */
+static void
+rt_python_forget_exit(void)
+{
+	if (atomic_load(&rt_py_exit_hooked)) {
+		atomic_store(&rt_py_exiting, false);
+		atomic_store(&rt_py_exit_hooked, false);
+	}
+}
+
 /* On the library's thread, holding the GIL, at its steps until it took:
  * threading._register_atexit(the wait). Nothing is imported: threading is there, or the thread
  * would take no steps. */
@@ -735,6 +750,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 		}
 	struct rt_python_outcome answer;
 	if (claimed) {
+		rt_py_thread_claimed = generation + 1;
 		rt_python_hook_exit();
 		rt_python_steps(&answer, cuda, false, true);
 	}
@@ -748,6 +764,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_python_thread_unbusy();
 	if (claimed)
 		rt_python_publish(&answer, generation);
+	rt_py_thread_claimed = 0;
 	return true;
 }
 
@@ -821,14 +838,27 @@ rt_python_thread_park(void)
 	/* Still a task of the process, and one of the library's, until it is gone: the worker's
 	 * count of the program's threads stays right. */
 	rt_python_thread_ends(rt_py_thread_my_gen, false);
+	/* Steps it had claimed are over: answered, so that the word does not stay claimed for
+	 * good (an embedder's next interpreter would get no steps at all). */
+	if (rt_py_thread_claimed) {
+		struct rt_python_outcome answer = {.plan = RT_PYTHON_RUN,
+		                                   .end = RT_PYTHON_END_FINALIZING,
+		                                   .gc_collected = -1,
+		                                   .cuda = RT_PYTHON_CUDA_SKIPPED};
+		rt_python_publish(&answer, rt_py_thread_claimed - 1);
+		rt_py_thread_claimed = 0;
+	}
 	if (!entry)
 		for (;;)
 			syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 	atomic_fetch_add(&rt_py_thread_parked, 1);
 	for (;;) {
 		uint32_t asks = atomic_load(&rt_py_thread_asks);
-		if (!rt_py.is_initialized() ||
-		    atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen)
+		if (!rt_py.is_initialized()) {
+			rt_python_forget_exit();
+			break;
+		}
+		if (atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen)
 			break;
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, asks, NULL, NULL, 0);
 	}
@@ -1220,12 +1250,8 @@ rt_python_read(const struct rt_config *cfg)
 		r.initialized = rt_py.is_initialized() != 0;
 		r.finalizing = rt_py.is_finalizing() != 0;
 	}
-	/* An interpreter started again (an embedder's) is a new one: its exit gets its own wait,
-	 * and the library's thread its steps. */
-	if (r.found && !r.initialized && atomic_load(&rt_py_exit_hooked)) {
-		atomic_store(&rt_py_exiting, false);
-		atomic_store(&rt_py_exit_hooked, false);
-	}
+	if (r.found && !r.initialized)
+		rt_python_forget_exit();
 	return r;
 }
 
@@ -1306,9 +1332,15 @@ rt_python_tend(void)
 {
 	uint64_t now = rt_python_now_us();
 	uint64_t start = rt_python_start(now);
-	/* A thread CPython ended while Python was still initialised ends once it is not. */
-	if (atomic_load(&rt_py_thread_parked) > 0 && !rt_py.is_initialized())
-		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	/* Python down: the next interpreter is a new one, and a thread CPython ended while Python
+	 * was still initialised ends now. */
+	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND &&
+	    !rt_py.is_initialized()) {
+		rt_python_forget_exit();
+		if (atomic_load(&rt_py_thread_parked) > 0)
+			syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+			        NULL, 0);
+	}
 	if (!rt_py_armed_us)
 		return start;
 	uint32_t word = atomic_load(&rt_py_word);
@@ -1448,5 +1480,6 @@ rt_python_forget_parent(void)
 	rt_py_thread_in_ensure = false;
 	rt_py_thread_in_take = false;
 	rt_py_thread_stopped = false;
+	rt_py_thread_claimed = 0;
 	rt_py_thread_entry = NULL;
 }

@@ -4,7 +4,8 @@ Py_FinalizeEx.
 Makes an unreachable reference cycle after gc.disable() whose finalizer writes "in-steps" and
 then waits in a read of the pipe PYEMBED_FD (the GIL let go) until the embedder writes to it
 after Py_FinalizeEx: longer than the program's exit waits for the library's steps (10 s), so that
-CPython ends the library's thread where it asks for the GIL back. Waits for the library's thread
+CPython ends the library's thread where it asks for the GIL back (in a later run the byte is
+there already, and the finalizer goes on at once). Waits for the library's thread
 (PY_AWAIT_TASKS, librarythread), prints "ready" and returns at the first line of stdin."""
 import gc
 import os
