@@ -572,18 +572,18 @@ Test(python, exit_waits_for_a_lock_the_librarys_steps_hold)
 	py_exits_during_the_librarys_steps("lock", NULL, "teardown took the lock");
 }
 
-/* A Ctrl-C while the program's exit waits for the library's steps (a finalizer that sleeps 3 s
- * on the library's thread): the wait ran none of the program's signal handlers, and the exit
- * waited for the finalizer's end ("fin-done", before). The wait now runs them between its
- * slices: the KeyboardInterrupt ends it, and leaves threading._shutdown as from the program's
- * own join there; the exit goes on at once, with the program's status. */
-Test(python, ctrl_c_during_the_exits_wait_for_the_steps_is_the_programs)
+/* exit_during.py HOW ("interrupt", "interrupt-cxx"; extra: one more NAME=VALUE or NULL): SIGINT
+ * while the program's exit waits for the library's steps. The exit goes on at once: the
+ * finalizer never writes "fin-done", stderr has the KeyboardInterrupt, and the status is the
+ * program's (3). */
+static void
+py_ctrl_c_during_the_exits_wait(const char *how, const char *extra)
 {
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, extra, NULL};
 	struct py_run run;
 	char line[256], err[8192];
 	signal(SIGPIPE, SIG_IGN);
-	py_start(&run, "exit_during.py", "interrupt", manual, "ready");
+	py_start(&run, "exit_during.py", how, manual, "ready");
 	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
 	          "the steps never ran");
@@ -600,6 +600,28 @@ Test(python, ctrl_c_during_the_exits_wait_for_the_steps_is_the_programs)
 	          "status %d, stderr: %s", run.proc.status, err);
 	th_expect_in(err, "KeyboardInterrupt");
 	cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
+}
+
+/* A Ctrl-C while the program's exit waits for the library's steps (a finalizer that sleeps 3 s
+ * on the library's thread): the wait ran none of the program's signal handlers, and the exit
+ * waited for the finalizer's end ("fin-done", before). The wait now runs them between its
+ * slices: the KeyboardInterrupt ends it, and leaves threading._shutdown as from the program's
+ * own join there; the exit goes on at once, with the program's status. */
+Test(python, ctrl_c_during_the_exits_wait_for_the_steps_is_the_programs)
+{
+	py_ctrl_c_during_the_exits_wait("interrupt", NULL);
+}
+
+/* The same with the finalizer inside a C++ op whose RAII guard lets the GIL go (as pybind11 does
+ * around every PyTorch op), and a finalisation that outlasts the op: CPython ends the library's
+ * thread where the guard's destructor takes the GIL back, and the thread goes back to its start
+ * without unwinding the op's frames (an unwind through that noexcept destructor calls
+ * std::terminate: SIGABRT, seen with the jump replaced by libc's pthread_exit). */
+Test(python, ctrl_c_at_exit_ends_the_librarys_thread_in_a_cxx_op_without_unwinding)
+{
+	char guard[PATH_MAX];
+	snprintf(guard, sizeof(guard), "GIL_GUARD=%s", th_workload("libgil_guard.so"));
+	py_ctrl_c_during_the_exits_wait("interrupt-cxx", guard);
 }
 
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for
