@@ -140,6 +140,8 @@ static atomic_bool rt_py_cuda_option;
 static uint64_t rt_py_round;
 static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
+/* The worker has seen the interpreter up since it last saw it down. */
+static bool rt_py_seen_up;
 /* The library's thread. It is wanted where the steps may leave the main thread (set at the
  * worker's start) and started, once the interpreter is up, by a pending call that the worker
  * queues, so from the interpreter's main thread (rt_python_start). Each thread serves one
@@ -1333,13 +1335,22 @@ rt_python_tend(void)
 	uint64_t now = rt_python_now_us();
 	uint64_t start = rt_python_start(now);
 	/* Python down: the next interpreter is a new one, and a thread CPython ended while Python
-	 * was still initialised ends now. */
-	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND &&
-	    !rt_py.is_initialized()) {
-		rt_python_forget_exit();
-		if (atomic_load(&rt_py_thread_parked) > 0)
-			syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
-			        NULL, 0);
+	 * was still initialised ends now. So does an idle one, once the interpreter it served is
+	 * down (not before the first is up: the interpreter's own executable starts it before):
+	 * an embedder that goes on without Python keeps no task of the library's, and the next
+	 * interpreter's main thread starts a thread of its own. */
+	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND) {
+		if (rt_py.is_initialized()) {
+			rt_py_seen_up = true;
+		} else {
+			rt_python_forget_exit();
+			if (rt_py_seen_up && atomic_load(&rt_py_thread_runs))
+				rt_python_thread_send_away();
+			rt_py_seen_up = false;
+			if (atomic_load(&rt_py_thread_parked) > 0)
+				syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX,
+				        NULL, NULL, 0);
+		}
 	}
 	if (!rt_py_armed_us)
 		return start;
@@ -1454,6 +1465,7 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
+	rt_py_seen_up = false;
 	atomic_store(&rt_py_cuda_posted, false);
 	/* The parent's thread is not in the child: the child's start wants its own, and a start
 	 * call of the parent's in the copied queue finds another generation. */
