@@ -135,6 +135,12 @@ $(BUILD)/test/workloads/pylinked: test/workloads/pylinked.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -l:libpython3.11.so.1
 
+# An embedder that runs Python for a phase and goes on after Py_FinalizeEx (test_python.c).
+$(BUILD)/test/workloads/pyembed: test/workloads/pyembed.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(shell pkg-config --cflags python-3.11-embed) -o $@ $< \
+		-l:libpython3.11.so.1
+
 # The stress tests (test/integration/test_stress.c): make check runs them at a hundredth of
 # their sizes; make stress at full size (10^6 FIFO rounds, 10^5 signals, 10^4 fork+exec, ...),
 # one at a time: 4 to 8 minutes on 2 cores, by their load. Their shared object allocates in its

@@ -279,7 +279,8 @@ rt_python_start_due(const struct rt_python_start_readings *r)
 }
 
 bool
-rt_python_gil_proven_free(const void *now, const void *first, const void *ours)
+rt_python_gil_proven_free(const void *now, const void *first, const void *ours,
+                          const void *mine, bool shared)
 {
-	return !now || now != first || now == ours;
+	return !now || now != first || now == ours || (shared && mine && now != mine);
 }

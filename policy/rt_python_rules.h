@@ -155,9 +155,14 @@ bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t wa
  * provably does not hold the GIL: none is current, or the library's thread's is (`ours`,
  * published while it holds the GIL: CPython 3.11 shows the holder's, whichever thread it is),
  * or another than at the caller's first look (`first`): a caller that held the GIL would keep
- * it, and its state current, for as long as it waits. From 3.12 the current state is the calling
- * thread's own: none is the proof. */
-bool rt_python_gil_proven_free(const void *now, const void *first, const void *ours);
+ * it, and its state current, for as long as it waits. Or, where the current state is the
+ * holder's (`shared`: before 3.12) and the process has one interpreter, a state other than the
+ * caller's own (`mine`, its thread's first state; NULL where it has none): in one interpreter
+ * a thread holds the GIL with its own first state, unless it made itself a second one and
+ * swapped it in (roundtrim(7) names the case), so that one is another thread's, which holds
+ * the GIL. From 3.12 the current state is the calling thread's own: none is the proof. */
+bool rt_python_gil_proven_free(const void *now, const void *first, const void *ours,
+                               const void *mine, bool shared);
 
 /* Where the C API is a shared libpython's, the library's thread starts only in an interpreter
  * that is up: a program that exports the C API without ever initializing Python (gdb, vim

@@ -35,6 +35,7 @@ packages=(
 	clang-format      # make format
 	libpython3.11-testsuite # CPython's regression tests, for make check-host
 	libpython3.11     # a test program linked to libpython that never initializes Python
+	libpython3.11-dev # Python.h: the test program that embeds Python (test/workloads/pyembed.c)
 	util-linux        # setpriv and prlimit: the tests of privilege drops and task limits
 	gosu              # the test of a container entrypoint that drops root (a static Go program)
 	libseccomp-dev    # test/tools/noshare: the seccomp filter of a container runtime (no unshare)

@@ -29,6 +29,7 @@
 #include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -71,6 +72,12 @@ struct rt_python_api {
 	 * absent: never taken for held. */
 	void *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
 	void *(*current_tstate)(void); /* PyThreadState_GetUnchecked, 3.11's private name */
+	/* Where the current thread state is the GIL holder's, whichever thread it is (3.11; the
+	 * earlier versions, which have no Py_Version, are not told apart), the main and the
+	 * newest interpreter: the same one in a process of one (rt_python_gil_free); NULL
+	 * elsewhere. Only compared, never read through. */
+	void *(*main_interp)(void); /* PyInterpreterState_Main */
+	void *(*head_interp)(void); /* PyInterpreterState_Head */
 	ssize_t (*gc_collect)(void);
 	int (*gc_is_enabled)(void); /* 3.10+; NULL before */
 	long long (*as_long_long)(rt_pyobj);
@@ -108,6 +115,7 @@ struct rt_python_api {
 	void (*restore_thread)(void *); /* PyEval_RestoreThread */
 	/* For the exit's wait (rt_python_hook_exit); without it there is none. */
 	rt_pyobj (*cfunction_new)(void *, rt_pyobj, rt_pyobj); /* PyCFunction_NewEx */
+	int (*check_signals)(void); /* PyErr_CheckSignals: the program's handlers, in the wait */
 };
 
 /* Written by the pending call before it publishes DONE, read by the worker after it sees
@@ -132,6 +140,8 @@ static atomic_bool rt_py_cuda_option;
 static uint64_t rt_py_round;
 static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
+/* The worker has seen the interpreter up since it last saw it down. */
+static bool rt_py_seen_up;
 /* The library's thread. It is wanted where the steps may leave the main thread (set at the
  * worker's start) and started, once the interpreter is up, by a pending call that the worker
  * queues, so from the interpreter's main thread (rt_python_start). Each thread serves one
@@ -178,7 +188,20 @@ static atomic_int rt_py_anchor_tid;
 static __thread bool rt_py_thread_self;
 /* The generation the library's thread was started for (on that thread). */
 static __thread uint32_t rt_py_thread_my_gen;
+/* Where the library's thread goes back to once CPython has ended it (rt_python_thread_park): a
+ * point in its start routine, saved at its entry; NULL before, and once it went back. */
+static __thread jmp_buf *rt_py_thread_entry;
+/* Threads of ours that CPython ended and that wait for Python to be down (the worker wakes
+ * them: rt_python_tend). */
+static atomic_uint rt_py_thread_parked;
+/* The task id of the last thread of ours that went back to its start routine to end: a
+ * program thread that waits for the end of ours waits for the kernel to release it too. */
+static atomic_int rt_py_thread_leaving_tid;
 static __thread bool rt_py_thread_in_ensure;
+/* Its end's bookkeeping is done but for its count among the tasks (rt_python_thread_park). */
+static __thread bool rt_py_thread_stopped;
+/* The generation + 1 of the request it claimed and has not answered yet; 0: none. */
+static __thread uint32_t rt_py_thread_claimed;
 static __thread bool rt_py_thread_in_take;
 
 static uint64_t
@@ -222,6 +245,13 @@ rt_python_resolve(void)
 	*(void **)&a.current_tstate = rt_python_sym("PyThreadState_GetUnchecked");
 	if (!a.current_tstate)
 		*(void **)&a.current_tstate = rt_python_sym("_PyThreadState_UncheckedGet");
+	const unsigned long *version = rt_python_sym("Py_Version");
+	if (version && *version >= 0x030b0000UL && *version < 0x030c0000UL) {
+		*(void **)&a.main_interp = rt_python_sym("PyInterpreterState_Main");
+		*(void **)&a.head_interp = rt_python_sym("PyInterpreterState_Head");
+		if (!a.main_interp || !a.head_interp)
+			a.main_interp = NULL, a.head_interp = NULL;
+	}
 	*(void **)&a.gc_collect = rt_python_sym("PyGC_Collect");
 	*(void **)&a.gc_is_enabled = rt_python_sym("PyGC_IsEnabled");
 	*(void **)&a.as_long_long = rt_python_sym("PyLong_AsLongLong");
@@ -252,6 +282,7 @@ rt_python_resolve(void)
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	*(void **)&a.cfunction_new = rt_python_sym("PyCFunction_NewEx");
+	*(void **)&a.check_signals = rt_python_sym("PyErr_CheckSignals");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
 	if (!a.err_get_raised || !a.err_set_raised)
@@ -573,6 +604,10 @@ rt_python_forget_dummy(rt_pyobj before)
  * the one in progress, as long as the collection it runs, bounded (a finalizer may wait on
  * something the exiting thread holds). */
 #define RT_PY_EXIT_WAIT_S 10
+/* The wait takes the GIL back this often to run the program's signal handlers (a Ctrl-C at
+ * exit): as often as CPython's own waits in the main thread look (a join's, a sleep's), at
+ * most. A signal that the main thread itself takes ends the slice at once. */
+#define RT_PY_EXIT_SLICE_US 50000u
 #define RT_PY_METH_NOARGS 0x0004
 static atomic_bool rt_py_exiting;
 static atomic_bool rt_py_exit_hooked;
@@ -585,31 +620,52 @@ struct rt_py_method_def {
 	const char *doc;
 };
 
+/* threading._shutdown calls it on the thread that finalises, holding the GIL. Between slices
+ * it runs the program's signal handlers, as the program's own exit steps would (a join, a
+ * sleep): a handler that raises (Ctrl-C's KeyboardInterrupt) ends the wait, and its exception
+ * leaves through threading._shutdown as it would from the program's own join there. */
 static rt_pyobj
 rt_python_exit_wait(rt_pyobj self, rt_pyobj unused)
 {
 	(void)self, (void)unused;
 	atomic_store(&rt_py_exiting, true);
-	if (atomic_load(&rt_py_thread_busy) > 0 && !rt_py_thread_self) {
-		struct timespec start, now;
-		clock_gettime(CLOCK_MONOTONIC, &start);
+	if (rt_py_thread_self)
+		goto label_return;
+	uint64_t start = rt_python_now_us(), bound = (uint64_t)RT_PY_EXIT_WAIT_S * 1000000u;
+	for (unsigned busy; (busy = atomic_load(&rt_py_thread_busy)) > 0;) {
+		uint64_t waited = rt_python_now_us() - start;
+		if (waited >= bound)
+			break;
+		uint64_t us =
+		    bound - waited < RT_PY_EXIT_SLICE_US ? bound - waited : RT_PY_EXIT_SLICE_US;
+		struct timespec slice = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
 		void *state = rt_py.save_thread();
-		for (unsigned busy; (busy = atomic_load(&rt_py_thread_busy)) > 0;) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec - start.tv_sec >= RT_PY_EXIT_WAIT_S)
-				break;
-			struct timespec slice = {0, 1000000};
-			syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAIT_PRIVATE, busy, &slice,
-			        NULL, 0);
-		}
+		syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAIT_PRIVATE, busy, &slice, NULL, 0);
 		rt_py.restore_thread(state);
+		if (atomic_load(&rt_py_thread_busy) > 0 && rt_py.check_signals &&
+		    rt_py.check_signals() < 0)
+			return NULL;
 	}
+label_return:
 	rt_py.incref(rt_py.none);
 	return rt_py.none;
 }
 
 static struct rt_py_method_def rt_py_exit_def = {"roundtrim_exit", rt_python_exit_wait,
                                                  RT_PY_METH_NOARGS, NULL};
+
+/* Python is down: an interpreter started again (an embedder's) is a new one: its exit gets its
+ * own wait, and the library's thread its steps. From the worker, at each look and each round,
+ * and from a thread CPython ended, which sees it first (an embedder may start the next
+ * interpreter before the worker looks). */
+static void
+rt_python_forget_exit(void)
+{
+	if (atomic_load(&rt_py_exit_hooked)) {
+		atomic_store(&rt_py_exiting, false);
+		atomic_store(&rt_py_exit_hooked, false);
+	}
+}
 
 /* On the library's thread, holding the GIL, at its steps until it took:
  * threading._register_atexit(the wait). Nothing is imported: threading is there, or the thread
@@ -696,6 +752,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 		}
 	struct rt_python_outcome answer;
 	if (claimed) {
+		rt_py_thread_claimed = generation + 1;
 		rt_python_hook_exit();
 		rt_python_steps(&answer, cuda, false, true);
 	}
@@ -709,6 +766,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_python_thread_unbusy();
 	if (claimed)
 		rt_python_publish(&answer, generation);
+	rt_py_thread_claimed = 0;
 	return true;
 }
 
@@ -723,11 +781,21 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		 * finalizer at finalisation): its thread state is no proof of anything any more. */
 		atomic_store(&rt_py_thread_tstate, NULL);
 		atomic_fetch_sub(&rt_py_thread_busy, 1);
+		syscall(SYS_futex, &rt_py_thread_busy, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
-	bool current = atomic_load(&rt_py_thread_gen) == gen;
+	rt_py_thread_in_ensure = false;
+	rt_py_thread_in_take = false;
+	/* Once only: after a park, another thread of the same generation may run already. */
+	bool current = !rt_py_thread_stopped && atomic_load(&rt_py_thread_gen) == gen;
+	rt_py_thread_stopped = true;
 	if (current)
 		atomic_store(&rt_py_thread_runs, false);
 	if (counted) {
+		/* Just before glibc ends the task, never after: the worker takes the process for
+		 * ended when it sees no task beyond those the library counts (rt_worker_alone).
+		 * Who waits for the end waits for the kernel's release of the task as well
+		 * (rt_python_thread_await). */
+		atomic_store(&rt_py_thread_leaving_tid, gettid());
 		atomic_fetch_sub(&rt_py_thread_tasks, 1);
 		syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
@@ -736,8 +804,8 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		rt_worker_life_wake();
 }
 
-/* The thread's exit by a normal return (CPython's pthread_exit parks it instead:
- * rt_python_thread_park). A thread still counted after that would make the worker count a task
+/* The thread's exit by a return from its start routine, CPython's pthread_exit included
+ * (rt_python_thread_park). A thread still counted after that would make the worker count a task
  * that is gone, and take the program's last thread for gone while the main thread finalises.
  * arg: its generation. */
 static void
@@ -746,15 +814,58 @@ rt_python_thread_gone(void *arg)
 	rt_python_thread_ends((uint32_t)(uintptr_t)arg, true);
 }
 
+/* CPython ended the thread (pthread_exit where it asked for the GIL back once finalisation had
+ * begun). No unwind through the frames above: a C++ destructor among them (pybind11's
+ * gil_scoped_release around a PyTorch op) is noexcept, and std::terminate would end the
+ * program. The thread stays as it is, a task of the library's, every signal blocked, until
+ * Python is down (Py_IsInitialized() false: with CPython 3.11-3.13 already at the call, since
+ * finalisation clears it as it begins to end foreign threads; the worker looks again at each
+ * look) or a program thread sends it away (rt_python_thread_make_room): an embedder that goes
+ * on after Py_FinalizeEx must not keep a task sharing its filesystem context for good (its
+ * setns(CLONE_NEWNS) and unshare would fail), nor one counted against its task limits. Then it
+ * jumps back to its start routine, skipping those frames as CPython 3.14 leaves a thread that
+ * hangs there (nothing of them runs again: what they hold stays held, as it would while
+ * parked), and returns from it: glibc's own end of a thread, which counts the process's live
+ * threads (a raw exit system call would skip that count, and a program whose main thread
+ * called pthread_exit would then never get glibc's exit(0), its atexit handlers and stdio
+ * flush, once its last thread ends), gives the stack back to glibc's cache (after
+ * rt_stack_trim) and lets the kernel release the task. A second call, from a destructor that
+ * glibc's end of the thread runs, parks for good. */
 _Noreturn void
 rt_python_thread_park(void)
 {
 	static _Atomic uint32_t never;
-	/* Still a task of the process, and one of the library's: the worker's count of the
-	 * program's threads stays right. */
+	jmp_buf *entry = rt_py_thread_entry;
+	rt_py_thread_entry = NULL;
+	/* Still a task of the process, and one of the library's, until it is gone: the worker's
+	 * count of the program's threads stays right. */
 	rt_python_thread_ends(rt_py_thread_my_gen, false);
-	for (;;)
-		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	/* Steps it had claimed are over: answered, so that the word does not stay claimed for
+	 * good (an embedder's next interpreter would get no steps at all). */
+	if (rt_py_thread_claimed) {
+		struct rt_python_outcome answer = {.plan = RT_PYTHON_RUN,
+		                                   .end = RT_PYTHON_END_FINALIZING,
+		                                   .gc_collected = -1,
+		                                   .cuda = RT_PYTHON_CUDA_SKIPPED};
+		rt_python_publish(&answer, rt_py_thread_claimed - 1);
+		rt_py_thread_claimed = 0;
+	}
+	if (!entry)
+		for (;;)
+			syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	atomic_fetch_add(&rt_py_thread_parked, 1);
+	for (;;) {
+		uint32_t asks = atomic_load(&rt_py_thread_asks);
+		if (!rt_py.is_initialized()) {
+			rt_python_forget_exit();
+			break;
+		}
+		if (atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen)
+			break;
+		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, asks, NULL, NULL, 0);
+	}
+	atomic_fetch_sub(&rt_py_thread_parked, 1);
+	longjmp(*entry, 1);
 }
 
 /* The thread's loop: sleeps on a futex until the worker sends it to a request, or away. */
@@ -833,8 +944,16 @@ rt_python_thread(void *arg)
 	atomic_fetch_add(&rt_py_thread_tasks, 1);
 	rt_python_started_one();
 	atomic_store(&rt_py_thread_tid, gettid());
+	jmp_buf entry;
 	pthread_cleanup_push(rt_python_thread_gone, arg);
-	rt_python_thread_serve(gen, &stack);
+	if (setjmp(entry) == 0) {
+		rt_py_thread_entry = &entry;
+		rt_python_thread_serve(gen, &stack);
+		rt_py_thread_entry = NULL;
+	} else {
+		/* Back from rt_python_thread_park: whatever CPython's frames touched goes. */
+		rt_stack_trim(&stack);
+	}
 	pthread_cleanup_pop(1);
 	return NULL;
 }
@@ -1019,8 +1138,12 @@ rt_python_gil_maybe_held(void)
 static bool
 rt_python_gil_free(void *first)
 {
+	/* Interpreters join the list at its head; the main one, the first, stays at its tail. */
+	void *main = rt_py.main_interp ? rt_py.main_interp() : NULL;
+	bool shared = main && rt_py.head_interp() == main;
 	return rt_python_gil_proven_free(rt_py.current_tstate(), first,
-	                                 atomic_load(&rt_py_thread_tstate));
+	                                 atomic_load(&rt_py_thread_tstate), rt_py.this_tstate(),
+	                                 shared);
 }
 
 static void
@@ -1074,9 +1197,16 @@ rt_python_thread_await(void)
 			syscall(SYS_futex, &rt_py_thread_starting, FUTEX_WAIT_PRIVATE, starting,
 			        &slice, NULL, 0);
 	}
-	/* Its tid is cleared before the kernel releases the task and its filesystem context. */
+	/* Its tid is cleared before the kernel releases the task and its filesystem context; the
+	 * last one to end may not be the last started (one CPython ended, long after). Once
+	 * released, that one is forgotten: its number may go to a thread of the program's. */
 	pid_t tid = atomic_load(&rt_py_thread_tid);
-	return !tid || rt_proc_await_release_until(tid, &deadline);
+	int leaving = atomic_load(&rt_py_thread_leaving_tid);
+	bool gone = (!tid || rt_proc_await_release_until(tid, &deadline)) &&
+	            (!leaving || leaving == tid || rt_proc_await_release_until(leaving, &deadline));
+	if (gone && leaving)
+		atomic_compare_exchange_strong(&rt_py_thread_leaving_tid, &leaving, 0);
+	return gone;
 }
 
 bool
@@ -1122,12 +1252,8 @@ rt_python_read(const struct rt_config *cfg)
 		r.initialized = rt_py.is_initialized() != 0;
 		r.finalizing = rt_py.is_finalizing() != 0;
 	}
-	/* An interpreter started again (an embedder's) is a new one: its exit gets its own wait,
-	 * and the library's thread its steps. */
-	if (r.found && !r.initialized && atomic_load(&rt_py_exit_hooked)) {
-		atomic_store(&rt_py_exiting, false);
-		atomic_store(&rt_py_exit_hooked, false);
-	}
+	if (r.found && !r.initialized)
+		rt_python_forget_exit();
 	return r;
 }
 
@@ -1208,6 +1334,24 @@ rt_python_tend(void)
 {
 	uint64_t now = rt_python_now_us();
 	uint64_t start = rt_python_start(now);
+	/* Python down: the next interpreter is a new one, and a thread CPython ended while Python
+	 * was still initialised ends now. So does an idle one, once the interpreter it served is
+	 * down (not before the first is up: the interpreter's own executable starts it before):
+	 * an embedder that goes on without Python keeps no task of the library's, and the next
+	 * interpreter's main thread starts a thread of its own. */
+	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND) {
+		if (rt_py.is_initialized()) {
+			rt_py_seen_up = true;
+		} else {
+			rt_python_forget_exit();
+			if (rt_py_seen_up && atomic_load(&rt_py_thread_runs))
+				rt_python_thread_send_away();
+			rt_py_seen_up = false;
+			if (atomic_load(&rt_py_thread_parked) > 0)
+				syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX,
+				        NULL, NULL, 0);
+		}
+	}
 	if (!rt_py_armed_us)
 		return start;
 	uint32_t word = atomic_load(&rt_py_word);
@@ -1321,6 +1465,7 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
+	rt_py_seen_up = false;
 	atomic_store(&rt_py_cuda_posted, false);
 	/* The parent's thread is not in the child: the child's start wants its own, and a start
 	 * call of the parent's in the copied queue finds another generation. */
@@ -1339,9 +1484,14 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_thread_out, false);
 	atomic_store(&rt_py_thread_declined, false);
 	atomic_store(&rt_py_thread_tid, 0);
+	atomic_store(&rt_py_thread_leaving_tid, 0);
+	atomic_store(&rt_py_thread_parked, 0);
 	atomic_store(&rt_py_anchor_tid, 0);
 	/* A finalizer that forked on the library's thread: the child's main thread is not it. */
 	rt_py_thread_self = false;
 	rt_py_thread_in_ensure = false;
 	rt_py_thread_in_take = false;
+	rt_py_thread_stopped = false;
+	rt_py_thread_claimed = 0;
+	rt_py_thread_entry = NULL;
 }

@@ -323,8 +323,9 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
  * pthread_exit, whose forced unwind runs through every frame above: on the library's Python
  * thread those are a finalizer's, and a C++ destructor among them (pybind11's
  * gil_scoped_release, around every PyTorch op) is noexcept: std::terminate, SIGABRT, where the
- * program without the library exits with its own status. That thread waits for the process's
- * end instead, as CPython 3.14 makes its own threads do. */
+ * program without the library exits with its own status. That thread leaves those frames
+ * behind instead, as CPython 3.14 leaves its own threads hanging there, and ends once Python is
+ * down (rt_python_thread_park). */
 RT_EXPORT void
 pthread_exit(void *retval)
 {

@@ -572,6 +572,58 @@ Test(python, exit_waits_for_a_lock_the_librarys_steps_hold)
 	py_exits_during_the_librarys_steps("lock", NULL, "teardown took the lock");
 }
 
+/* exit_during.py HOW ("interrupt", "interrupt-cxx"; extra: one more NAME=VALUE or NULL): SIGINT
+ * while the program's exit waits for the library's steps. The exit goes on at once: the
+ * finalizer never writes "fin-done", stderr has the KeyboardInterrupt, and the status is the
+ * program's (3). */
+static void
+py_ctrl_c_during_the_exits_wait(const char *how, const char *extra)
+{
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, extra, NULL};
+	struct py_run run;
+	char line[256], err[8192];
+	signal(SIGPIPE, SIG_IGN);
+	py_start(&run, "exit_during.py", how, manual, "ready");
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "the steps never ran");
+	cr_assert_str_eq(line, "in-steps");
+	th_close_stdin(&run.proc);
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "no exit");
+	cr_assert_str_eq(line, "exiting");
+	cr_assert(kill(run.proc.pid, SIGINT) == 0);
+	cr_assert_not(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
+	              "the exit waited for the steps after the SIGINT: %s", line);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
+	          "status %d, stderr: %s", run.proc.status, err);
+	th_expect_in(err, "KeyboardInterrupt");
+	cr_assert_null(strstr(err, "Fatal Python error"), "%s", err);
+}
+
+/* A Ctrl-C while the program's exit waits for the library's steps (a finalizer that sleeps 3 s
+ * on the library's thread): the wait ran none of the program's signal handlers, and the exit
+ * waited for the finalizer's end ("fin-done", before). The wait now runs them between its
+ * slices: the KeyboardInterrupt ends it, and leaves threading._shutdown as from the program's
+ * own join there; the exit goes on at once, with the program's status. */
+Test(python, ctrl_c_during_the_exits_wait_for_the_steps_is_the_programs)
+{
+	py_ctrl_c_during_the_exits_wait("interrupt", NULL);
+}
+
+/* The same with the finalizer inside a C++ op whose RAII guard lets the GIL go (as pybind11 does
+ * around every PyTorch op), and a finalisation that outlasts the op: CPython ends the library's
+ * thread where the guard's destructor takes the GIL back, and the thread goes back to its start
+ * without unwinding the op's frames (an unwind through that noexcept destructor calls
+ * std::terminate: SIGABRT, seen with the jump replaced by libc's pthread_exit). */
+Test(python, ctrl_c_at_exit_ends_the_librarys_thread_in_a_cxx_op_without_unwinding)
+{
+	char guard[PATH_MAX];
+	snprintf(guard, sizeof(guard), "GIL_GUARD=%s", th_workload("libgil_guard.so"));
+	py_ctrl_c_during_the_exits_wait("interrupt-cxx", guard);
+}
+
 /* The round ends by the FIFO and the program then waits in Event.wait(), as a client waits for
  * its next model: the release does not wait for the main thread (the round's record is there
  * while it still waits), and the steps run when the wait ends. */
@@ -759,6 +811,40 @@ Test(python, setns_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeou
 	py_call_during_steps("pydll", "setns", "setns=EINVAL", "fin-done");
 }
 
+/* The same setns through a C extension's call that works 20 ms with the GIL let go first, while
+ * another thread of the program runs bytecode, and so holds the GIL all along (nobody else asks
+ * for it while the library's thread sleeps in its finalizer): CPython 3.11 shows that thread's
+ * state current for the whole wait, neither none nor the library's, and never changing, and the
+ * caller was taken for a possible holder: it waited 5 ms and failed with EINVAL (before). A
+ * current state not the caller's own, in a process of one interpreter, is another thread's: the
+ * caller waits for the steps' end, and succeeds as without the library. */
+Test(python, setns_without_the_gil_waits_while_another_thread_runs_bytecode)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns(CLONE_NEWNS) needs root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	struct py_run run;
+	char line[1024], answer[256], err[8192];
+	const char *manual[] = {"ROUNDTRIM_AUTO=off", "PY_AWAIT_TASKS=4", NULL};
+	py_start_args(&run, "setns_busy.py", th_workload("libforeign_thread.so"), NULL, manual,
+	              "ready");
+	py_round(&run, 1, line, sizeof(line));
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the library's thread never ran the steps");
+	cr_assert_str_eq(answer, "in-steps");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "fin-done");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "the program's call did not come back");
+	cr_assert_str_eq(answer, "setns=0");
+	th_close_stdin(&run.proc);
+	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
+	th_read_stderr(&run.proc, err, sizeof(err));
+	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+}
+
 /* The same stand-down with the library's thread idle: it leaves at once, and the call succeeds,
  * as without the library. */
 Test(python, stand_down_waits_for_an_idle_librarys_thread)
@@ -776,6 +862,63 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
 	th_read_stderr(&run.proc, err, sizeof(err));
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
+}
+
+/* An embedder (pyembed) calls Py_FinalizeEx while a finalizer on the library's thread waits
+ * longer than the exit's wait for the steps (10 s), and goes on without Python: CPython ends the
+ * thread with pthread_exit where it asks for the GIL back, and the library parked it for good,
+ * a task sharing the embedder's filesystem context: the process kept 3 tasks, and the
+ * embedder's setns(CLONE_NEWNS) waited 2 s and failed with EINVAL (before). The thread now ends,
+ * without unwinding the finalizer's frames, once Python is down: the embedder's call succeeds at
+ * once, as without the library. The steps it left are answered ("finalizing"), and a second
+ * interpreter that the embedder starts gets its round's steps from a new thread (before: the
+ * request stayed claimed, and every later round reported the steps busy). */
+Test(python, embedder_after_finalize_keeps_no_thread_of_ours, .timeout = 90)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns(CLONE_NEWNS) needs root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], script[PATH_MAX], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
+	snprintf(script, sizeof(script), "%sembedded.py", PY_DIR);
+	const char *env[] = {preload,
+	                     pythonpath,
+	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     "ROUNDTRIM_AUTO=off",
+	                     PY_AWAIT_THREAD,
+	                     NULL};
+	const char *argv[] = {th_workload("pyembed"), script, "2", NULL};
+	th_spawn(&proc, argv, env);
+	for (int r = 1; r <= 2; r++) {
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+		cr_assert_str_eq(line, "ready");
+		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+		th_expect_in(line, "\"python\":\"pending\"");
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "round %d: the library's thread never ran the steps", r);
+		cr_assert_str_eq(line, "in-steps");
+		if (r == 2) {
+			py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+			th_expect_in(line, "\"python\":\"collected\"");
+		}
+		th_write(&proc, "\n");
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "no Py_FinalizeEx");
+		cr_assert_str_eq(line, "finalized");
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+		cr_assert_str_eq(line, "tasks=2 setns=0", "round %d", r);
+		if (r == 1) {
+			py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+			th_expect_in(line, "\"python\":\"finalizing\"");
+		}
+	}
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %d",
+	          proc.status);
 }
 
 /* Starts SCRIPT, whose main thread sits in a C call before it has imported threading, and makes

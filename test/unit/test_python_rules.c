@@ -317,11 +317,32 @@ Test(python_word, a_declined_request_is_not_taken_over)
 Test(python_word, the_gil_is_proven_free_only_by_what_a_holder_could_not_show)
 {
 	static int mine, ours, other;
-	cr_assert(rt_python_gil_proven_free(NULL, &mine, &ours), "none current");
-	cr_assert(rt_python_gil_proven_free(&ours, &ours, &ours), "the library's thread holds it");
-	cr_assert(rt_python_gil_proven_free(&other, &mine, &ours), "the holder changed");
-	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, &ours), "the same state all along");
-	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, NULL), "no thread of ours");
+	cr_assert(rt_python_gil_proven_free(NULL, &mine, &ours, &mine, false), "none current");
+	cr_assert(rt_python_gil_proven_free(&ours, &ours, &ours, &mine, false),
+	          "the library's thread holds it");
+	cr_assert(rt_python_gil_proven_free(&other, &mine, &ours, &mine, false),
+	          "the holder changed");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, &ours, &mine, false),
+	              "the same state all along");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, NULL, &mine, false),
+	              "no thread of ours");
+}
+
+/* Where CPython shows the holder's state (before 3.12) and the process has one interpreter,
+ * another state than the caller's own is another thread's, even when it never changes (a
+ * program thread that runs bytecode all along); not where the caller has no state of its own,
+ * where the state shown is the caller's own, nor from 3.12 or with subinterpreters. */
+Test(python_word, another_threads_state_proves_the_gil_free_in_one_interpreter)
+{
+	static int mine, ours, other;
+	cr_assert(rt_python_gil_proven_free(&other, &other, &ours, &mine, true),
+	          "another thread's state all along");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, &ours, &mine, true),
+	              "the caller's own state");
+	cr_assert_not(rt_python_gil_proven_free(&other, &other, &ours, NULL, true),
+	              "the caller has no state");
+	cr_assert_not(rt_python_gil_proven_free(&other, &other, &ours, &mine, false),
+	              "3.12+, or more than one interpreter");
 }
 
 /* The thread starts once the interpreter is up, from one queued call; before that the worker

@@ -2,10 +2,12 @@
  * Python, as a C library's pool calls a Python callback, started right after the calling thread
  * unshared its filesystem context, which sends the library's Python thread away: the new thread
  * reuses the stack, and so the pthread_t, that the library's thread left in glibc's cache, and
- * the library's next thread reuses the new thread's in turn. */
+ * the library's next thread reuses the new thread's in turn. Also a C extension's call that
+ * works a while with the GIL let go before its setns(2). */
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 /* How many tasks the process has now. */
 static int
@@ -35,4 +37,13 @@ foreign_after_unshare(void *(*cb)(void *), int tasks)
 	if (pthread_create(&t, NULL, cb, NULL) != 0 || pthread_join(t, NULL) != 0)
 		return 0;
 	return (unsigned long)t;
+}
+
+/* Sleeps `us` microseconds (the work: another thread takes the GIL meanwhile), then
+ * setns(fd, CLONE_NEWNS); returns setns's result (errno says why it failed). */
+__attribute__((visibility("default"))) int
+foreign_work_then_setns(int fd, unsigned us)
+{
+	usleep(us);
+	return setns(fd, CLONE_NEWNS);
 }

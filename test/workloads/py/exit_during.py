@@ -10,7 +10,11 @@ thread when it asks for the GIL back after finalisation began) and makes finalis
 "slow" with the 200 ms inside a C++ op whose RAII guard lets the GIL go (GIL_GUARD: the path of
 test/workloads/dso/gil_guard.cpp's object), as PyTorch's ops do; "lock" holds a lock of the
 program's for 200 ms, as a logging handler around a write, and an object torn down at exit takes
-it 400 ms into finalisation (it writes "teardown took the lock" to stderr). At EOF on stdin
+it 400 ms into finalisation (it writes "teardown took the lock" to stderr); "interrupt" waits,
+the GIL let go between looks, until the program's exit has begun (threading._shutdown, whose
+first step is the library's wait for these steps), writes "exiting", sleeps 3 s and writes
+"fin-done" (the test sends SIGINT meanwhile); "interrupt-cxx" does as "interrupt" with 300 ms
+inside the C++ op instead of the 3 s, and finalisation lasting 1 s as with "cxx". At EOF on stdin
 the main thread exits with status 3 through interpreter finalisation, whatever the library's thread is doing then.
 Before "ready" it waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
 import ctypes
@@ -64,6 +68,15 @@ def finalized(how):
     elif how == "lock":
         with LOCK:
             time.sleep(0.2)
+    elif how in ("interrupt", "interrupt-cxx"):
+        while not threading._SHUTTING_DOWN:
+            time.sleep(0.001)
+        os.write(1, b"exiting\n")
+        if how == "interrupt":
+            time.sleep(3)
+        else:
+            guard[0].gil_guard_work(300)
+        os.write(1, b"fin-done\n")
     elif how == "spin":
         end = time.monotonic() + 0.02
         while time.monotonic() < end:
@@ -72,7 +85,7 @@ def finalized(how):
 
 def main():
     how = sys.argv[1]
-    if how == "cxx":
+    if how in ("cxx", "interrupt-cxx"):
         guard.append(ctypes.PyDLL(os.environ["GIL_GUARD"]))
     gc.disable()
     for _ in range(N):
@@ -84,7 +97,7 @@ def main():
     librarythread.await_it()
     print("ready", flush=True)
     sys.stdin.buffer.read()
-    if how in ("slow", "cxx"):
+    if how in ("slow", "cxx", "interrupt-cxx"):
         sys.stdout = SlowFlush()
     if how == "lock":
         teardown = types.ModuleType("exit_during_teardown")

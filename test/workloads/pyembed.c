@@ -1,0 +1,81 @@
+/* pyembed SCRIPT [RUNS]: an embedder, as a C or C++ service that runs Python for a phase and
+ * then goes on without it, RUNS times (default 1): Py_Initialize, runs SCRIPT
+ * (PyRun_SimpleFile), Py_FinalizeEx, prints "finalized". Then it writes one byte to the pipe
+ * whose read end the script found in PYEMBED_FD (a finalizer of the script's may wait on it),
+ * waits until the process is down to 2 tasks (its own and the library's worker; 2 s at most),
+ * enters its own mount namespace (setns(2) with CLONE_NEWNS, which the kernel refuses while
+ * another task shares the caller's filesystem context) and prints "tasks=N setns=R" (R: 0, or
+ * the errno's name). Before each later Py_Initialize it writes one byte more to the pipe: a
+ * finalizer of that run finds it there and does not wait. */
+#include <Python.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int
+count_tasks(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+main(int argc, char **argv)
+{
+	int gate[2];
+	char fd_text[16];
+	int runs = argc == 3 ? atoi(argv[2]) : 1;
+	if (argc < 2 || argc > 3 || runs < 1 || pipe(gate) != 0)
+		return 2;
+	snprintf(fd_text, sizeof(fd_text), "%d", gate[0]);
+	setenv("PYEMBED_FD", fd_text, 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int run = 0; run < runs; run++) {
+		FILE *script = fopen(argv[1], "r");
+		if (!script || (run > 0 && write(gate[1], "x", 1) != 1))
+			return 2;
+		Py_Initialize();
+		int failed = PyRun_SimpleFile(script, argv[1]);
+		fclose(script);
+		if (Py_FinalizeEx() != 0 || failed)
+			return 1;
+		printf("finalized\n");
+		if (write(gate[1], "x", 1) != 1)
+			return 1;
+		int tasks;
+		for (double end = now_s() + 2; (tasks = count_tasks()) > 2 && now_s() < end;) {
+			struct timespec step = {0, 1000000};
+			nanosleep(&step, NULL);
+		}
+		int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		int rc = setns(fd, CLONE_NEWNS), err = errno;
+		close(fd);
+		printf("tasks=%d setns=%s\n", tasks,
+		       rc == 0         ? "0"
+		       : err == EINVAL ? "EINVAL"
+		                       : strerror(err));
+	}
+	return 0;
+}
