@@ -140,8 +140,8 @@ static atomic_bool rt_py_cuda_option;
 static uint64_t rt_py_round;
 static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
-/* The worker has seen the interpreter up since it last saw it down. */
-static bool rt_py_seen_up;
+/* The worker has seen the interpreter up since it last saw it down; down after up since. */
+static bool rt_py_seen_up, rt_py_seen_down;
 /* The library's thread. It is wanted where the steps may leave the main thread (set at the
  * worker's start) and started, once the interpreter is up, by a pending call that the worker
  * queues, so from the interpreter's main thread (rt_python_start). Each thread serves one
@@ -817,12 +817,13 @@ rt_python_thread_gone(void *arg)
 /* CPython ended the thread (pthread_exit where it asked for the GIL back once finalisation had
  * begun). No unwind through the frames above: a C++ destructor among them (pybind11's
  * gil_scoped_release around a PyTorch op) is noexcept, and std::terminate would end the
- * program. The thread stays as it is, a task of the library's, every signal blocked, until
- * Python is down (Py_IsInitialized() false: with CPython 3.11-3.13 already at the call, since
- * finalisation clears it as it begins to end foreign threads; the worker looks again at each
- * look) or a program thread sends it away (rt_python_thread_make_room): an embedder that goes
- * on after Py_FinalizeEx must not keep a task sharing its filesystem context for good (its
- * setns(CLONE_NEWNS) and unshare would fail), nor one counted against its task limits. Then it
+ * program. The thread stays as it is, a task of the library's, every signal blocked, until a
+ * program thread needs it gone (rt_python_thread_make_room: an embedder that goes on after
+ * Py_FinalizeEx must not see its setns(CLONE_NEWNS) or unshare fail for a task sharing its
+ * filesystem context) or the worker sends it away once a new interpreter is up. Never merely
+ * because Python went down: that is where the process exits, and its end would run its
+ * thread-local destructors (C++ thread_locals, pthread keys) beside exit's static ones, which
+ * may already have destroyed what they use. Then it
  * jumps back to its start routine, skipping those frames as CPython 3.14 leaves a thread that
  * hangs there (nothing of them runs again: what they hold stays held, as it would while
  * parked), and returns from it: glibc's own end of a thread, which counts the process's live
@@ -856,10 +857,6 @@ rt_python_thread_park(void)
 	atomic_fetch_add(&rt_py_thread_parked, 1);
 	for (;;) {
 		uint32_t asks = atomic_load(&rt_py_thread_asks);
-		if (!rt_py.is_initialized()) {
-			rt_python_forget_exit();
-			break;
-		}
 		if (atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen)
 			break;
 		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, asks, NULL, NULL, 0);
@@ -1333,25 +1330,26 @@ uint64_t
 rt_python_tend(void)
 {
 	uint64_t now = rt_python_now_us();
-	uint64_t start = rt_python_start(now);
-	/* Python down: the next interpreter is a new one, and a thread CPython ended while Python
-	 * was still initialised ends now. So does an idle one, once the interpreter it served is
-	 * down (not before the first is up: the interpreter's own executable starts it before):
-	 * an embedder that goes on without Python keeps no task of the library's, and the next
-	 * interpreter's main thread starts a thread of its own. */
+	/* Python down: the next interpreter is a new one. Once it is up, the thread that served
+	 * the last one (idle, or one CPython ended, waiting) goes, while the program runs, and the
+	 * new interpreter's main thread starts one of its own (not before the first is up: the
+	 * interpreter's own executable starts the thread before). Never when Python goes down:
+	 * that is where the process exits, and a thread's end runs its thread-local destructors,
+	 * which exit's static destructors may race (rt_python_thread_park). */
 	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND) {
-		if (rt_py.is_initialized()) {
-			rt_py_seen_up = true;
-		} else {
+		if (!rt_py.is_initialized()) {
 			rt_python_forget_exit();
-			if (rt_py_seen_up && atomic_load(&rt_py_thread_runs))
-				rt_python_thread_send_away();
+			rt_py_seen_down |= rt_py_seen_up;
 			rt_py_seen_up = false;
-			if (atomic_load(&rt_py_thread_parked) > 0)
-				syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX,
-				        NULL, NULL, 0);
+		} else {
+			if (rt_py_seen_down && (atomic_load(&rt_py_thread_runs) ||
+			                        atomic_load(&rt_py_thread_parked) > 0))
+				rt_python_thread_send_away();
+			rt_py_seen_down = false;
+			rt_py_seen_up = true;
 		}
 	}
+	uint64_t start = rt_python_start(now);
 	if (!rt_py_armed_us)
 		return start;
 	uint32_t word = atomic_load(&rt_py_word);
@@ -1466,6 +1464,7 @@ rt_python_forget_parent(void)
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
 	rt_py_seen_up = false;
+	rt_py_seen_down = false;
 	atomic_store(&rt_py_cuda_posted, false);
 	/* The parent's thread is not in the child: the child's start wants its own, and a start
 	 * call of the parent's in the copied queue finds another generation. */

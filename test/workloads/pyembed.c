@@ -2,10 +2,10 @@
  * then goes on without it, RUNS times (default 1): Py_Initialize, runs SCRIPT
  * (PyRun_SimpleFile), Py_FinalizeEx, prints "finalized". Then it writes one byte to the pipe
  * whose read end the script found in PYEMBED_FD (a finalizer of the script's may wait on it),
- * waits until the process is down to 2 tasks (its own and the library's worker; 2 s at most),
+ * waits until the process is down to 2 tasks (its own and the library's worker; 1 s at most),
  * enters its own mount namespace (setns(2) with CLONE_NEWNS, which the kernel refuses while
- * another task shares the caller's filesystem context) and prints "tasks=N setns=R" (R: 0, or
- * the errno's name). Before each later Py_Initialize it writes one byte more to the pipe: a
+ * another task shares the caller's filesystem context) and prints "tasks=N setns=R after=M"
+ * (N: the tasks before the call, R: 0 or the errno's name, M: the tasks after it). Before each later Py_Initialize it writes one byte more to the pipe: a
  * finalizer of that run finds it there and does not wait. */
 #include <Python.h>
 
@@ -65,17 +65,18 @@ main(int argc, char **argv)
 		if (write(gate[1], "x", 1) != 1)
 			return 1;
 		int tasks;
-		for (double end = now_s() + 2; (tasks = count_tasks()) > 2 && now_s() < end;) {
+		for (double end = now_s() + 1; (tasks = count_tasks()) > 2 && now_s() < end;) {
 			struct timespec step = {0, 1000000};
 			nanosleep(&step, NULL);
 		}
 		int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 		int rc = setns(fd, CLONE_NEWNS), err = errno;
 		close(fd);
-		printf("tasks=%d setns=%s\n", tasks,
+		printf("tasks=%d setns=%s after=%d\n", tasks,
 		       rc == 0         ? "0"
 		       : err == EINVAL ? "EINVAL"
-		                       : strerror(err));
+		                       : strerror(err),
+		       count_tasks());
 	}
 	return 0;
 }
