@@ -875,7 +875,7 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
  * answered ("finalizing"), and a second interpreter that the embedder starts gets its round's
  * steps from a new thread (before: the request stayed claimed, and every later round reported
  * the steps busy). */
-Test(python, embedder_after_finalize_keeps_no_thread_of_ours, .timeout = 90)
+Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 {
 	if (geteuid() != 0)
 		cr_skip_test("setns(CLONE_NEWNS) needs root");
