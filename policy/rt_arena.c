@@ -854,7 +854,11 @@ rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintpt
  * so a thread that allocates meanwhile takes the very chunk the walk is on, again and again:
  * starting over each time, the walk gave the bin up after the third (with a thread allocating on
  * 256 MiB of 1-128 KiB blocks, 1 in 256 kept: 23 chunks of about 5 MiB, RSS 132 MiB against
- * malloc_trim's 6). */
+ * malloc_trim's 6).
+ * A list longer than the heap has chunks, within one hold (the heap as one moment has it), is a
+ * loop: damage. Across holds it is not: the program may have shrunk the heap meanwhile (a free
+ * that merged into the top and trimmed it), and the count of a walk that went on through holds
+ * is held against the heap as it is now; such a walk ends the bin quietly. */
 static bool
 rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 {
@@ -864,7 +868,7 @@ rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 	size_t step = i == 1 ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK;
 	unsigned restarts = 0;
 restart:;
-	uint64_t visits = 0, most_visits = rt_arena_max_chunks(v);
+	uint64_t visits = 0, hold_visits = 0, most_visits = rt_arena_max_chunks(v);
 	bool resumed = false;
 	uintptr_t p = rt_arena_load(env, bin + step);
 	while (!rt_arena_bin_of(v->arena, p)) {
@@ -873,8 +877,12 @@ restart:;
 			return rt_arena_abort(run, rt_arena_bad_bin_chunk);
 		if (!resumed && i >= 2 && rt_arena_bin_index(size) != i)
 			return rt_arena_abort(run, rt_arena_bad_bin_size);
-		if (++visits > most_visits)
+		if (++hold_visits > most_visits)
 			return rt_arena_abort(run, rt_arena_bad_bin_list);
+		if (++visits > most_visits) {
+			run->res->lost_places++;
+			return true;
+		}
 		struct rt_arena_range r = run->counting
 		                              ? (struct rt_arena_range){0, 0}
 		                              : rt_arena_free_range(p, size, 0, env->page);
@@ -893,6 +901,7 @@ restart:;
 				if (!rt_arena_rehold(run, skip))
 					return false;
 				resumed = true;
+				hold_visits = 0;
 				most_visits = rt_arena_max_chunks(v);
 				if (!rt_arena_linked_free(env, v, p, &again) || again != size) {
 					uintptr_t rest;

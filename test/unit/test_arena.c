@@ -693,6 +693,65 @@ Test(arena, chunks_sorted_out_of_the_unsorted_bin_between_holds_are_all_given_ba
 	}
 }
 
+/* Between two holds, the program frees what lies past t_shrink_cut into the main arena's top
+ * and glibc trims it (systrim): the heap shrinks under a walk that already went a long way. */
+static uintptr_t t_shrink_cut;
+static unsigned t_shrink_at;
+static bool t_shrunk;
+
+static void
+t_shrink_heap(struct t_world *tw, unsigned hold)
+{
+	if (t_shrunk || hold < t_shrink_at)
+		return;
+	t_shrunk = true;
+	uintptr_t unsorted = rt_arena_bin_at(tw->main, 1);
+	for (uintptr_t c = *W(unsorted + 16); c != unsorted;) {
+		uintptr_t fd = *W(c + 16);
+		if (c >= t_shrink_cut)
+			t_unlink(c);
+		c = fd;
+	}
+	uintptr_t end = ((t_shrink_cut + T_PAGE - 1) & ~(uintptr_t)(T_PAGE - 1)) + T_PAGE;
+	*W(tw->main + RT_ARENA_TOP) = t_shrink_cut;
+	*W(t_shrink_cut + 8) = (end - t_shrink_cut) | RT_ARENA_PREV_INUSE;
+	*W(tw->main + RT_ARENA_SYSTEM_MEM) = end - tw->main_first;
+}
+
+/* A walk of the unsorted bin that went on through 600 holds while the program shrank the heap
+ * under it: its count of chunks visited was held against the shrunk heap's, and the sound heap
+ * was called damaged ("a bin's list does not lead back to a bin"), which turns the glibc
+ * actions off for the rest of the job (found by review, at holds 600 to 603). A list is a loop
+ * only within one hold; across holds the bin now ends quietly. */
+Test(arena, a_walk_over_a_heap_that_shrank_between_holds_is_not_called_damaged)
+{
+	enum { low = 4, high = 600 };
+	static long sizes[2 * (low + high) + 1];
+	size_t n = 0;
+	for (int i = 0; i < low + high; i++) {
+		sizes[n++] = 32;
+		sizes[n++] = -48;
+	}
+	sizes[n++] = 32;
+	static const long thread_sizes[] = {64};
+	for (unsigned at = 600; at <= 603; at++) {
+		t_world_init(thread_sizes, 1, sizes, n, 1);
+		t_shrink_cut = w.main_first + (size_t)low * 80 + 32;
+		t_shrink_at = at;
+		t_shrunk = false;
+		struct rt_arena_env env = t_env(1000000000, 1 << 20);
+		struct rt_arena_ops ops = t_ops;
+		ops.lock = t_lock_contended;
+		env.ops = &ops;
+		w.between = t_shrink_heap;
+		struct rt_arena_result res;
+		int rc = rt_arena_release(&env, w.main, 0, &t_view, &res);
+		cr_assert(t_shrunk, "the heap never shrank (hold %u)", at);
+		cr_assert_eq(w.bad_releases, 0);
+		cr_assert_eq(rc, 0, "hold %u: %s", at, res.failure ? res.failure : "");
+	}
+}
+
 /* Between holds, as another thread's malloc takes a sized bin's last chunk (the binmap path
  * of _int_malloc) and splits it: 512 bytes in use at its front, the rest a free chunk in the
  * unsorted bin, split again as often as t_split_depth says (later mallocs take from the rest).
