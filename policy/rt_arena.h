@@ -175,7 +175,7 @@ struct rt_arena_result {
 	unsigned holds;       /* lock holds, all arenas together (a renewed budget counts) */
 	unsigned renewed;     /* budgets renewed without dropping the lock: nobody waited */
 	unsigned contended;   /* holds that ended with a waiter */
-	unsigned lost_places; /* bin walks that started over */
+	unsigned lost_places; /* bin walks that started over, or ended the bin early */
 	unsigned moved_on;    /* chunks lost between holds, the walk went on from the next one */
 	unsigned rests;       /* of those, split or merged ones whose rest was given back */
 	int64_t longest_hold_ns;

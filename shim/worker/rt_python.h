@@ -44,8 +44,9 @@ bool rt_python_thread_is_self(void);
 
 /* On the library's Python thread, in place of CPython's pthread_exit (see rt_tasks.c): the
  * bookkeeping of its end, but for the count of the library's tasks, which it stays while it
- * waits, every signal blocked, for Python to be down (or to be sent away); then it ends through
- * its start routine's return, without unwinding the frames above. Never returns. */
+ * waits, every signal blocked, to be sent away (a program call that needs it gone, or a new
+ * interpreter up); then it ends through its start routine's return, without unwinding the
+ * frames above. Never returns. */
 _Noreturn void rt_python_thread_park(void);
 /* The library stands down: the thread leaves at once when idle, else after its request (which
  * it no longer runs if it has not the GIL yet), and no other starts. Never waits for it. */
