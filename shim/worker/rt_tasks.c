@@ -324,8 +324,8 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
  * thread those are a finalizer's, and a C++ destructor among them (pybind11's
  * gil_scoped_release, around every PyTorch op) is noexcept: std::terminate, SIGABRT, where the
  * program without the library exits with its own status. That thread leaves those frames
- * behind instead, as CPython 3.14 leaves its own threads hanging there, and ends once Python is
- * down (rt_python_thread_park). */
+ * behind instead, as CPython 3.14 leaves its own threads hanging there, and ends only when a
+ * call of the program's needs it gone or a new interpreter is up (rt_python_thread_park). */
 RT_EXPORT void
 pthread_exit(void *retval)
 {
