@@ -131,12 +131,12 @@ $(BUILD)/test/workloads/shapes: test/workloads/shapes.c policy/rt_arena.c \
 
 # A program linked to libpython that never initializes Python (test_python.c): the C API without
 # an interpreter, as in gdb or vim.
-$(BUILD)/test/workloads/pylinked: test/workloads/pylinked.c
+$(BUILD)/test/workloads/pylinked: test/workloads/pylinked.c test/workloads/tasks.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -l:libpython3.11.so.1
 
 # An embedder that runs Python for a phase and goes on after Py_FinalizeEx (test_python.c).
-$(BUILD)/test/workloads/pyembed: test/workloads/pyembed.c
+$(BUILD)/test/workloads/pyembed: test/workloads/pyembed.c test/workloads/tasks.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(shell pkg-config --cflags python-3.11-embed) -o $@ $< \
 		-l:libpython3.11.so.1
@@ -156,7 +156,8 @@ $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
 
 # A C library, loaded through ctypes, whose thread calls into Python (test_python.c).
-$(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c
+$(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c \
+		test/workloads/tasks.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
 

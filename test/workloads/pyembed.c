@@ -5,11 +5,13 @@
  * waits until the process is down to 2 tasks (its own and the library's worker; 1 s at most),
  * enters its own mount namespace (setns(2) with CLONE_NEWNS, which the kernel refuses while
  * another task shares the caller's filesystem context) and prints "tasks=N setns=R after=M"
- * (N: the tasks before the call, R: 0 or the errno's name, M: the tasks after it). Before each later Py_Initialize it writes one byte more to the pipe: a
- * finalizer of that run finds it there and does not wait. */
+ * (N: the tasks before the call, R: 0 or the errno's name, M: the tasks after it). Before each
+ * later Py_Initialize it writes one byte more to the pipe: a finalizer of that run finds it there
+ * and does not wait. */
 #include <Python.h>
 
-#include <dirent.h>
+#include "tasks.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -18,20 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int
-count_tasks(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/task");
-	if (!d)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 static double
 now_s(void)
@@ -65,7 +53,7 @@ main(int argc, char **argv)
 		if (write(gate[1], "x", 1) != 1)
 			return 1;
 		int tasks;
-		for (double end = now_s() + 1; (tasks = count_tasks()) > 2 && now_s() < end;) {
+		for (double end = now_s() + 1; (tasks = wl_tasks()) > 2 && now_s() < end;) {
 			struct timespec step = {0, 1000000};
 			nanosleep(&step, NULL);
 		}
@@ -76,7 +64,7 @@ main(int argc, char **argv)
 		       rc == 0         ? "0"
 		       : err == EINVAL ? "EINVAL"
 		                       : strerror(err),
-		       count_tasks());
+		       wl_tasks());
 	}
 	return 0;
 }

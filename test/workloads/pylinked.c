@@ -2,24 +2,11 @@
  * linked to libpython are until they need it: the C API is in the process, and no interpreter.
  * Prints "ready", then answers each line of stdin with "tasks=N python=I": N the tasks of the
  * process (/proc/self/task), I what Py_IsInitialized() says. EOF ends it. */
-#include <dirent.h>
+#include "tasks.h"
+
 #include <stdio.h>
 
 int Py_IsInitialized(void);
-
-static int
-count_tasks(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/task");
-	if (!d)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
 
 int
 main(void)
@@ -28,6 +15,6 @@ main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready\n");
 	while (fgets(line, sizeof(line), stdin))
-		printf("tasks=%d python=%d\n", count_tasks(), Py_IsInitialized());
+		printf("tasks=%d python=%d\n", wl_tasks(), Py_IsInitialized());
 	return 0;
 }

@@ -4,24 +4,11 @@
  * reuses the stack, and so the pthread_t, that the library's thread left in glibc's cache, and
  * the library's next thread reuses the new thread's in turn. Also a C extension's call that
  * works a while with the GIL let go before its setns(2). */
-#include <dirent.h>
+#include "../tasks.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
-
-/* How many tasks the process has now. */
-static int
-foreign_tasks(void)
-{
-	DIR *dir = opendir("/proc/self/task");
-	int n = 0;
-	if (!dir)
-		return -1;
-	for (struct dirent *e; (e = readdir(dir));)
-		n += e->d_name[0] != '.';
-	closedir(dir);
-	return n;
-}
 
 /* unshare(CLONE_NEWNS); waits until the process is down to `tasks` tasks (the library's Python
  * thread has gone, and with its task its stack is free for reuse); then runs cb in a new thread,
@@ -32,7 +19,7 @@ foreign_after_unshare(void *(*cb)(void *), int tasks)
 	pthread_t t;
 	if (unshare(CLONE_NEWNS) != 0)
 		return 0;
-	while (foreign_tasks() > tasks)
+	while (wl_tasks() > tasks)
 		sched_yield();
 	if (pthread_create(&t, NULL, cb, NULL) != 0 || pthread_join(t, NULL) != 0)
 		return 0;
