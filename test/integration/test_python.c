@@ -686,6 +686,17 @@ Test(python, api_round_collects_with_the_collector_disabled)
 	api_round_case("--gc-disabled");
 }
 
+/* A test of the program's setns(2), unshare(2) and mount(2): they need root, and the launcher of
+ * TH_DESCRIPTORS=keeper refuses them. */
+static void
+py_need_namespaces(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("setns, unshare and mount need root");
+	if (th_keeper_mode())
+		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+}
+
 /* The library's thread shares the main thread's filesystem context, as the finalizers it runs
  * need (batch "first" reads a file by its relative path from there), yet the kernel refuses a
  * setns(CLONE_NEWNS) while another task shares the caller's context: the program's call, made
@@ -694,10 +705,7 @@ Test(python, api_round_collects_with_the_collector_disabled)
  * in the program's new context (before: the old one, where "marker" said "outside"). */
 Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
 {
-	if (geteuid() != 0)
-		cr_skip_test("setns, unshare and mount need root");
-	if (th_keeper_mode())
-		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_need_namespaces();
 	char dir[PATH_MAX], path[PATH_MAX], out[1024], err[1024];
 	snprintf(dir, sizeof(dir), "%s/without", th_tmpdir());
 	cr_assert(mkdir(dir, 0700) == 0);
@@ -795,19 +803,13 @@ Test(python, stand_down_holding_the_gil_does_not_wait_for_the_librarys_steps, .t
  * EINVAL as roundtrim(7) says. */
 Test(python, setns_without_the_gil_waits_for_the_librarys_steps)
 {
-	if (geteuid() != 0)
-		cr_skip_test("setns(CLONE_NEWNS) needs root");
-	if (th_keeper_mode())
-		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_need_namespaces();
 	py_call_during_steps("cdll", "setns", "fin-done", "setns=0");
 }
 
 Test(python, setns_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeout = 60)
 {
-	if (geteuid() != 0)
-		cr_skip_test("setns(CLONE_NEWNS) needs root");
-	if (th_keeper_mode())
-		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_need_namespaces();
 	py_call_during_steps("pydll", "setns", "setns=EINVAL", "fin-done");
 }
 
@@ -820,10 +822,7 @@ Test(python, setns_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeou
  * caller waits for the steps' end, and succeeds as without the library. */
 Test(python, setns_without_the_gil_waits_while_another_thread_runs_bytecode)
 {
-	if (geteuid() != 0)
-		cr_skip_test("setns(CLONE_NEWNS) needs root");
-	if (th_keeper_mode())
-		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_need_namespaces();
 	struct py_run run;
 	char line[1024], answer[256], err[8192];
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", "PY_AWAIT_TASKS=4", NULL};
@@ -877,10 +876,7 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
  * the steps busy). */
 Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 {
-	if (geteuid() != 0)
-		cr_skip_test("setns(CLONE_NEWNS) needs root");
-	if (th_keeper_mode())
-		cr_skip_test("the launcher of TH_DESCRIPTORS=keeper refuses setns and unshare");
+	py_need_namespaces();
 	struct th_proc proc;
 	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], script[PATH_MAX], line[1024];
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
@@ -1048,8 +1044,8 @@ py_spawn_at_once_stack(struct th_proc *proc, const char *how, int stack_mib)
 	const char *env[] = {th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
 	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"), "ROUNDTRIM_AUTO=off",
 	                     NULL};
-	const char *argv[] = {"/usr/bin/prlimit", stack, "/usr/bin/env", preload, PYTHON, "-S",
-	                      path, how, NULL};
+	const char *argv[] = {
+	    "/usr/bin/prlimit", stack, "/usr/bin/env", preload, PYTHON, "-S", path, how, NULL};
 	th_spawn(proc, stack_mib ? argv : argv + 2, env);
 	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "ready");
