@@ -1,15 +1,15 @@
-"""gil_hold MODE SECONDS [CLEANUP_MS]: a main thread that computes in one long C call after another, for the
-throughput of a program under a round storm (scripts/bench-gil.sh, figure 14).
+"""gil_hold MODE SECONDS [CLEANUP_MS]: a main thread that computes in one long C call after
+another, for the throughput of a program under a round storm (scripts/bench-gil.sh, figure 14).
 
-MODE "hold": sorted() of 200,000 floats, a call that keeps the GIL throughout (tens of ms), as
-an extension that never lets it go; "release": numpy's product of two 384x384 matrices, whose
-BLAS call lets the GIL go, as torch's ops do. Each call leaves 100 small reference cycles, the
-garbage a training step leaves, for the collector. With CLEANUP_MS, the program cleans up
-itself as NVFlare does at a round's end (gc.collect(), then glibc's malloc_trim(0)) whenever
-CLEANUP_MS have passed since its last cleanup, between two calls. Prints "ready", reads a line of stdin (the
-driver's go), computes for SECONDS and prints "ops N seconds S collections C on_main M": the
-calls made, the time they took, the full collections run meanwhile on any thread (gc.callbacks)
-and those among them that ran on the main thread."""
+MODE "hold": sorted() of 200,000 floats, a call that keeps the GIL throughout (tens of ms), as an
+extension that never lets it go; "release": numpy's product of two 384x384 matrices, whose BLAS
+call lets the GIL go, as torch's ops do. Each call leaves 100 small reference cycles, the garbage a
+training step leaves, for the collector. With CLEANUP_MS, the program cleans up itself as NVFlare
+does at a round's end (gc.collect(), then glibc's malloc_trim(0)) whenever CLEANUP_MS have passed
+since its last cleanup, between two calls. Prints "ready", reads a line of stdin (the driver's go),
+computes for SECONDS and prints "ops N seconds S collections C on_main M": the calls made, the time
+they took, the full collections run meanwhile on any thread (gc.callbacks) and those among them
+that ran on the main thread."""
 import ctypes
 import gc
 import threading

@@ -1,26 +1,25 @@
-"""setns_busy LIB: switches to its own mount namespace (setns(2) with CLONE_NEWNS, which the
-kernel refuses while another task shares the caller's filesystem context, as the library's
-thread does) while the library's thread runs a round's steps and another thread of the program
-keeps the GIL, running bytecode, as root.
+"""setns_busy LIB: switches to its own mount namespace (setns(2) with CLONE_NEWNS, which the kernel
+refuses while another task shares the caller's filesystem context, as the library's thread does)
+while the library's thread runs a round's steps and another thread of the program keeps the GIL,
+running bytecode, as root.
 
-A second thread unshares its filesystem context (so that only the library's thread shares the
-main thread's) and waits. Makes an unreachable reference cycle (collector enabled, threshold 0:
-only an explicit full collection frees it) whose finalizer writes "in-steps", sleeps SLOW_S
-seconds (letting the GIL go) and writes "fin-done". Waits for the library's thread
-(PY_AWAIT_TASKS=4: its own two, the worker and the library's; librarythread), prints "ready",
-then waits for a line of stdin (a read, one C call). Then sets the second thread spinning in
-bytecode and calls LIB's foreign_work_then_setns (libforeign_thread.so, through ctypes.CDLL:
-the GIL let go; 20 ms of work before the call, in which the spinning thread takes the GIL),
-and prints "setns=R" (R: 0, or the errno's name). EOF ends it, with status 0."""
+A second thread unshares its filesystem context (so that only the library's thread shares the main
+thread's) and waits. Makes, with slowsteps, an unreachable reference cycle (collector enabled,
+threshold 0: only an explicit full collection frees it) whose finalizer writes "in-steps", sleeps
+SLOW_S seconds (letting the GIL go) and writes "fin-done". Waits for the library's thread
+(PY_AWAIT_TASKS=4: its own two, the worker and the library's; librarythread), prints "ready", then
+waits for a line of stdin (a read, one C call). Then sets the second thread spinning in bytecode
+and calls LIB's foreign_work_then_setns (libforeign_thread.so, through ctypes.CDLL: the GIL let go;
+20 ms of work before the call, in which the spinning thread takes the GIL), and prints "setns=R"
+(R: 0, or the errno's name). EOF ends it, with status 0."""
 import ctypes
 import errno
-import gc
 import os
 import sys
 import threading
-import time
 
 import librarythread
+import slowsteps
 
 CLONE_FS = 0x00000200
 SLOW_S = 1.0
@@ -29,13 +28,6 @@ lib = ctypes.CDLL(sys.argv[1], use_errno=True)
 go = threading.Event()
 stop = threading.Event()
 alone = threading.Event()
-
-
-class Slow:
-    def __del__(self):
-        os.write(1, b"in-steps\n")
-        time.sleep(SLOW_S)
-        os.write(1, b"fin-done\n")
 
 
 def spin():
@@ -47,10 +39,7 @@ def spin():
 
 
 def main():
-    gc.set_threshold(0)
-    slow = Slow()
-    slow.self = slow
-    del slow
+    slowsteps.make(SLOW_S)
     fd = os.open("/proc/self/ns/mnt", os.O_RDONLY)
     spinner = threading.Thread(target=spin)
     spinner.start()
