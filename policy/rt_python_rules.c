@@ -278,9 +278,23 @@ rt_python_start_due(const struct rt_python_start_readings *r)
 	                                                : RT_PYTHON_START_NONE;
 }
 
+enum rt_python_seen
+rt_python_watch(struct rt_python_watch *w, bool initialized)
+{
+	if (!initialized) {
+		w->seen_down |= w->seen_up;
+		w->seen_up = false;
+		return RT_PYTHON_SEEN_DOWN;
+	}
+	bool again = w->seen_down;
+	w->seen_down = false;
+	w->seen_up = true;
+	return again ? RT_PYTHON_SEEN_NEW : RT_PYTHON_SEEN_UP;
+}
+
 bool
-rt_python_gil_proven_free(const void *now, const void *first, const void *ours,
-                          const void *mine, bool shared)
+rt_python_gil_proven_free(const void *now, const void *first, const void *ours, const void *mine,
+                          bool shared)
 {
 	return !now || now != first || now == ours || (shared && mine && now != mine);
 }

@@ -199,4 +199,24 @@ enum rt_python_start {
  * path). */
 enum rt_python_start rt_python_start_due(const struct rt_python_start_readings *r);
 
+/* What the worker has seen of the interpreter, look after look. */
+struct rt_python_watch {
+	bool seen_up;   /* up since it was last seen down */
+	bool seen_down; /* down after having been up, and not up again since */
+};
+
+enum rt_python_seen {
+	RT_PYTHON_SEEN_UP,   /* nothing to do */
+	RT_PYTHON_SEEN_DOWN, /* the exit marks of the interpreter that ended go */
+	/* Up after down: a new interpreter. The thread that served the last one (idle, or one
+	 * CPython ended) goes now, while the program runs, and the new main thread starts one. */
+	RT_PYTHON_SEEN_NEW,
+};
+
+/* One look (initialized: Py_IsInitialized()). Never does the thread go as Python goes down:
+ * that is where the process exits, and a thread's end runs its thread-local destructors beside
+ * exit's static ones. Nor before the first interpreter is up: the interpreter's own executable
+ * starts the thread before it. */
+enum rt_python_seen rt_python_watch(struct rt_python_watch *w, bool initialized);
+
 #endif

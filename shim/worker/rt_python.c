@@ -140,8 +140,8 @@ static atomic_bool rt_py_cuda_option;
 static uint64_t rt_py_round;
 static uint64_t rt_py_armed_us;
 static bool rt_py_main_only;
-/* The worker has seen the interpreter up since it last saw it down; down after up since. */
-static bool rt_py_seen_up, rt_py_seen_down;
+/* What the worker has seen of the interpreter (rt_python_watch). */
+static struct rt_python_watch rt_py_watch;
 /* The library's thread. It is wanted where the steps may leave the main thread (set at the
  * worker's start) and started, once the interpreter is up, by a pending call that the worker
  * queues, so from the interpreter's main thread (rt_python_start). Each thread serves one
@@ -1330,23 +1330,18 @@ uint64_t
 rt_python_tend(void)
 {
 	uint64_t now = rt_python_now_us();
-	/* Python down: the next interpreter is a new one. Once it is up, the thread that served
-	 * the last one (idle, or one CPython ended, waiting) goes, while the program runs, and the
-	 * new interpreter's main thread starts one of its own (not before the first is up: the
-	 * interpreter's own executable starts the thread before). Never when Python goes down:
-	 * that is where the process exits, and a thread's end runs its thread-local destructors,
-	 * which exit's static destructors may race (rt_python_thread_park). */
 	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND) {
-		if (!rt_py.is_initialized()) {
+		switch (rt_python_watch(&rt_py_watch, rt_py.is_initialized() != 0)) {
+		case RT_PYTHON_SEEN_DOWN:
 			rt_python_forget_exit();
-			rt_py_seen_down |= rt_py_seen_up;
-			rt_py_seen_up = false;
-		} else {
-			if (rt_py_seen_down && (atomic_load(&rt_py_thread_runs) ||
-			                        atomic_load(&rt_py_thread_parked) > 0))
+			break;
+		case RT_PYTHON_SEEN_NEW:
+			if (atomic_load(&rt_py_thread_runs) ||
+			    atomic_load(&rt_py_thread_parked) > 0)
 				rt_python_thread_send_away();
-			rt_py_seen_down = false;
-			rt_py_seen_up = true;
+			break;
+		case RT_PYTHON_SEEN_UP:
+			break;
 		}
 	}
 	uint64_t start = rt_python_start(now);
@@ -1463,8 +1458,7 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_word, rt_python_forget(atomic_load(&rt_py_word)));
 	rt_py_round = 0;
 	rt_py_armed_us = 0;
-	rt_py_seen_up = false;
-	rt_py_seen_down = false;
+	rt_py_watch = (struct rt_python_watch){0};
 	atomic_store(&rt_py_cuda_posted, false);
 	/* The parent's thread is not in the child: the child's start wants its own, and a start
 	 * call of the parent's in the copied queue finds another generation. */

@@ -399,3 +399,18 @@ Test(python_word, the_generation_wraps_within_its_bits)
 	cr_assert_eq(rt_python_called(child, RT_PYTHON_GENERATION_MASK, &next),
 	             RT_PYTHON_CALL_STALE);
 }
+
+/* The thread that served an interpreter goes once a new one is up, never as Python goes down
+ * (its thread-local destructors would run beside exit's static ones), nor before the first
+ * interpreter is up; the exit marks go at every look that finds Python down. */
+Test(python_word, the_last_interpreters_thread_goes_once_a_new_one_is_up)
+{
+	struct rt_python_watch w = {0};
+	cr_assert_eq(rt_python_watch(&w, false), RT_PYTHON_SEEN_DOWN, "not up yet");
+	cr_assert_eq(rt_python_watch(&w, true), RT_PYTHON_SEEN_UP, "the first interpreter");
+	cr_assert_eq(rt_python_watch(&w, true), RT_PYTHON_SEEN_UP);
+	cr_assert_eq(rt_python_watch(&w, false), RT_PYTHON_SEEN_DOWN, "down: nothing goes");
+	cr_assert_eq(rt_python_watch(&w, false), RT_PYTHON_SEEN_DOWN);
+	cr_assert_eq(rt_python_watch(&w, true), RT_PYTHON_SEEN_NEW, "a new interpreter");
+	cr_assert_eq(rt_python_watch(&w, true), RT_PYTHON_SEEN_UP, "once");
+}
