@@ -28,6 +28,8 @@ rt_detect_default_params(struct rt_detect_params *params)
 	params->min_burst_share_permille = 100;
 	params->rhythm_bursts = 4;
 	params->rhythm_spread_permille = 250;
+	params->min_sent_share_permille = 500;
+	params->min_round_sent_bytes = 64 << 10;
 	params->want_live = false;
 }
 
@@ -47,6 +49,7 @@ rt_detect_restart(struct rt_detect *d, const struct rt_reading *r)
 	d->quiet_live_bytes = RT_TRACE_UNKNOWN;
 	d->burst_events = 0;
 	d->burst_bytes = 0;
+	d->burst_sent_from = r->bytes_sent;
 	d->largest_burst_bytes = 0;
 	d->nbursts = 0;
 	d->next_burst = 0;
@@ -244,6 +247,40 @@ rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *next, 
 		(*n)++;
 }
 
+/* The bytes sent since the current burst began, or UNKNOWN. */
+static uint64_t
+rt_detect_burst_sent(const struct rt_detect *d, const struct rt_reading *now)
+{
+	if (!rt_detect_known(now->bytes_sent) || !rt_detect_known(d->burst_sent_from) ||
+	    now->bytes_sent < d->burst_sent_from)
+		return RT_TRACE_UNKNOWN;
+	return now->bytes_sent - d->burst_sent_from;
+}
+
+/* Whether the burst that ends now sent a round's update (see min_sent_share_permille): true
+ * while the rounds found have not shown that they send. */
+static bool
+rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
+{
+	const struct rt_detect_params *p = &d->params;
+	uint64_t sending[RT_DETECT_HISTORY];
+	unsigned n = 0;
+	if (!p->min_sent_share_permille)
+		return true;
+	for (unsigned i = 0; i < d->nrounds; i++)
+		if (rt_detect_known(d->round_sent[i]) &&
+		    d->round_sent[i] >= p->min_round_sent_bytes)
+			sending[n++] = d->round_sent[i];
+	uint64_t sent = rt_detect_burst_sent(d, now);
+	if (n < RT_DETECT_LOCK_ROUNDS) {
+		bool has_a_peer = rt_detect_known(now->bytes_sent) && now->bytes_sent > 0;
+		return d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
+		       (rt_detect_known(sent) && sent >= p->min_round_sent_bytes);
+	}
+	return rt_detect_known(sent) && sent >= rt_detect_scale(rt_detect_median(sending, n),
+	                                                        p->min_sent_share_permille, 1000);
+}
+
 /* Whether `requested`, the work of the round that would end, is a round's worth (see the
  * parameter). */
 static bool
@@ -393,6 +430,7 @@ rt_detect_early_end(const struct rt_detect *d, const struct rt_reading *now)
 		return false;
 	uint64_t requested = now->bytes_requested - round_start->bytes_requested;
 	return rt_detect_round_sized(d, requested) && rt_detect_own_return(d) &&
+	       rt_detect_sends_a_round(d, now) &&
 	       rt_detect_weight(d, requested) >= d->params.min_weight_permille;
 }
 
@@ -421,8 +459,12 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	d->quiet_handled = true;
 	d->base_wants_live = false;
 	bool boundary = false;
+	bool sends = rt_detect_sends_a_round(d, now);
 	bool candidate = round_start && rt_detect_round_sized(d, requested);
-	bool rhythm = rt_detect_push_burst(d, round_start != NULL);
+	if (candidate && !sends && !d->boundaries)
+		d->start_refusals++;
+	candidate = candidate && sends;
+	bool rhythm = rt_detect_push_burst(d, round_start != NULL) && sends;
 	bool weighed = candidate && rt_detect_own_return(d);
 	if (weighed) {
 		uint64_t weight = rt_detect_weight(d, requested);
@@ -452,6 +494,8 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 		}
 	}
 	if (boundary) {
+		/* The two rings move together: round_bytes's push counts for both. */
+		d->round_sent[d->next_round] = rt_detect_burst_sent(d, now);
 		rt_detect_ring_push(d->round_bytes, RT_DETECT_HISTORY, &d->nrounds, &d->next_round,
 		                    requested);
 		if (d->boundaries)
@@ -542,12 +586,14 @@ rt_detect_feed(struct rt_detect *d, const struct rt_reading *r)
 	bool active = rt_detect_active(&d->peaks, last, r, p->quiet_permille, p->peak_half_life_us,
 	                               p->quiet_cpu_permille, p->idle_cpu_permille);
 	uint64_t quiet_start = last->t_us;
+	uint64_t sent_before = last->bytes_sent;
 	bool was_confirmed = d->in_quiet && quiet_start - d->quiet_since_us >= p->quiet_us;
 	d->last = *r;
 	/* A burst after a confirmed quiet period is a new one; a shorter pause is part of it. */
 	if (active && was_confirmed) {
 		d->burst_events = 0;
 		d->burst_bytes = 0;
+		d->burst_sent_from = sent_before;
 	}
 	d->burst_events += events;
 	d->burst_bytes += bytes;

@@ -81,6 +81,19 @@ struct rt_detect_params {
 	 * 0 = off. */
 	uint32_t rhythm_bursts;          /* 4 */
 	uint32_t rhythm_spread_permille; /* 250 */
+	/* The sends, where the readings carry bytes_sent: a client ends its round by sending its
+	 * update, and nothing else it does each round sends as much. Once RT_DETECT_LOCK_ROUNDS of
+	 * the last RT_DETECT_HISTORY rounds found each sent at least min_round_sent_bytes while
+	 * their closing burst ran or its quiet was confirmed, a candidate is a round's end only
+	 * when its own burst and quiet sent at least min_sent_share_permille of those rounds'
+	 * median: the next model's arrival, a mid-round pause (an epoch's end, a DataLoader's
+	 * restart) and start-up send next to nothing. A process whose rounds send nothing alike
+	 * (a server, a relay, a loop with no peer) never locks on. Before the first round found, a
+	 * process that has sent anything at all (it has a peer) ends no round with a burst that
+	 * sent less than min_round_sent_bytes, for its first RT_DETECT_LOCK_ROUNDS such
+	 * candidates: start-up (imports, the first model's arrival) is no round's end. 0 = off. */
+	uint32_t min_sent_share_permille; /* 500 */
+	uint64_t min_round_sent_bytes;    /* 64 KiB: more than a heartbeat or a poll */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
 	 * when a quiet period after a significant burst is about to be confirmed. */
 	bool want_live; /* false */
@@ -140,8 +153,13 @@ struct rt_detect {
 	unsigned next_checkpoint;
 	/* Bytes requested by each of the last rounds found (a ring, as the checkpoints). */
 	uint64_t round_bytes[RT_DETECT_HISTORY];
+	/* And what each sent (its closing burst's, as min_sent_share_permille measures it;
+	 * RT_TRACE_UNKNOWN where the readings did not say), in the same ring. */
+	uint64_t round_sent[RT_DETECT_HISTORY];
 	unsigned nrounds;
 	unsigned next_round;
+	uint64_t burst_sent_from; /* bytes_sent when the current burst began, or UNKNOWN */
+	unsigned start_refusals;  /* candidates before the first round refused for sending little */
 	/* The work each of the last candidates closed, and the intervals between the last rounds'
 	 * ends (rings, as the checkpoints). */
 	uint64_t weights[RT_DETECT_WEIGHTS];

@@ -2,7 +2,9 @@
 
 #include <stdbool.h>
 
-#define RT_TRACE_FIELDS 8
+#define RT_TRACE_FIELDS 9
+/* Format 1 ended after cpu_us. */
+#define RT_TRACE_FIELDS_V1 8
 #define RT_TRACE_FIRST_OPTIONAL 4
 
 static uint64_t *
@@ -10,7 +12,7 @@ rt_trace_field(struct rt_reading *r, int index)
 {
 	uint64_t *fields[RT_TRACE_FIELDS] = {&r->t_us,    &r->allocations, &r->bytes_requested,
 	                                     &r->frees,   &r->bytes_freed, &r->live_bytes,
-	                                     &r->rss_kib, &r->cpu_us};
+	                                     &r->rss_kib, &r->cpu_us,      &r->bytes_sent};
 	return fields[index];
 }
 
@@ -94,7 +96,10 @@ rt_trace_parse(const char *line, struct rt_reading *reading)
 	if (*p == '#' || *p == '\0' || (*p == '\n' && p[1] == '\0'))
 		return RT_TRACE_SKIP;
 	struct rt_reading parsed;
+	parsed.bytes_sent = RT_TRACE_UNKNOWN;
 	for (int i = 0; i < RT_TRACE_FIELDS; i++) {
+		if (i == RT_TRACE_FIELDS_V1 && (*p == '\0' || *p == '\n'))
+			break;
 		if (i > 0 && *p++ != ' ')
 			return RT_TRACE_BAD;
 		if (!rt_trace_parse_field(&p, i >= RT_TRACE_FIRST_OPTIONAL,

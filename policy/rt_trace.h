@@ -8,8 +8,8 @@
 
 /* The value of an optional field that the reader did not measure; written as "-". */
 #define RT_TRACE_UNKNOWN UINT64_MAX
-/* Room for the longest line: eight 20-digit fields, their separators, the newline and a NUL. */
-#define RT_TRACE_LINE_MAX 176
+/* Room for the longest line: nine 20-digit fields, their separators, the newline and a NUL. */
+#define RT_TRACE_LINE_MAX 192
 
 /* Cumulative counts are summed over every thread the process ever had, the way
  * roundtrim_thread_counts counts them: realloc is one allocation of its new size (and one free
@@ -22,11 +22,13 @@ struct rt_reading {
 	/* Optional, RT_TRACE_UNKNOWN when not measured: the cumulative usable size of the blocks
 	 * freed (realloc's old block too); the allocator's bytes in use at t_us (mallinfo2:
 	 * uordblks + hblkhd); the resident set; the CPU time of the whole process
-	 * (CLOCK_PROCESS_CPUTIME_ID), cumulative. */
+	 * (CLOCK_PROCESS_CPUTIME_ID), cumulative; the bytes the process's threads handed to
+	 * send, sendto, sendmsg and sendmmsg (what the kernel took), cumulative. */
 	uint64_t bytes_freed;
 	uint64_t live_bytes;
 	uint64_t rss_kib;
 	uint64_t cpu_us;
+	uint64_t bytes_sent;
 };
 
 enum rt_trace_line {
@@ -37,8 +39,8 @@ enum rt_trace_line {
 
 /* The first line of a trace file, a comment that names the format and its fields. */
 #define RT_TRACE_HEADER                                                                            \
-	"# rt_trace 1: t_us allocations bytes_requested frees bytes_freed live_bytes rss_kib "     \
-	"cpu_us\n"
+	"# rt_trace 2: t_us allocations bytes_requested frees bytes_freed live_bytes rss_kib "     \
+	"cpu_us bytes_sent\n"
 
 /* Writes one reading as its fields in the order of struct rt_reading, separated by one blank,
  * ending in a newline (decimal, "-" for an unknown optional field). Returns the length without the
@@ -47,7 +49,8 @@ enum rt_trace_line {
 size_t rt_trace_format(char *buf, size_t size, const struct rt_reading *reading);
 
 /* Reads one line as rt_trace_format writes it (the newline is optional). The four cumulative
- * fields and t_us must be numbers; "-" is accepted only for the optional ones. */
+ * fields and t_us must be numbers; "-" is accepted only for the optional ones. A line of format
+ * 1, without bytes_sent, reads with bytes_sent unknown. */
 enum rt_trace_line rt_trace_parse(const char *line, struct rt_reading *reading);
 
 #endif

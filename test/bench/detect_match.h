@@ -36,13 +36,14 @@ struct dm_truth {
 /* Which optional inputs the detector is shown, besides the counts and the RSS: the others are
  * replaced by RT_TRACE_UNKNOWN. Written as words joined by '+': "counts" (none of them),
  * "freed", "live-asked" (the live heap only in the reading after WANT_LIVE), "live-always",
- * "cpu"; "all" is freed+live-always+cpu. */
+ * "cpu", "sent" (the bytes sent); "all" is freed+live-always+cpu+sent. */
 enum dm_inputs {
 	DM_FREED = 1,
 	DM_LIVE_ASKED = 2,
 	DM_LIVE_ALWAYS = 4,
 	DM_CPU = 8,
-	DM_ALL = DM_FREED | DM_LIVE_ALWAYS | DM_CPU,
+	DM_SENT = 16,
+	DM_ALL = DM_FREED | DM_LIVE_ALWAYS | DM_CPU | DM_SENT,
 };
 
 struct dm_detection {
@@ -89,6 +90,7 @@ static const struct {
                       {"live-asked", DM_LIVE_ASKED},
                       {"live-always", DM_LIVE_ALWAYS},
                       {"cpu", DM_CPU},
+                      {"sent", DM_SENT},
                       {"all", DM_ALL}};
 
 static inline bool
@@ -276,6 +278,8 @@ dm_keep_inputs(struct rt_reading *r, unsigned inputs, bool live_given)
 		r->live_bytes = RT_TRACE_UNKNOWN;
 	if (!(inputs & DM_CPU))
 		r->cpu_us = RT_TRACE_UNKNOWN;
+	if (!(inputs & DM_SENT))
+		r->bytes_sent = RT_TRACE_UNKNOWN;
 }
 
 /* Replays the trace (every reading, or one every every_us when every_us > 0, as a slower

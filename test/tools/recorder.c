@@ -11,6 +11,7 @@
  * reading and malloc_usable_size in every free. */
 #include "rt_trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +38,7 @@ void *__libc_pvalloc(size_t size);
 
 /* One writer each (its thread), read by the recording thread: relaxed atomics suffice. */
 struct slot {
-	_Atomic uint64_t allocations, bytes_requested, frees, bytes_freed;
+	_Atomic uint64_t allocations, bytes_requested, frees, bytes_freed, bytes_sent;
 } __attribute__((aligned(64)));
 
 static struct slot slots[SLOTS];
@@ -172,6 +174,62 @@ pvalloc(size_t size)
 	return __libc_pvalloc(size);
 }
 
+/* The bytes the kernel took from send(2) and its kin: what a client's upload or a server's model
+ * broadcast costs, gRPC's sendmsg included. */
+static void
+count_sent(ssize_t n)
+{
+	if (n > 0)
+		add(&slot()->bytes_sent, (uint64_t)n);
+}
+
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*sendto_fn)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
+typedef int (*sendmmsg_fn)(int, struct mmsghdr *, unsigned int, int);
+
+#define REAL(name)                                                                                 \
+	static name##_fn real_##name;                                                              \
+	if (!real_##name)                                                                          \
+		real_##name = (name##_fn)dlsym(RTLD_NEXT, #name);
+
+EXPORT ssize_t
+send(int fd, const void *buf, size_t len, int flags)
+{
+	REAL(send);
+	ssize_t n = real_send(fd, buf, len, flags);
+	count_sent(n);
+	return n;
+}
+
+EXPORT ssize_t
+sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tolen)
+{
+	REAL(sendto);
+	ssize_t n = real_sendto(fd, buf, len, flags, to, tolen);
+	count_sent(n);
+	return n;
+}
+
+EXPORT ssize_t
+sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	REAL(sendmsg);
+	ssize_t n = real_sendmsg(fd, msg, flags);
+	count_sent(n);
+	return n;
+}
+
+EXPORT int
+sendmmsg(int fd, struct mmsghdr *msgs, unsigned int count, int flags)
+{
+	REAL(sendmmsg);
+	int sent = real_sendmmsg(fd, msgs, count, flags);
+	for (int i = 0; i < sent; i++)
+		count_sent((ssize_t)msgs[i].msg_len);
+	return sent;
+}
+
 static uint64_t
 now_us(void)
 {
@@ -227,6 +285,7 @@ record(void)
 		    atomic_load_explicit(&slots[i].bytes_requested, memory_order_relaxed);
 		r.frees += atomic_load_explicit(&slots[i].frees, memory_order_relaxed);
 		r.bytes_freed += atomic_load_explicit(&slots[i].bytes_freed, memory_order_relaxed);
+		r.bytes_sent += atomic_load_explicit(&slots[i].bytes_sent, memory_order_relaxed);
 	}
 	r.live_bytes = RT_TRACE_UNKNOWN;
 	if (with_live) {

@@ -17,6 +17,7 @@ struct step {
 	uint64_t freed;      /* bytes freed, when the reading carries them */
 	int64_t live_change; /* when the reading carries the live heap */
 	uint64_t cpu_us;     /* when the reading carries the CPU time */
+	uint64_t sent;       /* bytes sent, when the reading carries them */
 };
 
 #define MIB ((uint64_t)1024 * 1024)
@@ -33,7 +34,8 @@ gen_init(struct gen *g, const struct rt_detect_params *p, bool freed, bool live,
 	                       freed ? 0 : RT_TRACE_UNKNOWN,
 	                       live ? 10 * MIB : RT_TRACE_UNKNOWN,
 	                       RT_TRACE_UNKNOWN,
-	                       cpu ? 0 : RT_TRACE_UNKNOWN};
+	                       cpu ? 0 : RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN};
 	g->r = r;
 	g->boundaries = 0;
 	g->asks = 0;
@@ -53,6 +55,8 @@ gen_step(struct gen *g, const struct step *s)
 		g->r.live_bytes += (uint64_t)s->live_change;
 	if (g->r.cpu_us != RT_TRACE_UNKNOWN)
 		g->r.cpu_us += s->cpu_us;
+	if (g->r.bytes_sent != RT_TRACE_UNKNOWN)
+		g->r.bytes_sent += s->sent;
 	enum rt_detect_result got = rt_detect_feed(&g->d, &g->r);
 	g->boundaries += got == RT_DETECT_BOUNDARY;
 	g->asks += got == RT_DETECT_WANT_LIVE;
@@ -76,14 +80,14 @@ gen_run(struct gen *g, int n, const struct step *s)
 static struct step
 work(uint32_t kept_permille)
 {
-	struct step s = {2000, 2000 - 2000 * kept_permille / 1000, 40 * MIB, 0, 0, 0};
+	struct step s = {2000, 2000 - 2000 * kept_permille / 1000, 40 * MIB, 0, 0, 0, 0};
 	s.freed = s.bytes - s.bytes * kept_permille / 1000;
 	s.live_change = (int64_t)(s.bytes * kept_permille / 1000);
 	s.cpu_us = STEP_US; /* one CPU busy */
 	return s;
 }
 
-static const struct step quiet = {0, 0, 0, 0, 0, 0};
+static const struct step quiet = {0, 0, 0, 0, 0, 0, 0};
 
 static struct rt_detect_params
 defaults(void)
@@ -114,6 +118,8 @@ Test(detect, documented_defaults)
 	cr_assert_eq(p.min_burst_share_permille, 100);
 	cr_assert_eq(p.rhythm_bursts, 4);
 	cr_assert_eq(p.rhythm_spread_permille, 250);
+	cr_assert_eq(p.min_sent_share_permille, 500);
+	cr_assert_eq(p.min_round_sent_bytes, 64 << 10);
 	cr_assert_not(p.want_live);
 }
 
@@ -170,7 +176,7 @@ Test(detect, a_trickle_under_two_percent_of_the_peak_is_quiet)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	gen_init(&g, &p, false, false, false);
-	struct step w = work(0), trickle = {30, 30, 600 * 1024, 0, 0, 0};
+	struct step w = work(0), trickle = {30, 30, 600 * 1024, 0, 0, 0, 0};
 	gen_run(&g, 10, &w);
 	cr_assert_eq(gen_run(&g, 20, &trickle), 7);
 	/* Above the share, the same trickle keeps the burst going. */
@@ -203,12 +209,12 @@ Test(detect, arrivals_kept_then_freed_together_are_one_round)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	gen_init(&g, &p, true, false, false);
-	struct step arrival = {100, 60, 48 * MIB, 24 * MIB, 0, 0};
+	struct step arrival = {100, 60, 48 * MIB, 24 * MIB, 0, 0, 0};
 	for (int i = 0; i < 5; i++) {
 		gen_run(&g, 2, &arrival);
 		cr_assert_eq(gen_run(&g, 20, &quiet), -1, "arrival %d", i);
 	}
-	struct step aggregate = {50, 300, 24 * MIB, 5 * 48 * MIB, 0, 0};
+	struct step aggregate = {50, 300, 24 * MIB, 5 * 48 * MIB, 0, 0, 0};
 	gen_run(&g, 2, &aggregate);
 	cr_assert_eq(gen_run(&g, 20, &quiet), 7);
 	cr_assert_eq(g.d.basis, RT_DETECT_BY_FREED);
@@ -221,7 +227,7 @@ Test(detect, what_start_up_kept_does_not_hide_the_first_round)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	gen_init(&g, &p, true, false, false);
-	struct step startup = {2000, 0, 40 * MIB, 0, 0, 0}, w = work(0);
+	struct step startup = {2000, 0, 40 * MIB, 0, 0, 0, 0}, w = work(0);
 	gen_run(&g, 5, &startup);
 	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
 	gen_run(&g, 10, &w);
@@ -239,7 +245,7 @@ Test(detect, counts_alone_are_fooled_by_big_kept_blocks_among_small_freed_ones)
 	 * the live heap it is not. */
 	struct rt_detect_params p = defaults();
 	struct gen g;
-	struct step arrival = {100, 90, 48 * MIB, 0, 40 * MIB, 0};
+	struct step arrival = {100, 90, 48 * MIB, 0, 40 * MIB, 0, 0};
 	gen_init(&g, &p, false, false, false);
 	gen_run(&g, 2, &arrival);
 	cr_assert_eq(gen_run(&g, 20, &quiet), 7);
@@ -255,9 +261,15 @@ Test(detect, the_live_heap_is_asked_for_once_a_quiet_period_one_reading_ahead)
 	p.want_live = true;
 	struct rt_detect d;
 	rt_detect_init(&d, &p);
-	struct rt_reading r = {
-	    1000000,         0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
-	    RT_TRACE_UNKNOWN};
+	struct rt_reading r = {1000000,
+	                       0,
+	                       0,
+	                       0,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN};
 	/* The first base needs the live heap too. */
 	cr_assert_eq(rt_detect_feed(&d, &r), RT_DETECT_WANT_LIVE);
 	uint64_t live = 100 * MIB;
@@ -309,7 +321,7 @@ Test(detect, the_live_heap_wins_over_bytes_freed_which_win_over_counts)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	/* Counts say kept (half the blocks stay), bytes freed say released, live says kept. */
-	struct step s = {2000, 1000, 40 * MIB, 40 * MIB, 30 * MIB, 0};
+	struct step s = {2000, 1000, 40 * MIB, 40 * MIB, 30 * MIB, 0, 0};
 	gen_init(&g, &p, true, true, false);
 	gen_run(&g, 10, &s);
 	cr_assert_eq(gen_run(&g, 40, &quiet), -1);
@@ -326,8 +338,8 @@ Test(detect, computing_without_allocating_is_not_a_pause)
 {
 	struct rt_detect_params p = defaults();
 	struct gen g;
-	struct step w = work(0), compute = {0, 0, 0, 0, 0, 2 * STEP_US}; /* two CPUs busy */
-	struct step idle = {0, 0, 0, 0, 0, STEP_US / 10};                /* 10 % of one CPU */
+	struct step w = work(0), compute = {0, 0, 0, 0, 0, 2 * STEP_US, 0}; /* two CPUs busy */
+	struct step idle = {0, 0, 0, 0, 0, STEP_US / 10, 0};                /* 10 % of one CPU */
 	gen_init(&g, &p, false, false, true);
 	for (int i = 0; i < 5; i++) {
 		gen_run(&g, 4, &w);
@@ -354,14 +366,14 @@ Test(detect, a_small_burst_is_no_round_and_blips_do_not_add_up)
 	gen_run(&g, 20, &quiet);
 	cr_assert_eq(g.boundaries, 1);
 	/* A heartbeat every second: 100 allocations and 200 KiB, all freed. */
-	struct step beat = {100, 100, 200 * 1024, 0, 0, 0};
+	struct step beat = {100, 100, 200 * 1024, 0, 0, 0, 0};
 	for (int i = 0; i < 600; i++) {
 		gen_step(&g, &beat);
 		gen_run(&g, 19, &quiet);
 	}
 	cr_assert_eq(g.boundaries, 1);
 	/* Fewer than 64 events is no burst either, whatever its size. */
-	struct step big = {10, 10, 512 * MIB, 0, 0, 0};
+	struct step big = {10, 10, 512 * MIB, 0, 0, 0, 0};
 	gen_step(&g, &big);
 	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
 }
@@ -372,11 +384,11 @@ Test(detect, a_start_up_burst_is_forgotten_within_half_lives)
 	struct gen g;
 	gen_init(&g, &p, false, false, false);
 	/* Start-up: 100 times a round's rate, kept. */
-	struct step startup = {200000, 0, 4000 * MIB, 0, 0, 0};
+	struct step startup = {200000, 0, 4000 * MIB, 0, 0, 0, 0};
 	gen_run(&g, 20, &startup);
 	/* Rounds at 1/100 of it: under 2 % of the peak, they look quiet until the peak has
 	 * halved six times or so; from then on each is found. */
-	struct step w = {2000, 2000, 40 * MIB, 0, 0, 0};
+	struct step w = {2000, 2000, 40 * MIB, 0, 0, 0, 0};
 	int first_found = -1;
 	for (int round = 0; round < 30; round++) {
 		gen_run(&g, 10, &w);
@@ -436,7 +448,7 @@ Test(detect, a_reading_right_after_another_is_folded_into_the_next_interval)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	gen_init(&g, &p, false, false, true);
-	struct step w = work(0), idle = {0, 0, 0, 0, 0, 100};
+	struct step w = work(0), idle = {0, 0, 0, 0, 0, 100, 0};
 	gen_run(&g, 10, &w);
 	gen_run(&g, 4, &idle);
 	struct rt_reading r = g.r;
@@ -454,9 +466,15 @@ Test(detect, a_slow_reader_still_finds_the_boundary)
 	struct rt_detect_params p = defaults();
 	struct rt_detect d;
 	rt_detect_init(&d, &p);
-	struct rt_reading r = {
-	    1000000,         0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
-	    RT_TRACE_UNKNOWN};
+	struct rt_reading r = {1000000,
+	                       0,
+	                       0,
+	                       0,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN};
 	rt_detect_feed(&d, &r);
 	r.t_us += 1000000;
 	r.allocations = r.frees = 50000;
@@ -476,7 +494,7 @@ Test(detect, a_burst_after_a_rounds_end_is_no_round)
 	struct gen g;
 	gen_init(&g, &p, false, false, false);
 	struct step w = work(0);
-	struct step tail = {200, 200, 4 * MIB, 4 * MIB, 0, STEP_US};
+	struct step tail = {200, 200, 4 * MIB, 4 * MIB, 0, STEP_US, 0};
 	for (int round = 0; round < 3; round++) {
 		gen_run(&g, 10, &w); /* 400 MiB */
 		cr_assert_geq(gen_run(&g, 20, &quiet), 0, "round %d", round);
@@ -522,7 +540,7 @@ Test(detect, the_next_models_arrival_is_no_rounds_end)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	gen_init(&g, &p, true, false, true);
-	struct step w = work(0), arrival = {1000, 1000, 40 * MIB, 40 * MIB, 0, STEP_US};
+	struct step w = work(0), arrival = {1000, 1000, 40 * MIB, 40 * MIB, 0, STEP_US, 0};
 	/* The first round's work includes the start-up's: the scale comes from the second. */
 	for (int round = 0; round < 2; round++) {
 		gen_run(&g, 10, &w);
@@ -629,7 +647,7 @@ Test(detect, a_small_burst_after_a_large_release_is_no_rounds_end)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	gen_init(&g, &p, false, false, false);
-	struct step w = work(0), poll = {100, 100, 2 * MIB, 0, 0, 0};
+	struct step w = work(0), poll = {100, 100, 2 * MIB, 0, 0, 0, 0};
 	for (int round = 0; round < RT_DETECT_LOCK_ROUNDS + 2; round++) {
 		gen_run(&g, 10, &w);
 		gen_run(&g, 20, &quiet);
@@ -668,7 +686,7 @@ Test(detect, alike_bursts_evenly_spaced_are_rounds_whatever_the_heap_kept)
 	struct rt_detect_params p = defaults();
 	struct gen g;
 	struct step w = work(500); /* half of every round kept: 200 MiB and 1000 blocks */
-	struct step collect = {0, 3000, 0, 600 * MIB, -(int64_t)(600 * MIB), STEP_US};
+	struct step collect = {0, 3000, 0, 600 * MIB, -(int64_t)(600 * MIB), STEP_US, 0};
 	int found = 0, by_rhythm = 0;
 	gen_init(&g, &p, true, true, true);
 	for (int round = 0; round < 12; round++) {
@@ -771,6 +789,120 @@ Test(detect, every_candidate_says_its_work_weight_and_phase)
 	cr_assert_eq(g.d.candidate_work_bytes, 40 * MIB);
 	cr_assert_eq(g.d.candidate_weight_permille, 100);
 	cr_assert_eq(g.d.candidate_phase_permille, 700);
+}
+
+/* As gen_init with the CPU time, the readings carrying the bytes sent. */
+static void
+gen_init_sending(struct gen *g, const struct rt_detect_params *p)
+{
+	gen_init(g, p, false, false, true);
+	rt_detect_init(&g->d, p);
+	g->r.bytes_sent = 0;
+	rt_detect_feed(&g->d, &g->r);
+}
+
+/* A client's round: ten steps of work, the last of which sends `sent` bytes (its update), then
+ * the wait for the next model. */
+static void
+client_round(struct gen *g, uint64_t sent)
+{
+	struct step w = work(0), upload = work(0);
+	upload.sent = sent;
+	gen_run(g, 9, &w);
+	gen_run(g, 1, &upload);
+	gen_run(g, 40, &quiet);
+}
+
+/* Half a round's work, a pause as long as the wait between rounds (an epoch's end, the
+ * DataLoader's workers starting again), the other half and the update. */
+static void
+client_round_with_a_pause(struct gen *g, uint64_t sent)
+{
+	struct step w = work(0), upload = work(0);
+	upload.sent = sent;
+	gen_run(g, 5, &w);
+	gen_run(g, 40, &quiet);
+	gen_run(g, 4, &w);
+	gen_run(g, 1, &upload);
+	gen_run(g, 40, &quiet);
+}
+
+Test(detect, once_rounds_send_their_update_a_pause_that_sends_nothing_is_no_round)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	for (int round = 0; round < 4; round++)
+		client_round(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 4);
+	client_round_with_a_pause(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 5, "the pause, which sent nothing, was taken for a round");
+	client_round(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 6);
+	/* Without the bytes sent, the same pause is a round's end, in phase and half a round's
+	 * work: what the sends tell. */
+	gen_init(&g, &p, false, false, true);
+	for (int round = 0; round < 4; round++)
+		client_round(&g, 20 * MIB);
+	client_round_with_a_pause(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 6);
+}
+
+Test(detect, rounds_that_send_only_heartbeats_never_lock_on_the_sends)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	/* The process has a peer: its first three candidates, which send little, are start-up's
+	 * as far as it can tell; then its rounds are found as without the sends. */
+	for (int round = 0; round < 4; round++)
+		client_round(&g, 8 << 10);
+	cr_assert_eq(g.d.start_refusals, 3);
+	cr_assert_eq(g.boundaries, 1);
+	client_round_with_a_pause(&g, 8 << 10);
+	cr_assert_eq(g.boundaries, 3);
+}
+
+Test(detect, start_up_is_no_rounds_end_in_a_process_that_sends)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	/* Registration, then imports and the first model, given back: no update sent. */
+	struct step hello = quiet, w = work(0);
+	hello.sent = 12 << 10;
+	gen_run(&g, 1, &hello);
+	gen_run(&g, 10, &w);
+	gen_run(&g, 40, &quiet);
+	cr_assert_eq(g.boundaries, 0);
+	cr_assert_eq(g.d.start_refusals, 1);
+	client_round(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 1);
+	/* A process that never sent a byte has no peer to wait for: start-up's release counts,
+	 * as it always did. */
+	gen_init_sending(&g, &p);
+	gen_run(&g, 10, &w);
+	gen_run(&g, 40, &quiet);
+	cr_assert_eq(g.boundaries, 1);
+}
+
+/* The update leaves while the process allocates nothing: its bytes are sent in the quiet that
+ * follows the work, before the quiet is confirmed. */
+Test(detect, an_update_sent_in_the_quiet_after_the_work_counts_for_its_round)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	struct step w = work(0), sending = quiet;
+	sending.sent = 4 * MIB;
+	for (int round = 0; round < 8; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, 5, &sending);
+		gen_run(&g, 35, &quiet);
+	}
+	cr_assert_eq(g.boundaries, 8);
+	cr_assert_eq(g.d.round_sent[(g.d.next_round + RT_DETECT_HISTORY - 1) % RT_DETECT_HISTORY],
+	             20 * MIB);
 }
 
 /* The recorded traces in test/traces: NAME.trace (a reading every 100 ms) and NAME.truth. */

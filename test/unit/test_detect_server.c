@@ -30,8 +30,9 @@ static void
 sgen_init(struct sgen *g, const struct rt_detect_server_params *p)
 {
 	rt_detect_server_init(&g->d, p);
-	struct rt_reading r = {1000000,          0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN, 0};
+	struct rt_reading r = {
+	    1000000,         0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, 0,
+	    RT_TRACE_UNKNOWN};
 	g->r = r;
 	g->boundaries = g->asks = g->step = g->last_fired = 0;
 	g->last_quiet = 0;

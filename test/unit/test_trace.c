@@ -4,7 +4,8 @@
 
 #include "rt_trace.h"
 
-static const struct rt_reading full = {1234567890123, 42, 1048576, 40, 1040000, 8192, 30720, 1500};
+static const struct rt_reading full = {1234567890123, 42,    1048576, 40, 1040000,
+                                       8192,          30720, 1500,    77};
 
 static void
 expect_same(const struct rt_reading *a, const struct rt_reading *b)
@@ -17,6 +18,7 @@ expect_same(const struct rt_reading *a, const struct rt_reading *b)
 	cr_assert_eq(a->live_bytes, b->live_bytes);
 	cr_assert_eq(a->rss_kib, b->rss_kib);
 	cr_assert_eq(a->cpu_us, b->cpu_us);
+	cr_assert_eq(a->bytes_sent, b->bytes_sent);
 }
 
 static void
@@ -42,34 +44,43 @@ expect_bad(const char *line)
 
 Test(trace, round_trip_every_field_known)
 {
-	expect_round_trip(&full, "1234567890123 42 1048576 40 1040000 8192 30720 1500\n");
+	expect_round_trip(&full, "1234567890123 42 1048576 40 1040000 8192 30720 1500 77\n");
 }
 
 Test(trace, round_trip_optional_fields_unknown)
 {
-	struct rt_reading r = {
-	    7, 0, 0, 0, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN, RT_TRACE_UNKNOWN};
-	expect_round_trip(&r, "7 0 0 0 - - - -\n");
+	struct rt_reading r = {7,
+	                       0,
+	                       0,
+	                       0,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN,
+	                       RT_TRACE_UNKNOWN};
+	expect_round_trip(&r, "7 0 0 0 - - - - -\n");
 	r.live_bytes = 99;
-	expect_round_trip(&r, "7 0 0 0 - 99 - -\n");
+	expect_round_trip(&r, "7 0 0 0 - 99 - - -\n");
 	r.cpu_us = 0;
-	expect_round_trip(&r, "7 0 0 0 - 99 - 0\n");
+	expect_round_trip(&r, "7 0 0 0 - 99 - 0 -\n");
+	r.bytes_sent = 5;
+	expect_round_trip(&r, "7 0 0 0 - 99 - 0 5\n");
 }
 
 Test(trace, round_trip_largest_values)
 {
 	const uint64_t big = UINT64_MAX - 1;
-	struct rt_reading r = {big, big, big, big, big, big, big, big};
+	struct rt_reading r = {big, big, big, big, big, big, big, big, big};
 	char want[RT_TRACE_LINE_MAX];
-	snprintf(want, sizeof(want), "%lu %lu %lu %lu %lu %lu %lu %lu\n", big, big, big, big, big,
-	         big, big, big);
+	snprintf(want, sizeof(want), "%lu %lu %lu %lu %lu %lu %lu %lu %lu\n", big, big, big, big,
+	         big, big, big, big, big);
 	expect_round_trip(&r, want);
 	cr_assert_lt(strlen(want) + 1, (size_t)RT_TRACE_LINE_MAX);
 }
 
 Test(trace, format_refuses_a_short_buffer_whole)
 {
-	const char *want = "1234567890123 42 1048576 40 1040000 8192 30720 1500\n";
+	const char *want = "1234567890123 42 1048576 40 1040000 8192 30720 1500 77\n";
 	char line[RT_TRACE_LINE_MAX];
 	size_t need = strlen(want) + 1;
 	for (size_t size = 0; size < need; size++) {
@@ -95,16 +106,30 @@ Test(trace, header_and_blank_lines_are_skipped)
 Test(trace, newline_is_optional)
 {
 	struct rt_reading r;
-	cr_assert_eq(rt_trace_parse("1 2 3 4 5 6 7 8", &r), RT_TRACE_READING);
+	cr_assert_eq(rt_trace_parse("1 2 3 4 5 6 7 8 9", &r), RT_TRACE_READING);
 	cr_assert_eq(r.rss_kib, 7);
 	cr_assert_eq(r.cpu_us, 8);
+	cr_assert_eq(r.bytes_sent, 9);
+}
+
+/* The traces recorded before bytes_sent was a field still replay, with it unknown. */
+Test(trace, a_format_1_line_reads_with_bytes_sent_unknown)
+{
+	struct rt_reading r = full;
+	cr_assert_eq(rt_trace_parse("1 2 3 4 5 6 7 8\n", &r), RT_TRACE_READING);
+	cr_assert_eq(r.cpu_us, 8);
+	cr_assert_eq(r.bytes_sent, RT_TRACE_UNKNOWN);
+	cr_assert_eq(rt_trace_parse("1 2 3 4 5 6 7 8", &r), RT_TRACE_READING);
+	cr_assert_eq(r.bytes_sent, RT_TRACE_UNKNOWN);
 }
 
 Test(trace, malformed_lines_leave_the_reading_alone)
 {
-	expect_bad("1 2 3 4 5 6 7");       /* a field missing */
-	expect_bad("1 2 3 4 5 6 7 8 9");   /* one too many */
-	expect_bad("1 2 3 4 5 6 7 8\n\n"); /* two newlines */
+	expect_bad("1 2 3 4 5 6 7");        /* a field missing */
+	expect_bad("1 2 3 4 5 6 7 8 9 10"); /* one too many */
+	expect_bad("1 2 3 4 5 6 7 8 \n");   /* a blank and no ninth field */
+	expect_bad("1 2 3 4 5 6 7 8\n\n");  /* two newlines */
+	expect_bad("1 2 3 4 5 6 7 8 9\n\n");
 	expect_bad("1  2 3 4 5 6 7 8");    /* two blanks */
 	expect_bad(" 1 2 3 4 5 6 7 8");    /* leading blank */
 	expect_bad("1 2 3 4 5 6 7 8 ");    /* trailing blank */
@@ -119,6 +144,8 @@ Test(trace, malformed_lines_leave_the_reading_alone)
 	expect_bad("1 2 3 4 5 6 7k 8");
 	expect_bad("1 2 3 4 5 6 7 --");
 	expect_bad("r 2 3 4 5 6 7 8");
+	expect_bad("1 2 3 4 5 6 7 8 x");
+	expect_bad("1 2 3 4 5 6 7 8 -1");
 	expect_bad("1 2 3 4 5 6 7 18446744073709551615"); /* UINT64_MAX means unknown: "-" */
 	expect_bad("1 2 3 4 5 6 7 99999999999999999999");
 }
