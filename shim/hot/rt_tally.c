@@ -23,6 +23,7 @@ rt_tally_add(struct rt_alloc_totals *sum, const struct rt_thread_tally *t)
 	sum->allocations += RT_TALLY_LOAD(t->allocations);
 	sum->frees += RT_TALLY_LOAD(t->frees);
 	sum->bytes += rt_tally_bytes(t);
+	sum->sent += RT_TALLY_LOAD(t->sent);
 }
 
 static void

@@ -13,6 +13,7 @@ struct rt_thread_tally {
 	uint64_t bytes_before; /* bytes asked for up to the last cold event */
 	uint64_t allocations;
 	uint64_t frees;
+	uint64_t sent; /* bytes the send family handed to the kernel (rt_send) */
 	bool in_event;
 	bool registered;
 	bool retired; /* the thread is exiting: never registered again */
@@ -69,6 +70,7 @@ struct rt_alloc_totals {
 	uint64_t allocations;
 	uint64_t frees;
 	uint64_t bytes;
+	uint64_t sent;
 	unsigned threads; /* registered now */
 };
 

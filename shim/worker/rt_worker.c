@@ -30,6 +30,7 @@
 #include "rt_record.h"
 #include "rt_report.h"
 #include "rt_sampler.h"
+#include "rt_send.h"
 #include "rt_signal.h"
 #include "rt_tally.h"
 #include "rt_tasks.h"
@@ -294,6 +295,7 @@ rt_worker_read(struct rt_worker *w, struct rt_batch *b)
 		    .live_bytes = RT_TRACE_UNKNOWN,
 		    .rss_kib = tr->rss_kib ? tr->rss_kib : RT_TRACE_UNKNOWN,
 		    .cpu_us = rt_worker_now_us(CLOCK_PROCESS_CPUTIME_ID),
+		    .bytes_sent = totals.sent,
 		};
 		/* The live heap costs a walk on glibc: only when the detector asks (about once a
 		 * round, while the process is quiet). */
@@ -716,6 +718,7 @@ rt_worker_main(void *arg)
 	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
 	rt_heap_take_arena();
+	rt_send_resolve();
 	w->ledger.last_rss_kib = rt_procread_rss_kib();
 	rt_worker_publish(w);
 	while (!rt_worker_serve()) {

@@ -179,6 +179,50 @@ idle_case(const char *preload)
 	th_kill(&run.proc);
 }
 
+/* The bytes the process's last reading in the trace says it sent; -1 before any. */
+static int64_t
+trace_bytes_sent(const char *trace)
+{
+	char line[512], field[9][24];
+	int64_t sent = -1;
+	FILE *f = fopen(trace, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%23s %23s %23s %23s %23s %23s %23s %23s %23s", field[0], field[1],
+		           field[2], field[3], field[4], field[5], field[6], field[7],
+		           field[8]) == 9 &&
+		    field[8][0] != '-')
+			sent = strtoll(field[8], NULL, 10);
+	if (f)
+		fclose(f);
+	return sent;
+}
+
+/* A client's round ends with its update sent: the readings count what send, sendto, sendmsg and
+ * sendmmsg handed the kernel, and each call returns and sets errno as without the library. */
+Test(auto_rounds, the_readings_count_every_byte_the_send_family_sent)
+{
+	struct th_proc plain;
+	struct th_probe run;
+	char line[2048], want[2048], trace[PATH_MAX], env_trace[PATH_MAX + 32];
+	th_spawn(&plain, (const char *[]){th_workload("probe"), "send", NULL},
+	         (const char *[]){NULL});
+	cr_assert(th_read_line(&plain, want, sizeof(want), TH_TIMEOUT_MS));
+	cr_assert_str_eq(want, "sent=3003000 errors=ok");
+	th_kill(&plain);
+	snprintf(trace, sizeof(trace), "%s/send.trace", th_tmpdir());
+	snprintf(env_trace, sizeof(env_trace), "ROUNDTRIM_TRACE=%s", trace);
+	const char *env[] = {"ROUNDTRIM_INTERVAL=100ms", env_trace, NULL};
+	th_start_workload(&run, "probe", NULL, NULL, (const char *[]){"send", NULL}, env, line,
+	                  sizeof(line));
+	cr_assert_str_eq(line, want);
+	while (trace_bytes_sent(trace) < 3003000)
+		cr_assert(th_wait_change(trace, TH_TIMEOUT_MS), "the trace says %ld bytes sent",
+		          (long)trace_bytes_sent(trace));
+	/* Nothing else in the probe sends: no byte counted twice. */
+	cr_assert_eq(trace_bytes_sent(trace), 3003000);
+	th_kill(&run.proc);
+}
+
 Test(auto_rounds, interval_leaves_an_idle_process_alone)
 {
 	idle_case(NULL);

@@ -27,6 +27,10 @@
  *                   roundtrim_trim; errno set to EXDEV before each call, printed after it
  *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info
  *   execfail        execv a program that does not exist, then act as idle
+ *   send            3,003,000 bytes through send, sendto, sendmsg (stream socketpair, drained
+ *                   by a thread) and sendmmsg (three datagrams of 1,000); each call's result
+ *                   checked, and a send, sendmsg and sendmmsg on a closed descriptor must fail
+ *                   with EBADF. Prints "sent=N errors=ok|bad", then acts as idle
  *   lowfd N         after a line on stdin, N times: close stderr, open /dev/null (which must get
  *                   descriptor 2), put stderr back; prints "lowfd misses=M stderr=same|changed"
  *                   and waits for EOF
@@ -118,9 +122,11 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1352,6 +1358,78 @@ mode_uaf(bool alias)
 	return 0;
 }
 
+static void *
+drain(void *arg)
+{
+	char buf[65536];
+	while (read(*(int *)arg, buf, sizeof(buf)) > 0)
+		;
+	return NULL;
+}
+
+/* All of len through one of the stream calls; what the calls returned, summed. */
+static long
+send_all(int fd, const char *buf, size_t len, int how)
+{
+	long total = 0;
+	while ((size_t)total < len) {
+		const char *at = buf + total;
+		size_t left = len - (size_t)total;
+		struct iovec iov[2] = {{(void *)at, left / 2},
+		                       {(void *)(at + left / 2), left - left / 2}};
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+		ssize_t n = how == 0   ? send(fd, at, left, 0)
+		            : how == 1 ? sendto(fd, at, left, 0, NULL, 0)
+		                       : sendmsg(fd, &msg, 0);
+		if (n <= 0)
+			return -1;
+		total += n;
+	}
+	return total;
+}
+
+static int
+mode_send(void)
+{
+	static char buf[1000000];
+	int stream[2], dgram[2];
+	pthread_t reader;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, stream) != 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dgram) != 0 ||
+	    pthread_create(&reader, NULL, drain, &stream[1]) != 0)
+		return 1;
+	long sent = 0;
+	for (int how = 0; how < 3; how++) {
+		long n = send_all(stream[0], buf, sizeof(buf), how);
+		if (n != (long)sizeof(buf))
+			return 1;
+		sent += n;
+	}
+	struct iovec iov[3] = {{buf, 1000}, {buf, 1000}, {buf, 1000}};
+	struct mmsghdr msgs[3] = {{.msg_hdr = {.msg_iov = &iov[0], .msg_iovlen = 1}},
+	                          {.msg_hdr = {.msg_iov = &iov[1], .msg_iovlen = 1}},
+	                          {.msg_hdr = {.msg_iov = &iov[2], .msg_iovlen = 1}}};
+	int got = sendmmsg(dgram[0], msgs, 3, 0);
+	if (got != 3)
+		return 1;
+	for (int i = 0; i < got; i++)
+		sent += msgs[i].msg_len;
+	close(stream[0]);
+	pthread_join(reader, NULL);
+	int closed = dgram[1];
+	close(closed);
+	close(dgram[0]);
+	struct msghdr empty = {.msg_iov = iov, .msg_iovlen = 1};
+	errno = 0;
+	bool ok = send(closed, buf, 1, 0) == -1 && errno == EBADF;
+	errno = 0;
+	ok = ok && sendmsg(closed, &empty, 0) == -1 && errno == EBADF;
+	errno = 0;
+	ok = ok && sendmmsg(closed, msgs, 1, 0) == -1 && errno == EBADF;
+	printf("sent=%ld errors=%s\n", sent, ok ? "ok" : "bad");
+	return mode_idle();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1361,6 +1439,8 @@ main(int argc, char **argv)
 		return mode_idle();
 	if (!strcmp(mode, "alloc"))
 		return mode_alloc();
+	if (!strcmp(mode, "send"))
+		return mode_send();
 	if (!strcmp(mode, "status")) {
 		print_status();
 		return mode_idle();
