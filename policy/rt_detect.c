@@ -272,7 +272,7 @@ rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
 		    d->round_sent[i] >= p->min_round_sent_bytes)
 			sending[n++] = d->round_sent[i];
 	uint64_t sent = rt_detect_burst_sent(d, now);
-	if (n < RT_DETECT_LOCK_ROUNDS) {
+	if (n < RT_DETECT_SENT_LOCK_ROUNDS) {
 		bool has_a_peer = rt_detect_known(now->bytes_sent) && now->bytes_sent > 0;
 		return d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
 		       (rt_detect_known(sent) && sent >= p->min_round_sent_bytes);

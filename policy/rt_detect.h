@@ -82,16 +82,17 @@ struct rt_detect_params {
 	uint32_t rhythm_bursts;          /* 4 */
 	uint32_t rhythm_spread_permille; /* 250 */
 	/* The sends, where the readings carry bytes_sent: a client ends its round by sending its
-	 * update, and nothing else it does each round sends as much. Once RT_DETECT_LOCK_ROUNDS of
-	 * the last RT_DETECT_HISTORY rounds found each sent at least min_round_sent_bytes while
-	 * their closing burst ran or its quiet was confirmed, a candidate is a round's end only
-	 * when its own burst and quiet sent at least min_sent_share_permille of those rounds'
-	 * median: the next model's arrival, a mid-round pause (an epoch's end, a DataLoader's
-	 * restart) and start-up send next to nothing. A process whose rounds send nothing alike
-	 * (a server, a relay, a loop with no peer) never locks on. Before the first round found, a
-	 * process that has sent anything at all (it has a peer) ends no round with a burst that
-	 * sent less than min_round_sent_bytes, for its first RT_DETECT_LOCK_ROUNDS such
-	 * candidates: start-up (imports, the first model's arrival) is no round's end. 0 = off. */
+	 * update, and nothing else it does each round sends as much. Once
+	 * RT_DETECT_SENT_LOCK_ROUNDS of the last RT_DETECT_HISTORY rounds found each sent at least
+	 * min_round_sent_bytes while their closing burst ran or its quiet was confirmed, a
+	 * candidate is a round's end only when its own burst and quiet sent at least
+	 * min_sent_share_permille of those rounds' median: the next model's arrival, a mid-round
+	 * pause (an epoch's end, a DataLoader's restart) and start-up send next to nothing. A
+	 * process whose rounds do not send (a relay, a loop with no peer) never locks on. Before
+	 * the first round found, a process that has sent anything at all (it has a peer) ends no
+	 * round with a burst that sent less than min_round_sent_bytes, for its first
+	 * RT_DETECT_LOCK_ROUNDS such candidates: start-up (imports, the first model's arrival) is
+	 * no round's end. 0 = off. */
 	uint32_t min_sent_share_permille; /* 500 */
 	uint64_t min_round_sent_bytes;    /* 64 KiB: more than a heartbeat or a poll */
 	/* true: ask (RT_DETECT_WANT_LIVE) for the live heap in the next reading, at the start and
@@ -103,6 +104,7 @@ struct rt_detect_params {
 #define RT_DETECT_HISTORY 5
 #define RT_DETECT_WEIGHTS 8
 #define RT_DETECT_LOCK_ROUNDS 3
+#define RT_DETECT_SENT_LOCK_ROUNDS 2
 #define RT_DETECT_RHYTHM_MAX 8
 
 enum rt_detect_result {

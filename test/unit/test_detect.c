@@ -1097,6 +1097,9 @@ static const char *const all_inputs[] = {"counts", "counts+cpu", "live-asked+cpu
                                          NULL};
 static const char *const cpu_inputs[] = {"counts+cpu", "live-asked+cpu", "freed+cpu", NULL};
 static const char *const live_or_freed_inputs[] = {"live-asked+cpu", "freed+cpu", NULL};
+/* What the library reads in a process since it counts the bytes sent. */
+static const char *const sent_inputs[] = {"counts+cpu+sent", "live-asked+cpu+sent",
+                                          "freed+cpu+sent", NULL};
 
 /* Not held yet, and why (the releases, their sizes and the truth side by side; issue 27):
  * - NVFlare's server job and server parent (s1, s2, s3, s5, s6) and grpc_fl_server: the
@@ -1173,6 +1176,34 @@ static const struct shape shapes[] = {
     {"nvflare_s4_long_parent_site1", SHAPE_RELAY, true, cpu_inputs},
     {"nvflare_s4_long_parent_site2", SHAPE_RELAY, false, cpu_inputs},
     {"fl_client_cycles", SHAPE_ROUNDS, false, cpu_inputs},
+    {"nvflare_s1_sends_job_site1", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s1_sends_job_site2", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s1_sends_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s1_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s2_sends_job_site1", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s2_sends_job_site2", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s2_sends_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s2_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s3_sends_job_site1", SHAPE_ROUNDS, false, sent_inputs},
+    {"nvflare_s3_sends_job_site2", SHAPE_ROUNDS, false, sent_inputs},
+    {"nvflare_s3_sends_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s3_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s4_sends_job_site1", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s4_sends_job_site2", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s4_sends_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s4_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s5_sends_job_site1", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s5_sends_job_site2", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s5_sends_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s5_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s6_sends_job_site1", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s6_sends_job_site2", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s6_sends_job_site3", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s6_sends_job_site4", SHAPE_ROUNDS, false, sent_inputs},
+    {"nvflare_s6_sends_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s6_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s6_sends_parent_site3", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s6_sends_parent_site4", SHAPE_RELAY, true, sent_inputs},
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 

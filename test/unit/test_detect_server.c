@@ -559,6 +559,16 @@ static const struct sshape sshapes[] = {
     {"nvflare_s4_long_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s5_workers_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s6_4sites_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s1_sends_server_job", SSHAPE_ROUNDS, true},
+    {"nvflare_s2_sends_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s3_sends_server_job", SSHAPE_ROUNDS, true},
+    {"nvflare_s5_sends_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s6_sends_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s1_sends_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s2_sends_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s3_sends_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s5_sends_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s6_sends_server_parent", SSHAPE_RELAY, false},
 };
 #define NSSHAPES (sizeof(sshapes) / sizeof(sshapes[0]))
 
