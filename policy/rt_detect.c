@@ -257,28 +257,53 @@ rt_detect_burst_sent(const struct rt_detect *d, const struct rt_reading *now)
 	return now->bytes_sent - d->burst_sent_from;
 }
 
+/* What a round's update weighs once the rounds found have shown that they send (see
+ * min_sent_share_permille): the least a round's end must send; 0 while they have not. */
+static uint64_t
+rt_detect_update_bytes(const struct rt_detect *d)
+{
+	const struct rt_detect_params *p = &d->params;
+	uint64_t sending[RT_DETECT_HISTORY];
+	unsigned n = 0;
+	if (!p->min_sent_share_permille)
+		return 0;
+	for (unsigned i = 0; i < d->nrounds; i++)
+		if (rt_detect_known(d->round_sent[i]) &&
+		    d->round_sent[i] >= p->min_round_sent_bytes)
+			sending[n++] = d->round_sent[i];
+	if (n < RT_DETECT_SENT_LOCK_ROUNDS)
+		return 0;
+	uint64_t least =
+	    rt_detect_scale(rt_detect_median(sending, n), p->min_sent_share_permille, 1000);
+	return least ? least : 1;
+}
+
 /* Whether the burst that ends now sent a round's update (see min_sent_share_permille): true
  * while the rounds found have not shown that they send. */
 static bool
 rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
 {
 	const struct rt_detect_params *p = &d->params;
-	uint64_t sending[RT_DETECT_HISTORY];
-	unsigned n = 0;
+	uint64_t sent = rt_detect_burst_sent(d, now);
+	uint64_t update = rt_detect_update_bytes(d);
 	if (!p->min_sent_share_permille)
 		return true;
-	for (unsigned i = 0; i < d->nrounds; i++)
-		if (rt_detect_known(d->round_sent[i]) &&
-		    d->round_sent[i] >= p->min_round_sent_bytes)
-			sending[n++] = d->round_sent[i];
-	uint64_t sent = rt_detect_burst_sent(d, now);
-	if (n < RT_DETECT_SENT_LOCK_ROUNDS) {
+	if (!update) {
 		bool has_a_peer = rt_detect_known(now->bytes_sent) && now->bytes_sent > 0;
 		return d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
 		       (rt_detect_known(sent) && sent >= p->min_round_sent_bytes);
 	}
-	return rt_detect_known(sent) && sent >= rt_detect_scale(rt_detect_median(sending, n),
-	                                                        p->min_sent_share_permille, 1000);
+	return rt_detect_known(sent) && sent >= update;
+}
+
+/* Whether the rounds found send and the burst that ends now has sent a round's update: then
+ * its quiet is looked at early, whatever the phase. */
+static bool
+rt_detect_update_sent(const struct rt_detect *d, const struct rt_reading *now)
+{
+	uint64_t sent = rt_detect_burst_sent(d, now);
+	uint64_t update = rt_detect_update_bytes(d);
+	return update && rt_detect_known(sent) && sent >= update;
 }
 
 /* Whether `requested`, the work of the round that would end, is a round's worth (see the
@@ -533,7 +558,8 @@ rt_detect_quiet(struct rt_detect *d, const struct rt_reading *r, uint64_t dt)
 	if (d->quiet_handled || !rt_detect_significant(d))
 		return RT_DETECT_NOTHING;
 	bool early = p->early_quiet_us && p->early_quiet_us < p->quiet_us && !d->early_tried &&
-	             d->period_us && rt_detect_phase(d) >= p->in_phase_permille;
+	             ((d->period_us && rt_detect_phase(d) >= p->in_phase_permille) ||
+	              rt_detect_update_sent(d, r));
 	uint64_t need = early ? p->early_quiet_us : p->quiet_us;
 	bool confirmed = r->t_us - d->quiet_since_us >= need;
 	bool confirmed_next = r->t_us + dt - d->quiet_since_us >= need;

@@ -848,6 +848,32 @@ Test(detect, once_rounds_send_their_update_a_pause_that_sends_nothing_is_no_roun
 	cr_assert_eq(g.boundaries, 6);
 }
 
+/* Once the rounds send, the quiet after the update is looked at after early_quiet_us, before
+ * the period is known: what ended there is the round. */
+Test(detect, the_quiet_after_a_sent_update_is_looked_at_early)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	struct step w = work(0), upload = work(0);
+	upload.sent = 20 * MIB;
+	for (int round = 0; round < 2; round++)
+		client_round(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 2);
+	cr_assert_eq(g.d.period_us, 0);
+	gen_run(&g, 9, &w);
+	gen_run(&g, 1, &upload);
+	/* 250 ms of quiet is 5 steps: the 5th decides. */
+	cr_assert_eq(gen_run(&g, 40, &quiet), 4);
+	/* Without the bytes sent the same round waits the whole 400 ms. */
+	gen_init(&g, &p, false, false, true);
+	for (int round = 0; round < 2; round++)
+		client_round(&g, 20 * MIB);
+	gen_run(&g, 9, &w);
+	gen_run(&g, 1, &upload);
+	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
+}
+
 Test(detect, rounds_that_send_only_heartbeats_never_lock_on_the_sends)
 {
 	struct rt_detect_params p = defaults();
