@@ -1217,8 +1217,8 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 		return RT_ARENA_BAD;
 	uint64_t phead = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE);
 	size_t size = phead & ~(uint64_t)7;
-	if ((int)(size >> 4) - 2 != f || size % RT_ARENA_ALIGN ||
-	    !rt_arena_inside_chunk(v, p, size))
+	/* Compared whole: the size shifted and cast to int let 64 GiB more through. */
+	if (size != (size_t)(f + 2) * 16 || !rt_arena_inside_chunk(v, p, size))
 		return RT_ARENA_BAD;
 	uintptr_t next =
 	    ((p + RT_ARENA_CHUNK_FD) >> 12) ^ (uintptr_t)rt_arena_load(env, p + RT_ARENA_CHUNK_FD);

@@ -1588,13 +1588,12 @@ Test(arena, a_chunk_freed_onto_the_fastbin_meanwhile_is_taken_too)
 	t_check_everything_released(w.thread, w.thread_first, true);
 }
 
-Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write)
+/* A release that must stop at the main arena's fastbin head, before any write: a failure that
+ * says the heap is damaged, the lock given back, no swap, nothing given back, the main arena and
+ * its first chunks as they were, the lock word aside. */
+static void
+t_stops_before_any_write_to_the_main_heap(void)
 {
-	t_small_world();
-	t_fastbin(w.main, w.main_first, 3);
-	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8);
-	/* The head sits in the 64-byte fastbin with a size of 80. */
-	*W(head + 8) += 16;
 	size_t span = 16 * 1024;
 	unsigned char *state = malloc(RT_ARENA_STATE_SIZE), *chunks = malloc(span);
 	memcpy(state, (void *)w.main, RT_ARENA_STATE_SIZE);
@@ -1607,11 +1606,37 @@ Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write
 	cr_assert_eq(t_cas_calls, 0);
 	cr_assert_eq(w.releases, 0);
 	cr_assert_eq(*(int *)w.main, 0);
-	/* Nothing of the main arena nor of its first chunks changed, the lock word aside. */
 	cr_assert_eq(memcmp(state + 4, (void *)(w.main + 4), RT_ARENA_STATE_SIZE - 4), 0);
 	cr_assert_eq(memcmp(chunks, w.sbrk, span), 0);
 	free(state);
 	free(chunks);
+}
+
+Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write)
+{
+	t_small_world();
+	t_fastbin(w.main, w.main_first, 3);
+	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8);
+	/* The head sits in the 64-byte fastbin with a size of 80. */
+	*W(head + 8) += 16;
+	t_stops_before_any_write_to_the_main_heap();
+}
+
+/* review-heap2 4: the size class compared on the size shifted and cast to int let through a size
+ * word of 16 (f + 2) + k * 2^36. A main heap of more than 64 GiB would hold such a chunk: here
+ * the top says so (its size and system_mem, never read past its header before the fastbins are
+ * done), and the chunk's next neighbour lies 64 GiB on, outside what the fake world maps. */
+Test(arena, a_fastbin_chunk_of_its_bins_size_plus_64_gib_stops_the_release_before_any_write)
+{
+	t_small_world();
+	t_fastbin(w.main, w.main_first, 3);
+	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8), top = t_top(w.main);
+	uint64_t far = (uint64_t)1 << 37;
+	*W(head + 8) += (uint64_t)1 << 36;
+	*W(top + 8) += far;
+	*W(w.main + RT_ARENA_SYSTEM_MEM) += far;
+	*W(w.main + RT_ARENA_MAX_SYSTEM_MEM) += far;
+	t_stops_before_any_write_to_the_main_heap();
 }
 
 Test(arena, a_free_neighbour_that_is_not_linked_stops_the_release)
