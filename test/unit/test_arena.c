@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rt_arena.h"
 
@@ -20,6 +21,8 @@ typedef void (*t_between)(struct t_world *w, unsigned hold);
 struct t_world {
 	unsigned char *heaps; /* two heaps of T_HEAP_MAX, aligned to it */
 	unsigned char *sbrk;  /* the main arena's memory */
+	size_t sbrk_len;
+	bool sbrk_mapped; /* at a fixed address (t_low_main_world), not allocated */
 	uint64_t *main_state;
 	uintptr_t main, thread;
 	uintptr_t main_first, thread_first; /* first chunk of each */
@@ -128,11 +131,15 @@ t_world_init(const long *thread_sizes, size_t nthread, const long *main_sizes, s
              int bin)
 {
 	free(w.heaps);
-	free(w.sbrk);
+	if (w.sbrk_mapped)
+		munmap(w.sbrk, w.sbrk_len);
+	else
+		free(w.sbrk);
 	free(w.main_state);
 	memset(&w, 0, sizeof(w));
 	w.heaps = aligned_alloc(T_HEAP_MAX, 2 * T_HEAP_MAX);
 	w.sbrk = aligned_alloc(T_PAGE, T_SBRK);
+	w.sbrk_len = T_SBRK;
 	/* aligned_alloc wants a multiple of the alignment (C11 7.22.3.1; ASan enforces it). */
 	w.main_state = aligned_alloc(64, (RT_ARENA_STATE_SIZE + 64 + 63) / 64 * 64);
 	cr_assert(w.heaps && w.sbrk && w.main_state);
@@ -160,7 +167,7 @@ t_mapped(uintptr_t addr, size_t len)
 {
 	uintptr_t h = (uintptr_t)w.heaps, s = (uintptr_t)w.sbrk;
 	return (addr >= h && addr + len <= h + 2 * T_HEAP_MAX) ||
-	       (addr >= s && addr + len <= s + T_SBRK) ||
+	       (addr >= s && addr + len <= s + w.sbrk_len) ||
 	       (addr >= w.main && addr + len <= w.main + RT_ARENA_STATE_SIZE);
 }
 
@@ -1636,6 +1643,59 @@ Test(arena, a_fastbin_chunk_of_its_bins_size_plus_64_gib_stops_the_release_befor
 	*W(top + 8) += far;
 	*W(w.main + RT_ARENA_SYSTEM_MEM) += far;
 	*W(w.main + RT_ARENA_MAX_SYSTEM_MEM) += far;
+	t_stops_before_any_write_to_the_main_heap();
+}
+
+/* The main arena's memory at a low fixed address, as a non-PIE program's brk heap lies (4 MiB on,
+ * 12 MiB long: it starts below its own length, so a size read from it may be an address in it),
+ * laid out as t_layout lays out `sizes`, the thread arena as t_world_init leaves it. False when
+ * the address is taken. */
+#define T_LOW_AT ((uintptr_t)4 << 20)
+#define T_LOW_LEN ((size_t)12 << 20)
+
+static bool
+t_low_main_world(const long *sizes, size_t n)
+{
+	static const long one[] = {64};
+	t_world_init(one, 1, one, 1, 0);
+	void *m = mmap((void *)T_LOW_AT, T_LOW_LEN, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	free(w.sbrk);
+	w.sbrk = m;
+	w.sbrk_len = T_LOW_LEN;
+	w.sbrk_mapped = true;
+	if (m != (void *)T_LOW_AT)
+		return false; /* a kernel before 4.17 takes the flag as a hint */
+	t_init_arena(w.main, true, w.thread, T_LOW_LEN);
+	w.main_first = T_LOW_AT;
+	t_layout(w.main, w.main_first, T_LOW_AT + T_LOW_LEN, sizes, n, 0, true);
+	return true;
+}
+
+/* review-arena3 L1: where a heap starts below its own length, a size may equal the address of a
+ * chunk, and a write of an unlink may then fall on a word that glibc reads after it. The fastbin
+ * chunk p lies between two free chunks: q (208 bytes, bin 13) and n, whose size is q's address,
+ * so that n's footer holds q. q's bk is n's footer less 16: its fd word is that footer, and q is
+ * linked both ways as the words are now. glibc's unlink of q writes q's fd (the bin header)
+ * there, and its unlink of n then finds the footer wrong ("corrupted size vs. prev_size").
+ * Checked on the words as they are, every check passes and the release would write both unlinks;
+ * only the checks made again in glibc's order (rt_arena_in_order_too's sizes) refuse it. (A size
+ * word can hold no chunk's address: that of p's next chunk has PREV_INUSE set, and q's, where
+ * it is q, is read after q's unlink only to tell a small chunk from a large one.) */
+Test(arena, a_next_neighbours_footer_that_the_prev_ones_unlink_writes_stops_the_release)
+{
+	uintptr_t q = T_LOW_AT + 64, n = q + 208 + 64;
+	const long sizes[] = {64, -208, 64, -(long)q, 64};
+	if (!t_low_main_world(sizes, sizeof(sizes) / sizeof(sizes[0])))
+		cr_skip_test("%#lx is taken in this process: no heap below its length",
+		             (unsigned long)T_LOW_AT);
+	cr_assert(t_free(q) && t_free(n));
+	cr_assert_eq(*W(n + q), q, "n's footer");
+	cr_assert_eq(t_fastbin(w.main, w.main_first, 2), 2);
+	cr_assert_eq(*W(w.main + RT_ARENA_FASTBINS + 2 * 8), q + 208, "p heads the fastbin");
+	*W(q + RT_ARENA_CHUNK_BK) = n + q - 16;
 	t_stops_before_any_write_to_the_main_heap();
 }
 
