@@ -833,6 +833,14 @@ rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintpt
 	}
 }
 
+/* The slot of the chunk at p in the view's table of chunks given back (Fibonacci hashing: chunks
+ * of one bin lie a multiple of their size apart, which the address's low bits would repeat). */
+RT_ARENA_INLINE struct rt_arena_given *
+rt_arena_given_slot(struct rt_arena_view *v, uintptr_t p)
+{
+	return &v->given[((uint64_t)p * 0x9e3779b97f4a7c15u) >> 56];
+}
+
 /* One normal bin, to its header. Before each chunk and each piece the hold may end; after the
  * lock was dropped, the walk goes on only from the same chunk found again, linked, free, of the
  * same size. It may then go on in another list (a chunk that malloc moved from the unsorted bin
@@ -858,7 +866,12 @@ rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintpt
  * A list longer than the heap has chunks, within one hold (the heap as one moment has it), is a
  * loop: damage. Across holds it is not: the program may have shrunk the heap meanwhile (a free
  * that merged into the top and trimmed it), and the count of a walk that went on through holds
- * is held against the heap as it is now; such a walk ends the bin quietly. */
+ * is held against the heap as it is now; such a walk ends the bin quietly.
+ * A walk that starts over finds again the chunks it gave back before: those found in the table
+ * of chunks given back whole in this walk, at the same place with the same size, are passed
+ * over (the pages of a free chunk stay given back while it stays free; one taken and freed
+ * again at the same place and size meanwhile keeps its pages until the next release). Given
+ * back again, each piece cost a madvise call: tens of ms on a bin of 10^5 large chunks. */
 static bool
 rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 {
@@ -867,6 +880,7 @@ rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 	uintptr_t bin = rt_arena_bin(v->arena, i);
 	size_t step = i == 1 ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK;
 	unsigned restarts = 0;
+	uint64_t walk = ++v->walks;
 restart:;
 	uint64_t visits = 0, hold_visits = 0, most_visits = rt_arena_max_chunks(v);
 	bool resumed = false;
@@ -886,6 +900,11 @@ restart:;
 		struct rt_arena_range r = run->counting
 		                              ? (struct rt_arena_range){0, 0}
 		                              : rt_arena_free_range(p, size, 0, env->page);
+		if (restarts && r.start < r.end) {
+			const struct rt_arena_given *given = rt_arena_given_slot(v, p);
+			if (given->walk == walk && given->start == p && given->end == p + size)
+				r.end = r.start;
+		}
 		/* The chunk after it (a line of its own, a cache miss each: the walk took twice as
 		 * long as mtrim's) is read only for a chunk that has a page to give back: the links
 		 * checked both ways are what makes the walk safe; the footer, the madvise. */
@@ -944,6 +963,8 @@ restart:;
 			if (hi == r.start)
 				break;
 		}
+		if (!after && r.start < r.end)
+			*rt_arena_given_slot(v, p) = (struct rt_arena_given){p, p + size, walk};
 		if (run->counting && run->res->chunks > run->most)
 			return true;
 		if (!after) {
@@ -959,7 +980,7 @@ restart:;
 	return true;
 lost:
 	/* The chunk was taken or merged while the lock was down, and the next one too: walk the
-	 * bin again (what was given back is passed over cheaply), a bounded number of times. */
+	 * bin again (what was given back is passed over, above), a bounded number of times. */
 	run->res->lost_places++;
 	if (restarts++ < env->budget.restarts)
 		goto restart;

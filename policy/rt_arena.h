@@ -151,8 +151,19 @@ struct rt_arena_env {
  * more is skipped, not released. */
 #define RT_ARENA_MAX_HEAPS 1024
 
+/* A bin's walk that starts over knows again this many of the chunks it gave back whole before
+ * (the last one given back at each slot of a table by address). */
+#define RT_ARENA_GIVEN 256
+
+/* A chunk [start, end) given back whole by the bin walk numbered `walk`. */
+struct rt_arena_given {
+	uintptr_t start;
+	uintptr_t end;
+	uint64_t walk;
+};
+
 /* The memory of the arena under the lock: its heaps (one range for the main arena; a thread heap's
- * chunks, after its heap_info and the arena itself) and top. */
+ * chunks, after its heap_info and the arena itself) and top; and what the bin walks gave back. */
 struct rt_arena_view {
 	uintptr_t arena;
 	bool main_arena;
@@ -163,6 +174,8 @@ struct rt_arena_view {
 	struct rt_arena_range near; /* the heap that held the last address looked up */
 	bool sizes_below; /* every heap starts above its length: no chunk's size is an address */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
+	uint64_t walks; /* bin walks begun, the current one's number */
+	struct rt_arena_given given[RT_ARENA_GIVEN];
 };
 
 struct rt_arena_result {
@@ -197,7 +210,8 @@ const char *rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bo
 /* Consolidates the fastbins of every arena as malloc_consolidate does, a chunk at a time, then
  * gives back the free pages of every arena, one at a time, in bounded lock holds; the top of
  * each arena keeps `keep` bytes. Returns 0, or -1 with res->failure set when something did not
- * match the layout (nothing more is released then). `view` is scratch space. */
+ * match the layout (nothing more is released then). `view` is scratch space, zeroed before its
+ * first use (as a static one is) and kept between calls. */
 int rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
                      struct rt_arena_view *view, struct rt_arena_result *res);
 
