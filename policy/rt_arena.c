@@ -60,7 +60,8 @@
  * walked past without its footer (the next chunk's prev_size and PREV_INUSE) being checked:
  * a write after free into its last word, which stopped the release before, now goes unnoticed
  * by the walk, in this release and the next, and rt_arena_count, which gives nothing back,
- * checks no footer at all. Nothing is written for such a chunk (a page is given back, and a
+ * checks a footer only of a chunk it finds again after the lock was dropped (its place, or the
+ * next one). Nothing is written for such a chunk (a page is given back, and a
  * free neighbour unlinked by the fastbins' consolidation, only once its footer is checked), so
  * the heap is left no worse; glibc reports that corruption when it next merges there.
  * Measured with test/bench/arena_cpu under callgrind (`valgrind --tool=callgrind
