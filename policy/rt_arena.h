@@ -100,6 +100,10 @@ struct rt_arena_ops {
 	uint64_t (*load)(void *ctx, uintptr_t addr);
 	/* Aligned words that may not be mapped: false instead of a fault. */
 	bool (*peek)(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords);
+	/* As peek, nwords at each of n addresses (to out, one after another), in as few calls as
+	 * it can: false when any of them is not mapped. NULL: peek each. */
+	bool (*peek_each)(void *ctx, const uintptr_t *addrs, size_t n, size_t nwords,
+	                  uint64_t *out);
 	/* The only writes to glibc's memory besides the mutex, both with the arena's lock held:
 	 * a word of a chunk or of the arena (release ordering), and the compare-and-swap that
 	 * takes a chunk off a fastbin's head as _int_malloc does (free() pushes without the lock). */
@@ -174,6 +178,9 @@ struct rt_arena_view {
 	struct rt_arena_range near; /* the heap that held the last address looked up */
 	bool sizes_below; /* every heap starts above its length: no chunk's size is an address */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
+	uintptr_t heaps_of; /* the thread arena whose heaps these are, once read */
+	uintptr_t again[RT_ARENA_MAX_HEAPS]; /* its heaps as last read, read again at a rehold */
+	uint64_t again_info[RT_ARENA_MAX_HEAPS][RT_ARENA_HEAP_INFO_SIZE / 8];
 	uint64_t walks; /* bin walks begun, the current one's number */
 	struct rt_arena_given given[RT_ARENA_GIVEN];
 };
