@@ -1135,6 +1135,9 @@ Test(arena, dry_run_finds_the_heaps)
 	cr_assert_eq(w.held, 0);
 }
 
+/* The first heap's top before the second heap was grown. */
+static uintptr_t t_old_top;
+
 /* The arena grew a second heap: the top moved there; the first heap ends with the old top, now
  * an in-use chunk (a fencepost stands in for it here). Returns the chunk in use at its start. */
 static uintptr_t
@@ -1147,7 +1150,7 @@ t_second_heap(void)
 	*W(h2 + RT_ARENA_HEAP_SIZE) = 64 * 1024;
 	*W(h2 + RT_ARENA_HEAP_MPROTECT) = 64 * 1024;
 	*W(h2 + RT_ARENA_HEAP_PAGESIZE) = T_PAGE;
-	uintptr_t old_top = t_top(w.thread);
+	uintptr_t old_top = t_old_top = t_top(w.thread);
 	*W(old_top + 8) |= RT_ARENA_NON_MAIN;
 	uintptr_t c = h2 + RT_ARENA_HEAP_INFO_SIZE;
 	*W(c + 8) = 8192 | RT_ARENA_PREV_INUSE | RT_ARENA_NON_MAIN;
@@ -1207,8 +1210,6 @@ Test(arena, a_rehold_reads_the_arenas_heaps_in_one_go)
 /* Between holds, once the release works in the thread arena: the program frees what the second
  * heap holds, and glibc deletes the heap (heap_trim: unmapped) and makes the first heap's old
  * top the top again. */
-static uintptr_t t_old_top;
-
 static void
 t_delete_second_heap(struct t_world *tw, unsigned hold)
 {
@@ -1224,8 +1225,6 @@ t_delete_second_heap(struct t_world *tw, unsigned hold)
 
 Test(arena, a_heap_deleted_between_holds_is_read_no_more)
 {
-	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
-	t_old_top = t_top(w.thread);
 	t_second_heap();
 	struct rt_arena_env env = t_env(3000, T_PAGE);
 	struct rt_arena_ops ops = t_ops;
