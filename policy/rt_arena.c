@@ -60,7 +60,8 @@
  * walked past without its footer (the next chunk's prev_size and PREV_INUSE) being checked:
  * a write after free into its last word, which stopped the release before, now goes unnoticed
  * by the walk, in this release and the next, and rt_arena_count, which gives nothing back,
- * checks no footer at all. Nothing is written for such a chunk (a page is given back, and a
+ * checks a footer only of a chunk it finds again after the lock was dropped (its place, or the
+ * next one). Nothing is written for such a chunk (a page is given back, and a
  * free neighbour unlinked by the fastbins' consolidation, only once its footer is checked), so
  * the heap is left no worse; glibc reports that corruption when it next merges there.
  * Measured with test/bench/arena_cpu under callgrind (`valgrind --tool=callgrind
@@ -71,8 +72,11 @@
  * looked up kept as its bounds, the per-chunk checks inlined, a free neighbour's bounds and
  * footer read once and a link looked for in the heaps before among the bin headers, with the
  * same 0.44-0.45 million first-level misses as malloc_trim's 8.3 million instructions; 56.3
- * million with the checks in glibc's order (above). Fastbin chunks alone (--min 16 --max 128):
- * 1,571, then 1,180, then 1,195 million against malloc_trim's 165. CPU time (in-process,
+ * million with the checks in glibc's order (above), 56.7 with the walk's bound per hold, 56.5
+ * with the table of chunks given back and rt_arena_heap_of kept out of line (inlined, as the
+ * compiler chose once the fastbin size class was compared whole: 57.4). Fastbin chunks alone
+ * (--min 16 --max 128): 1,571, then 1,180, then 1,195 (1,197.5, then 1,196.2) million against
+ * malloc_trim's 165. CPU time (in-process,
  * medians of pairs on 2 shared cores): from 1.55 times malloc_trim's at first to 1.00-1.04 on
  * fastbin chunks alone and 1.04-1.14 on the mixed heap at 1 GiB (load 5-12, pairs spread
  * 0.86-1.31); the checks in glibc's order against the release before them, at load 3.1: 0.97
@@ -347,8 +351,9 @@ rt_arena_default_budget(void)
 }
 
 /* The heap of the view that holds addr, or v->nheaps. Pure: the words the release has read stay
- * in registers across a search. */
-__attribute__((pure)) static size_t
+ * in registers across a search. Out of line: inlined into the release's loops, it cost 1.6 %
+ * more instructions (the header's figures). */
+__attribute__((pure, noinline)) static size_t
 rt_arena_heap_of(const struct rt_arena_view *v, uintptr_t addr)
 {
 	size_t lo = 0, hi = v->nheaps;
@@ -525,6 +530,49 @@ rt_arena_linked_free(const struct rt_arena_env *env, struct rt_arena_view *v, ui
 
 enum rt_arena_seen { RT_ARENA_SEEN_OK, RT_ARENA_SEEN_SKIP, RT_ARENA_SEEN_BAD };
 
+/* The heap_info of the top's heap and of the `was` heaps of the arena's last reading, read in
+ * one go (ops->peek_each): every rehold reads the arena's heaps afresh with the lock held, and
+ * a read of each on its own cost 1.2-1.7 us a heap (a 1 GiB arena of 16 heaps: 20-26 us of a
+ * hold of 100 us), 16 in one process_vm_readv 6.2-6.7 us. How many were read: the top's heap
+ * first, the others by address; 0 where none were (then each heap is read on its own, as a
+ * heap gone since, unmapped, makes the whole read fail). */
+static size_t
+rt_arena_read_heaps(const struct rt_arena_env *env, struct rt_arena_view *v, size_t was,
+                    uintptr_t top_heap)
+{
+	const struct rt_arena_ops *ops = env->ops;
+	if (!ops->peek_each || !was)
+		return 0;
+	size_t n = 0;
+	v->again[n++] = top_heap;
+	for (size_t i = 0; i < was && n < RT_ARENA_MAX_HEAPS; i++) {
+		uintptr_t h = v->heaps[i].start & ~(env->heap_max - 1);
+		if (h != top_heap)
+			v->again[n++] = h;
+	}
+	if (!ops->peek_each(ops->ctx, v->again, n, RT_ARENA_HEAP_WORDS, v->again_info[0]))
+		return 0;
+	return n;
+}
+
+/* The heap_info of h among the n read by rt_arena_read_heaps, or NULL. */
+static const uint64_t *
+rt_arena_read_before(const struct rt_arena_view *v, size_t n, uintptr_t h)
+{
+	if (n && v->again[0] == h)
+		return v->again_info[0];
+	for (size_t lo = 1, hi = n; lo < hi;) {
+		size_t mid = (lo + hi) / 2;
+		if (v->again[mid] < h)
+			lo = mid + 1;
+		else if (v->again[mid] > h)
+			hi = mid;
+		else
+			return v->again_info[mid];
+	}
+	return NULL;
+}
+
 /* Reads the locked arena afresh: its state, its heaps, its top. */
 static enum rt_arena_seen
 rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
@@ -536,6 +584,9 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		words[i] = rt_arena_load(env, arena + i * 8);
 	if ((*why = rt_arena_check_state(words, arena, main_arena)))
 		return RT_ARENA_SEEN_BAD;
+	/* This arena's heaps as last read, if they are. */
+	size_t was = v->heaps_of == arena ? v->nheaps : 0;
+	v->heaps_of = 0;
 	v->arena = arena;
 	v->main_arena = main_arena;
 	v->nheaps = 0;
@@ -572,9 +623,14 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		return RT_ARENA_SEEN_OK;
 	}
 	uintptr_t top_heap = v->top & ~(env->heap_max - 1);
+	size_t read = rt_arena_read_heaps(env, v, was, top_heap);
 	for (uintptr_t h = top_heap; h;) {
-		uint64_t info[RT_ARENA_HEAP_WORDS];
-		if (h % env->heap_max || !ops->peek(ops->ctx, h, info, RT_ARENA_HEAP_WORDS)) {
+		uint64_t own[RT_ARENA_HEAP_WORDS];
+		const uint64_t *info = rt_arena_read_before(v, read, h);
+		if (!info && h % env->heap_max == 0 &&
+		    ops->peek(ops->ctx, h, own, RT_ARENA_HEAP_WORDS))
+			info = own;
+		if (h % env->heap_max || !info) {
 			*why = rt_arena_unread_heap;
 			return RT_ARENA_SEEN_BAD;
 		}
@@ -619,6 +675,7 @@ rt_arena_see(const struct rt_arena_env *env, uintptr_t arena, bool main_arena,
 		*why = "a thread arena's top chunk does not end its heap";
 		return RT_ARENA_SEEN_BAD;
 	}
+	v->heaps_of = arena;
 	return RT_ARENA_SEEN_OK;
 }
 
@@ -833,6 +890,14 @@ rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintpt
 	}
 }
 
+/* The slot of the chunk at p in the view's table of chunks given back (Fibonacci hashing: chunks
+ * of one bin lie a multiple of their size apart, which the address's low bits would repeat). */
+RT_ARENA_INLINE struct rt_arena_given *
+rt_arena_given_slot(struct rt_arena_view *v, uintptr_t p)
+{
+	return &v->given[((uint64_t)p * 0x9e3779b97f4a7c15u) >> 56];
+}
+
 /* One normal bin, to its header. Before each chunk and each piece the hold may end; after the
  * lock was dropped, the walk goes on only from the same chunk found again, linked, free, of the
  * same size. It may then go on in another list (a chunk that malloc moved from the unsorted bin
@@ -858,7 +923,12 @@ rt_arena_rest_of(const struct rt_arena_env *env, struct rt_arena_view *v, uintpt
  * A list longer than the heap has chunks, within one hold (the heap as one moment has it), is a
  * loop: damage. Across holds it is not: the program may have shrunk the heap meanwhile (a free
  * that merged into the top and trimmed it), and the count of a walk that went on through holds
- * is held against the heap as it is now; such a walk ends the bin quietly. */
+ * is held against the heap as it is now; such a walk ends the bin quietly.
+ * A walk that starts over finds again the chunks it gave back before: those found in the table
+ * of chunks given back whole in this walk, at the same place with the same size, are passed
+ * over (the pages of a free chunk stay given back while it stays free; one taken and freed
+ * again at the same place and size meanwhile keeps its pages until the next release). Given
+ * back again, each piece cost a madvise call: tens of ms on a bin of 10^5 large chunks. */
 static bool
 rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 {
@@ -867,6 +937,7 @@ rt_arena_release_bin(struct rt_arena_run *run, int i, bool *skip)
 	uintptr_t bin = rt_arena_bin(v->arena, i);
 	size_t step = i == 1 ? RT_ARENA_CHUNK_FD : RT_ARENA_CHUNK_BK;
 	unsigned restarts = 0;
+	uint64_t walk = ++v->walks;
 restart:;
 	uint64_t visits = 0, hold_visits = 0, most_visits = rt_arena_max_chunks(v);
 	bool resumed = false;
@@ -886,6 +957,11 @@ restart:;
 		struct rt_arena_range r = run->counting
 		                              ? (struct rt_arena_range){0, 0}
 		                              : rt_arena_free_range(p, size, 0, env->page);
+		if (restarts && r.start < r.end) {
+			const struct rt_arena_given *given = rt_arena_given_slot(v, p);
+			if (given->walk == walk && given->start == p && given->end == p + size)
+				r.end = r.start;
+		}
 		/* The chunk after it (a line of its own, a cache miss each: the walk took twice as
 		 * long as mtrim's) is read only for a chunk that has a page to give back: the links
 		 * checked both ways are what makes the walk safe; the footer, the madvise. */
@@ -944,6 +1020,8 @@ restart:;
 			if (hi == r.start)
 				break;
 		}
+		if (!after && r.start < r.end)
+			*rt_arena_given_slot(v, p) = (struct rt_arena_given){p, p + size, walk};
 		if (run->counting && run->res->chunks > run->most)
 			return true;
 		if (!after) {
@@ -959,7 +1037,7 @@ restart:;
 	return true;
 lost:
 	/* The chunk was taken or merged while the lock was down, and the next one too: walk the
-	 * bin again (what was given back is passed over cheaply), a bounded number of times. */
+	 * bin again (what was given back is passed over, above), a bounded number of times. */
 	run->res->lost_places++;
 	if (restarts++ < env->budget.restarts)
 		goto restart;
@@ -1217,8 +1295,8 @@ rt_arena_consolidate_head(struct rt_arena_run *run, int f, const char **why)
 		return RT_ARENA_BAD;
 	uint64_t phead = rt_arena_load(env, p + RT_ARENA_CHUNK_SIZE);
 	size_t size = phead & ~(uint64_t)7;
-	if ((int)(size >> 4) - 2 != f || size % RT_ARENA_ALIGN ||
-	    !rt_arena_inside_chunk(v, p, size))
+	/* Compared whole: the size shifted and cast to int let 64 GiB more through. */
+	if (size != (size_t)(f + 2) * 16 || !rt_arena_inside_chunk(v, p, size))
 		return RT_ARENA_BAD;
 	uintptr_t next =
 	    ((p + RT_ARENA_CHUNK_FD) >> 12) ^ (uintptr_t)rt_arena_load(env, p + RT_ARENA_CHUNK_FD);

@@ -100,6 +100,10 @@ struct rt_arena_ops {
 	uint64_t (*load)(void *ctx, uintptr_t addr);
 	/* Aligned words that may not be mapped: false instead of a fault. */
 	bool (*peek)(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords);
+	/* As peek, nwords at each of n addresses (to out, one after another), in as few calls as
+	 * it can: false when any of them is not mapped. NULL: peek each. */
+	bool (*peek_each)(void *ctx, const uintptr_t *addrs, size_t n, size_t nwords,
+	                  uint64_t *out);
 	/* The only writes to glibc's memory besides the mutex, both with the arena's lock held:
 	 * a word of a chunk or of the arena (release ordering), and the compare-and-swap that
 	 * takes a chunk off a fastbin's head as _int_malloc does (free() pushes without the lock). */
@@ -151,8 +155,19 @@ struct rt_arena_env {
  * more is skipped, not released. */
 #define RT_ARENA_MAX_HEAPS 1024
 
+/* A bin's walk that starts over knows again this many of the chunks it gave back whole before
+ * (the last one given back at each slot of a table by address). */
+#define RT_ARENA_GIVEN 256
+
+/* A chunk [start, end) given back whole by the bin walk numbered `walk`. */
+struct rt_arena_given {
+	uintptr_t start;
+	uintptr_t end;
+	uint64_t walk;
+};
+
 /* The memory of the arena under the lock: its heaps (one range for the main arena; a thread heap's
- * chunks, after its heap_info and the arena itself) and top. */
+ * chunks, after its heap_info and the arena itself) and top; and what the bin walks gave back. */
 struct rt_arena_view {
 	uintptr_t arena;
 	bool main_arena;
@@ -163,6 +178,11 @@ struct rt_arena_view {
 	struct rt_arena_range near; /* the heap that held the last address looked up */
 	bool sizes_below; /* every heap starts above its length: no chunk's size is an address */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
+	uintptr_t heaps_of; /* the thread arena whose heaps these are, once read */
+	uintptr_t again[RT_ARENA_MAX_HEAPS]; /* its heaps as last read, read again at a rehold */
+	uint64_t again_info[RT_ARENA_MAX_HEAPS][RT_ARENA_HEAP_INFO_SIZE / 8];
+	uint64_t walks; /* bin walks begun, the current one's number */
+	struct rt_arena_given given[RT_ARENA_GIVEN];
 };
 
 struct rt_arena_result {
@@ -197,7 +217,8 @@ const char *rt_arena_dry_run(const struct rt_arena_env *env, uintptr_t arena, bo
 /* Consolidates the fastbins of every arena as malloc_consolidate does, a chunk at a time, then
  * gives back the free pages of every arena, one at a time, in bounded lock holds; the top of
  * each arena keeps `keep` bytes. Returns 0, or -1 with res->failure set when something did not
- * match the layout (nothing more is released then). `view` is scratch space. */
+ * match the layout (nothing more is released then). `view` is scratch space, zeroed before its
+ * first use (as a static one is) and kept between calls. */
 int rt_arena_release(const struct rt_arena_env *env, uintptr_t main_arena, size_t keep,
                      struct rt_arena_view *view, struct rt_arena_result *res);
 

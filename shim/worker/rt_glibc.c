@@ -64,6 +64,28 @@ rt_glibc_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords)
 	return process_vm_readv(rt_g.pid, &local, 1, &remote, 1, 0) == (ssize_t)(nwords * 8);
 }
 
+/* The same, at each of n addresses, RT_GLIBC_PEEK_EACH of them a call (a short read: one of
+ * them is not mapped). */
+#define RT_GLIBC_PEEK_EACH 64
+
+static bool
+rt_glibc_peek_each(void *ctx, const uintptr_t *addrs, size_t n, size_t nwords, uint64_t *out)
+{
+	(void)ctx;
+	struct iovec local[RT_GLIBC_PEEK_EACH], remote[RT_GLIBC_PEEK_EACH];
+	for (size_t at = 0; at < n;) {
+		size_t k = 0;
+		for (; k < RT_GLIBC_PEEK_EACH && at + k < n; k++) {
+			local[k] = (struct iovec){out + (at + k) * nwords, nwords * 8};
+			remote[k] = (struct iovec){(void *)addrs[at + k], nwords * 8};
+		}
+		if (process_vm_readv(rt_g.pid, local, k, remote, k, 0) != (ssize_t)(k * nwords * 8))
+			return false;
+		at += k;
+	}
+	return true;
+}
+
 static void
 rt_glibc_store(void *ctx, uintptr_t addr, uint64_t value)
 {
@@ -142,6 +164,7 @@ static const struct rt_arena_ops rt_glibc_ops = {
     .direct = true,
     .load = rt_glibc_load,
     .peek = rt_glibc_peek,
+    .peek_each = rt_glibc_peek_each,
     .store = rt_glibc_store,
     .cas = rt_glibc_cas,
     .lock = rt_glibc_lock,

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rt_arena.h"
 
@@ -20,11 +21,15 @@ typedef void (*t_between)(struct t_world *w, unsigned hold);
 struct t_world {
 	unsigned char *heaps; /* two heaps of T_HEAP_MAX, aligned to it */
 	unsigned char *sbrk;  /* the main arena's memory */
+	size_t sbrk_len;
+	bool sbrk_mapped; /* at a fixed address (t_low_main_world), not allocated */
+	bool second_gone; /* the second heap is no longer mapped */
 	uint64_t *main_state;
 	uintptr_t main, thread;
 	uintptr_t main_first, thread_first; /* first chunk of each */
 	/* the operations' record */
 	unsigned locks, releases, bad_releases, rests;
+	unsigned heap_peeks, peek_eachs; /* heap_infos read on their own; reads of several */
 	int held;
 	int64_t clock, step;
 	bool contended;
@@ -128,11 +133,15 @@ t_world_init(const long *thread_sizes, size_t nthread, const long *main_sizes, s
              int bin)
 {
 	free(w.heaps);
-	free(w.sbrk);
+	if (w.sbrk_mapped)
+		munmap(w.sbrk, w.sbrk_len);
+	else
+		free(w.sbrk);
 	free(w.main_state);
 	memset(&w, 0, sizeof(w));
 	w.heaps = aligned_alloc(T_HEAP_MAX, 2 * T_HEAP_MAX);
 	w.sbrk = aligned_alloc(T_PAGE, T_SBRK);
+	w.sbrk_len = T_SBRK;
 	/* aligned_alloc wants a multiple of the alignment (C11 7.22.3.1; ASan enforces it). */
 	w.main_state = aligned_alloc(64, (RT_ARENA_STATE_SIZE + 64 + 63) / 64 * 64);
 	cr_assert(w.heaps && w.sbrk && w.main_state);
@@ -159,8 +168,8 @@ static bool
 t_mapped(uintptr_t addr, size_t len)
 {
 	uintptr_t h = (uintptr_t)w.heaps, s = (uintptr_t)w.sbrk;
-	return (addr >= h && addr + len <= h + 2 * T_HEAP_MAX) ||
-	       (addr >= s && addr + len <= s + T_SBRK) ||
+	return (addr >= h && addr + len <= h + (w.second_gone ? 1 : 2) * T_HEAP_MAX) ||
+	       (addr >= s && addr + len <= s + w.sbrk_len) ||
 	       (addr >= w.main && addr + len <= w.main + RT_ARENA_STATE_SIZE);
 }
 
@@ -176,9 +185,23 @@ static bool
 t_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t n)
 {
 	(void)ctx;
+	w.heap_peeks += n == RT_ARENA_HEAP_INFO_SIZE / 8;
 	if (!t_mapped(addr, n * 8))
 		return false;
 	memcpy(out, (void *)addr, n * 8);
+	return true;
+}
+
+static bool
+t_peek_each(void *ctx, const uintptr_t *addrs, size_t n, size_t nwords, uint64_t *out)
+{
+	(void)ctx;
+	w.peek_eachs++;
+	for (size_t i = 0; i < n; i++) {
+		if (!t_mapped(addrs[i], nwords * 8))
+			return false;
+		memcpy(out + i * nwords, (void *)addrs[i], nwords * 8);
+	}
 	return true;
 }
 
@@ -270,6 +293,7 @@ t_release(void *ctx, uintptr_t start, uintptr_t end)
 static const struct rt_arena_ops t_ops = {
     .load = t_load,
     .peek = t_peek,
+    .peek_each = t_peek_each,
     .lock = t_lock,
     .unlock = t_unlock,
     .let_waiter_in = t_let_waiter_in,
@@ -593,13 +617,14 @@ t_take(uintptr_t c)
 	memset((void *)(c + 16), 0xab, t_chunk_size(c) - 16);
 }
 
-/* Between holds, as another thread would: take the free chunk that the walk was on, and the
- * one it would look at next, on either side (unlink them, mark them in use, write into them). */
-static void
-t_take_free_chunks(struct t_world *tw, unsigned hold)
+/* As another thread would: take the free chunk of the thread heap that the walk was on, and the
+ * one it would look at next, on either side (unlink them, mark them in use, write into them).
+ * Whether it took one. */
+static bool
+t_take_walked_chunk(struct t_world *tw)
 {
-	if (hold < 2 || !tw->nranges)
-		return;
+	if (!tw->nranges)
+		return false;
 	uintptr_t at = tw->ranges[tw->nranges - 1].start;
 	for (uintptr_t c = tw->thread_first; c < t_top(tw->thread); c += t_chunk_size(c)) {
 		if (at < c || at >= c + t_chunk_size(c) || !t_free(c))
@@ -609,8 +634,17 @@ t_take_free_chunks(struct t_world *tw, unsigned hold)
 		for (int side = 0; side < 2; side++)
 			if (!t_is_bin(tw->thread, next[side]) && t_free(next[side]))
 				t_take(next[side]);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/* Between holds, from the second on. */
+static void
+t_take_free_chunks(struct t_world *tw, unsigned hold)
+{
+	if (hold >= 2)
+		t_take_walked_chunk(tw);
 }
 
 Test(arena, chunks_taken_between_holds_are_left_alone)
@@ -631,6 +665,61 @@ Test(arena, chunks_taken_between_holds_are_left_alone)
 		if (!t_free(c))
 			cr_assert(t_intact(c), "chunk %#lx lost bytes", (unsigned long)c);
 	cr_assert_gt(res.lost_places, 0, "the test took no chunk the walk was on");
+}
+
+/* Between holds, once, as t_take_walked_chunk takes them, once the walk of the thread heap's bins
+ * has given back pieces of t_take_after chunks. */
+static unsigned t_take_after;
+static bool t_took;
+
+static void
+t_take_free_chunks_once(struct t_world *tw, unsigned hold)
+{
+	(void)hold;
+	if (t_took)
+		return;
+	unsigned touched = 0;
+	for (uintptr_t c = tw->thread_first; c < t_top(tw->thread); c += t_chunk_size(c))
+		touched += t_free(c) && t_touched(c, c + t_chunk_size(c));
+	if (touched >= t_take_after)
+		t_took = t_take_walked_chunk(tw);
+}
+
+/* A walk that lost its place (the chunk it was on and the next one taken while the lock was
+ * down) starts the bin over, and finds again the chunks it gave back before: their pages are not
+ * given back a second time (a madvise call each per piece, tens of ms on a bin of 10^5 large
+ * chunks). */
+Test(arena, a_walk_that_starts_over_gives_nothing_back_twice)
+{
+	/* Twelve free chunks of three pages in their sized bin, two pieces each. */
+	long sizes[25];
+	for (size_t i = 0; i < 24; i += 2) {
+		sizes[i] = 512;
+		sizes[i + 1] = -(3 * T_PAGE);
+	}
+	sizes[24] = 512;
+	t_world_init(sizes, 25, t_sizes, T_NSIZES, 0);
+	struct rt_arena_env env = t_env(1000000000, T_PAGE);
+	struct rt_arena_ops ops = t_ops;
+	ops.lock = t_lock_contended;
+	env.ops = &ops;
+	w.between = t_take_free_chunks_once;
+	t_take_after = 6;
+	t_took = false;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert(t_took);
+	cr_assert_eq(res.lost_places, 1, "the walk did not start over");
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_lt(w.nranges, T_MAX_RANGES);
+	unsigned twice = 0;
+	for (size_t i = 0; i < w.nranges; i++)
+		for (size_t k = 0; k < i; k++)
+			twice += w.ranges[k].start < w.ranges[i].end &&
+			         w.ranges[i].start < w.ranges[k].end;
+	cr_assert_eq(twice, 0, "%u pieces given back again", twice);
+	t_check_everything_released(w.thread, w.thread_first, true);
 }
 
 /* Between two holds of the walk of the thread arena's bins, once, as another thread's malloc
@@ -1046,24 +1135,34 @@ Test(arena, dry_run_finds_the_heaps)
 	cr_assert_eq(w.held, 0);
 }
 
-Test(arena, a_second_heap_is_followed_through_prev)
+/* The first heap's top before the second heap was grown. */
+static uintptr_t t_old_top;
+
+/* The arena grew a second heap: the top moved there; the first heap ends with the old top, now
+ * an in-use chunk (a fencepost stands in for it here). Returns the chunk in use at its start. */
+static uintptr_t
+t_second_heap(void)
 {
 	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
-	/* The arena grew a second heap: the top moved there; the first heap ends with the
-	 * old top, now an in-use chunk (a fencepost stands in for it here). */
 	uintptr_t h2 = (uintptr_t)w.heaps + T_HEAP_MAX;
 	*W(h2 + RT_ARENA_HEAP_AR_PTR) = w.thread;
 	*W(h2 + RT_ARENA_HEAP_PREV) = (uintptr_t)w.heaps;
 	*W(h2 + RT_ARENA_HEAP_SIZE) = 64 * 1024;
 	*W(h2 + RT_ARENA_HEAP_MPROTECT) = 64 * 1024;
 	*W(h2 + RT_ARENA_HEAP_PAGESIZE) = T_PAGE;
-	uintptr_t old_top = t_top(w.thread);
+	uintptr_t old_top = t_old_top = t_top(w.thread);
 	*W(old_top + 8) |= RT_ARENA_NON_MAIN;
 	uintptr_t c = h2 + RT_ARENA_HEAP_INFO_SIZE;
 	*W(c + 8) = 8192 | RT_ARENA_PREV_INUSE | RT_ARENA_NON_MAIN;
 	memset((void *)(c + 16), 0xab, 8192 - 16);
 	*W(w.thread + RT_ARENA_TOP) = c + 8192;
 	*W(c + 8192 + 8) = (64 * 1024 - 8192 - RT_ARENA_HEAP_INFO_SIZE) | RT_ARENA_PREV_INUSE;
+	return c;
+}
+
+Test(arena, a_second_heap_is_followed_through_prev)
+{
+	uintptr_t c = t_second_heap(), h2 = (uintptr_t)w.heaps + T_HEAP_MAX;
 	struct rt_arena_env env = t_env(1000000000, 1 << 20);
 	struct rt_arena_result res;
 	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
@@ -1073,6 +1172,72 @@ Test(arena, a_second_heap_is_followed_through_prev)
 	cr_assert_lt(t_view.heaps[0].start, t_view.heaps[1].start);
 	cr_assert(t_intact(c));
 	cr_assert(t_released(c + 8192 + T_PAGE, h2 + 64 * 1024));
+}
+
+/* review-arena3 L2: every rehold reads the arena's heaps afresh, with the lock held; each
+ * heap_info on its own was a process_vm_readv call (1.2-1.7 us each: 16 heaps, a 1 GiB arena,
+ * 20-26 us of a 100 us hold). Those of the last reading are read again in one call. */
+Test(arena, a_rehold_reads_the_arenas_heaps_in_one_go)
+{
+	struct rt_arena_result res[2];
+	unsigned peeks[2], eachs[2];
+	for (int each = 0; each < 2; each++) {
+		t_second_heap();
+		struct rt_arena_env env = t_env(3000, T_PAGE);
+		/* A thread waits for the lock at every hold: each is a rehold. */
+		struct rt_arena_ops ops = t_ops;
+		ops.lock = t_lock_contended;
+		if (!each)
+			ops.peek_each = NULL;
+		env.ops = &ops;
+		cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res[each]), 0, "%s",
+		             res[each].failure ? res[each].failure : "");
+		cr_assert_eq(w.bad_releases, 0);
+		cr_assert_eq(t_view.nheaps, 2);
+		peeks[each] = w.heap_peeks;
+		eachs[each] = w.peek_eachs;
+	}
+	cr_assert_gt(peeks[0], 20, "%u heap_infos read, few reholds", peeks[0]);
+	cr_assert_eq(eachs[0], 0);
+	/* The first reading of the arena reads both on their own, then one call a rehold. */
+	cr_assert_eq(peeks[1], 2, "%u heap_infos read on their own", peeks[1]);
+	cr_assert_eq(eachs[1], peeks[0] / 2 - 1);
+	cr_assert_eq(res[1].bin_bytes, res[0].bin_bytes);
+	cr_assert_eq(res[1].top_bytes, res[0].top_bytes);
+	cr_assert_eq(res[1].holds, res[0].holds);
+}
+
+/* Between holds, once the release works in the thread arena: the program frees what the second
+ * heap holds, and glibc deletes the heap (heap_trim: unmapped) and makes the first heap's old
+ * top the top again. */
+static void
+t_delete_second_heap(struct t_world *tw, unsigned hold)
+{
+	(void)hold;
+	uintptr_t h = (uintptr_t)tw->heaps;
+	if (tw->second_gone || !tw->nranges || tw->ranges[tw->nranges - 1].start < h ||
+	    tw->ranges[tw->nranges - 1].start >= h + 2 * T_HEAP_MAX)
+		return;
+	*W(tw->thread + RT_ARENA_TOP) = t_old_top;
+	*W(t_old_top + 8) = (h + T_HEAP_MAX / 2 - t_old_top) | RT_ARENA_PREV_INUSE;
+	tw->second_gone = true;
+}
+
+Test(arena, a_heap_deleted_between_holds_is_read_no_more)
+{
+	t_second_heap();
+	struct rt_arena_env env = t_env(3000, T_PAGE);
+	struct rt_arena_ops ops = t_ops;
+	ops.lock = t_lock_contended;
+	env.ops = &ops;
+	w.between = t_delete_second_heap;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert(w.second_gone);
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(t_view.nheaps, 1);
+	t_check_everything_released(w.thread, w.thread_first, true);
 }
 
 /* Many small free chunks (each with one page to give back), alternating with in-use ones. */
@@ -1355,6 +1520,7 @@ t_cas(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired)
 static const struct rt_arena_ops t_write_ops = {
     .load = t_load,
     .peek = t_peek,
+    .peek_each = t_peek_each,
     .store = t_store,
     .cas = t_cas,
     .lock = t_lock,
@@ -1588,13 +1754,12 @@ Test(arena, a_chunk_freed_onto_the_fastbin_meanwhile_is_taken_too)
 	t_check_everything_released(w.thread, w.thread_first, true);
 }
 
-Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write)
+/* A release that must stop at the main arena's fastbin head, before any write: a failure that
+ * says the heap is damaged, the lock given back, no swap, nothing given back, the main arena and
+ * its first chunks as they were, the lock word aside. */
+static void
+t_stops_before_any_write_to_the_main_heap(void)
 {
-	t_small_world();
-	t_fastbin(w.main, w.main_first, 3);
-	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8);
-	/* The head sits in the 64-byte fastbin with a size of 80. */
-	*W(head + 8) += 16;
 	size_t span = 16 * 1024;
 	unsigned char *state = malloc(RT_ARENA_STATE_SIZE), *chunks = malloc(span);
 	memcpy(state, (void *)w.main, RT_ARENA_STATE_SIZE);
@@ -1607,11 +1772,90 @@ Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write
 	cr_assert_eq(t_cas_calls, 0);
 	cr_assert_eq(w.releases, 0);
 	cr_assert_eq(*(int *)w.main, 0);
-	/* Nothing of the main arena nor of its first chunks changed, the lock word aside. */
 	cr_assert_eq(memcmp(state + 4, (void *)(w.main + 4), RT_ARENA_STATE_SIZE - 4), 0);
 	cr_assert_eq(memcmp(chunks, w.sbrk, span), 0);
 	free(state);
 	free(chunks);
+}
+
+Test(arena, a_fastbin_chunk_of_the_wrong_size_stops_the_release_before_any_write)
+{
+	t_small_world();
+	t_fastbin(w.main, w.main_first, 3);
+	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8);
+	/* The head sits in the 64-byte fastbin with a size of 80. */
+	*W(head + 8) += 16;
+	t_stops_before_any_write_to_the_main_heap();
+}
+
+/* review-heap2 4: the size class compared on the size shifted and cast to int let through a size
+ * word of 16 (f + 2) + k * 2^36. A main heap of more than 64 GiB would hold such a chunk: here
+ * the top says so (its size and system_mem, never read past its header before the fastbins are
+ * done), and the chunk's next neighbour lies 64 GiB on, outside what the fake world maps. */
+Test(arena, a_fastbin_chunk_of_its_bins_size_plus_64_gib_stops_the_release_before_any_write)
+{
+	t_small_world();
+	t_fastbin(w.main, w.main_first, 3);
+	uintptr_t head = *W(w.main + RT_ARENA_FASTBINS + 2 * 8), top = t_top(w.main);
+	uint64_t far = (uint64_t)1 << 37;
+	*W(head + 8) += (uint64_t)1 << 36;
+	*W(top + 8) += far;
+	*W(w.main + RT_ARENA_SYSTEM_MEM) += far;
+	*W(w.main + RT_ARENA_MAX_SYSTEM_MEM) += far;
+	t_stops_before_any_write_to_the_main_heap();
+}
+
+/* The main arena's memory at a low fixed address, as a non-PIE program's brk heap lies (4 MiB on,
+ * 12 MiB long: it starts below its own length, so a size read from it may be an address in it),
+ * laid out as t_layout lays out `sizes`, the thread arena as t_world_init leaves it. False when
+ * the address is taken. */
+#define T_LOW_AT ((uintptr_t)4 << 20)
+#define T_LOW_LEN ((size_t)12 << 20)
+
+static bool
+t_low_main_world(const long *sizes, size_t n)
+{
+	static const long one[] = {64};
+	t_world_init(one, 1, one, 1, 0);
+	void *m = mmap((void *)T_LOW_AT, T_LOW_LEN, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	free(w.sbrk);
+	w.sbrk = m;
+	w.sbrk_len = T_LOW_LEN;
+	w.sbrk_mapped = true;
+	if (m != (void *)T_LOW_AT)
+		return false; /* a kernel before 4.17 takes the flag as a hint */
+	t_init_arena(w.main, true, w.thread, T_LOW_LEN);
+	w.main_first = T_LOW_AT;
+	t_layout(w.main, w.main_first, T_LOW_AT + T_LOW_LEN, sizes, n, 0, true);
+	return true;
+}
+
+/* review-arena3 L1: where a heap starts below its own length, a size may equal the address of a
+ * chunk, and a write of an unlink may then fall on a word that glibc reads after it. The fastbin
+ * chunk p lies between two free chunks: q (208 bytes, bin 13) and n, whose size is q's address,
+ * so that n's footer holds q. q's bk is n's footer less 16: its fd word is that footer, and q is
+ * linked both ways as the words are now. glibc's unlink of q writes q's fd (the bin header)
+ * there, and its unlink of n then finds the footer wrong ("corrupted size vs. prev_size").
+ * Checked on the words as they are, every check passes and the release would write both unlinks;
+ * only the checks made again in glibc's order (rt_arena_in_order_too's sizes) refuse it. (A size
+ * word can hold no chunk's address: that of p's next chunk has PREV_INUSE set, and q's, where
+ * it is q, is read after q's unlink only to tell a small chunk from a large one.) */
+Test(arena, a_next_neighbours_footer_that_the_prev_ones_unlink_writes_stops_the_release)
+{
+	uintptr_t q = T_LOW_AT + 64, n = q + 208 + 64;
+	const long sizes[] = {64, -208, 64, -(long)q, 64};
+	if (!t_low_main_world(sizes, sizeof(sizes) / sizeof(sizes[0])))
+		cr_skip_test("%#lx is taken in this process: no heap below its length",
+		             (unsigned long)T_LOW_AT);
+	cr_assert(t_free(q) && t_free(n));
+	cr_assert_eq(*W(n + q), q, "n's footer");
+	cr_assert_eq(t_fastbin(w.main, w.main_first, 2), 2);
+	cr_assert_eq(*W(w.main + RT_ARENA_FASTBINS + 2 * 8), q + 208, "p heads the fastbin");
+	*W(q + RT_ARENA_CHUNK_BK) = n + q - 16;
+	t_stops_before_any_write_to_the_main_heap();
 }
 
 Test(arena, a_free_neighbour_that_is_not_linked_stops_the_release)
