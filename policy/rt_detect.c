@@ -296,6 +296,20 @@ rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
 	return rt_detect_known(sent) && sent >= update;
 }
 
+/* Whether the sends stopped telling the rounds: the rounds found sent their updates, and none
+ * has been found for twice the longest interval between them. The update may have shrunk, gone
+ * to a path the readings do not count (TLS through write(2)) or stopped. */
+static bool
+rt_detect_sends_lapsed(const struct rt_detect *d)
+{
+	uint64_t longest = 0;
+	for (unsigned i = 0; i < d->nintervals; i++)
+		if (d->intervals_us[i] > longest)
+			longest = d->intervals_us[i];
+	return rt_detect_update_bytes(d) && longest &&
+	       d->quiet_since_us - d->boundary_us > 2 * longest;
+}
+
 /* Whether the rounds found send and the burst that ends now has sent a round's update: then
  * its quiet is looked at early, whatever the phase. */
 static bool
@@ -488,6 +502,12 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	bool candidate = round_start && rt_detect_round_sized(d, requested);
 	if (candidate && !sends && !d->boundaries)
 		d->start_refusals++;
+	if (candidate && !sends && rt_detect_sends_lapsed(d)) {
+		/* Judged as a process that does not send, until its rounds show it again. */
+		for (unsigned i = 0; i < RT_DETECT_HISTORY; i++)
+			d->round_sent[i] = RT_TRACE_UNKNOWN;
+		sends = true;
+	}
 	candidate = candidate && sends;
 	bool rhythm = rt_detect_push_burst(d, round_start != NULL) && sends;
 	bool weighed = candidate && rt_detect_own_return(d);

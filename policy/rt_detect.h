@@ -88,9 +88,12 @@ struct rt_detect_params {
 	 * candidate is a round's end only when its own burst and quiet sent at least
 	 * min_sent_share_permille of those rounds' median: the next model's arrival, a mid-round
 	 * pause (an epoch's end, a DataLoader's restart) and start-up send next to nothing. A
-	 * process whose rounds do not send (a relay, a loop with no peer) never locks on. Before
-	 * the first round found, a process that has sent anything at all (it has a peer) ends no
-	 * round with a burst that sent less than min_round_sent_bytes, for its first
+	 * process whose rounds do not send (a relay, a loop with no peer) never locks on; one whose
+	 * rounds stop sending what they did (a smaller update, one sent where the readings do not
+	 * see it) is let go once no round was found for twice the longest interval between the
+	 * last rounds found, and judged as one that does not send until its rounds show it again.
+	 * Before the first round found, a process that has sent anything at all (it has a peer)
+	 * ends no round with a burst that sent less than min_round_sent_bytes, for its first
 	 * RT_DETECT_LOCK_ROUNDS such candidates: start-up (imports, the first model's arrival) is
 	 * no round's end. 0 = off. */
 	uint32_t min_sent_share_permille; /* 500 */

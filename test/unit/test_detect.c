@@ -874,6 +874,54 @@ Test(detect, the_quiet_after_a_sent_update_is_looked_at_early)
 	cr_assert_eq(gen_run(&g, 40, &quiet), 7);
 }
 
+/* After four rounds that sent 20 MiB, twenty whose update is `later` bytes: how many of those
+ * twenty are found. */
+static size_t
+rounds_found_after_the_update_changes(uint64_t later)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	for (int round = 0; round < 4; round++)
+		client_round(&g, 20 * MIB);
+	cr_assert_eq(g.boundaries, 4);
+	for (int round = 0; round < 20; round++)
+		client_round(&g, later);
+	return g.boundaries - 4;
+}
+
+/* The lock on the sends lets go: an update that stops being counted (TLS through write(2)) or
+ * shrinks (compression, frozen layers) costs the rounds of twice the longest interval, not the
+ * rest of the process's life. */
+Test(detect, rounds_whose_update_stops_or_shrinks_are_found_again)
+{
+	size_t stopped = rounds_found_after_the_update_changes(0);
+	size_t shrunk = rounds_found_after_the_update_changes(8 * MIB);
+	cr_assert_geq(stopped, 17, "%zu of 20 found once the update stopped being counted",
+	              stopped);
+	cr_assert_geq(shrunk, 17, "%zu of 20 found once the update shrank", shrunk);
+}
+
+/* A slow link: the update's send returns after the quiet was confirmed, so that no burst's
+ * window holds it. */
+Test(detect, updates_that_leave_after_the_quiet_lose_the_lock_not_the_rounds)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	for (int round = 0; round < 4; round++)
+		client_round(&g, 20 * MIB);
+	struct step w = work(0), late = quiet;
+	late.sent = 20 * MIB;
+	for (int round = 0; round < 20; round++) {
+		gen_run(&g, 10, &w);
+		gen_run(&g, 20, &quiet);
+		gen_run(&g, 1, &late);
+		gen_run(&g, 19, &quiet);
+	}
+	cr_assert_geq(g.boundaries - 4, 17, "%zu of 20 found", g.boundaries - 4);
+}
+
 Test(detect, rounds_that_send_only_heartbeats_never_lock_on_the_sends)
 {
 	struct rt_detect_params p = defaults();
