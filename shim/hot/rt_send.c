@@ -30,13 +30,12 @@ rt_send_resolve(void)
 		rt_send_find((enum rt_send_call)call);
 }
 
-/* Only the calling thread writes its tally, with no lock: send is async-signal-safe
- * (signal-safety(7)) and a handler's call must stay so. A thread that sends before it ever
- * allocated is summed once its first allocation has it join the registry. */
+/* No lock: send is async-signal-safe (signal-safety(7)) and a handler's call must stay so. */
 static void
 rt_send_count(uint64_t bytes)
 {
-	RT_TALLY_STORE(rt_t.sent, RT_TALLY_LOAD(rt_t.sent) + bytes);
+	if (bytes)
+		rt_tally_count_sent(bytes);
 }
 
 static ssize_t

@@ -15,6 +15,8 @@ static pthread_mutex_t rt_tally_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rt_thread_tally *rt_tally_head;
 static struct rt_alloc_totals rt_tally_retired; /* what exited threads counted */
 static pthread_key_t rt_tally_key;
+/* What threads outside the registry sent: those that never allocated, and exiting ones. */
+static _Atomic uint64_t rt_tally_unregistered_sent;
 static atomic_bool rt_tally_ready;
 
 static void
@@ -114,10 +116,20 @@ rt_tally_init(void)
 }
 
 void
+rt_tally_count_sent(uint64_t bytes)
+{
+	if (RT_TALLY_LOAD(rt_t.registered))
+		RT_TALLY_STORE(rt_t.sent, RT_TALLY_LOAD(rt_t.sent) + bytes);
+	else
+		atomic_fetch_add_explicit(&rt_tally_unregistered_sent, bytes, memory_order_relaxed);
+}
+
+void
 rt_tally_totals(struct rt_alloc_totals *out)
 {
 	pthread_mutex_lock(&rt_tally_lock);
 	*out = rt_tally_retired;
+	out->sent += atomic_load_explicit(&rt_tally_unregistered_sent, memory_order_relaxed);
 	out->threads = 0;
 	for (const struct rt_thread_tally *t = rt_tally_head; t; t = t->next) {
 		rt_tally_add(out, t);

@@ -80,6 +80,10 @@ void rt_tally_init(void);
 void rt_tally_register(void);
 /* The library's own thread counts nowhere: what it allocates is not the program's rhythm. */
 void rt_tally_exclude_self(void);
+/* Counts bytes the calling thread sent (rt_send): in its own tally once it has joined the
+ * registry, else (a thread that never allocated, or one exiting) in a shared count, atomically.
+ * No lock: async-signal-safe. */
+void rt_tally_count_sent(uint64_t bytes);
 /* The worker's reading. */
 void rt_tally_totals(struct rt_alloc_totals *out);
 /* In a fork child, inside fork: only the forking thread exists. */

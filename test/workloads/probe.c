@@ -27,8 +27,9 @@
  *                   roundtrim_trim; errno set to EXDEV before each call, printed after it
  *   arenas          8 threads allocate at once; prints "arenas=N" from malloc_info
  *   execfail        execv a program that does not exist, then act as idle
- *   send            3,003,000 bytes through send, sendto, sendmsg (stream socketpair, drained
- *                   by a thread) and sendmmsg (three datagrams of 1,000); each call's result
+ *   send            4,003,000 bytes through send, sendto, sendmsg (stream socketpair, drained
+ *                   by a thread), sendmmsg (three datagrams of 1,000) and send from a thread
+ *                   that allocates nothing (1,000,000); each call's result
  *                   checked, and a send, sendmsg and sendmmsg on a closed descriptor must fail
  *                   with EBADF. Prints "sent=N errors=ok|bad", then acts as idle
  *   lowfd N         after a line on stdin, N times: close stderr, open /dev/null (which must get
@@ -1388,6 +1389,23 @@ send_all(int fd, const char *buf, size_t len, int how)
 	return total;
 }
 
+/* A thread that only sends: it never allocates, so it never joins the library's registry of
+ * thread tallies. */
+struct sender {
+	int fd;
+	long sent;
+};
+
+static void *
+send_only(void *arg)
+{
+	static char zeros[100000];
+	struct sender *s = arg;
+	for (int i = 0; i < 10; i++)
+		s->sent += send(s->fd, zeros, sizeof(zeros), 0);
+	return NULL;
+}
+
 static int
 mode_send(void)
 {
@@ -1414,6 +1432,12 @@ mode_send(void)
 		return 1;
 	for (int i = 0; i < got; i++)
 		sent += msgs[i].msg_len;
+	struct sender only = {stream[0], 0};
+	pthread_t sender;
+	if (pthread_create(&sender, NULL, send_only, &only) != 0 ||
+	    pthread_join(sender, NULL) != 0 || only.sent != 1000000)
+		return 1;
+	sent += only.sent;
 	close(stream[0]);
 	pthread_join(reader, NULL);
 	int closed = dgram[1];
