@@ -205,6 +205,13 @@ static atomic_int rt_py_thread_leaving_tid;
 static __thread bool rt_py_thread_in_ensure;
 /* Its end's bookkeeping is done but for its count among the tasks (rt_python_thread_park). */
 static __thread bool rt_py_thread_stopped;
+/* It no longer counts among the tasks: it is on its way out through glibc's end of the thread. */
+static __thread bool rt_py_thread_counted_out;
+/* Threads of ours that CPython ended a second time in that end (a thread-exit destructor of the
+ * program's asked for the GIL while the interpreter finalised): tasks of the process for good,
+ * and of the library's, which the worker counts as such (rt_worker_alone), though nothing waits
+ * for their end any more. */
+static atomic_uint rt_py_thread_stuck;
 /* The generation + 1 of the request it claimed and has not answered yet; 0: none. */
 static __thread uint32_t rt_py_thread_claimed;
 static __thread bool rt_py_thread_in_take;
@@ -832,6 +839,7 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		 * Who waits for the end waits for the kernel's release of the task as well
 		 * (rt_python_thread_await). */
 		atomic_store(&rt_py_thread_leaving_tid, gettid());
+		rt_py_thread_counted_out = true;
 		atomic_fetch_sub(&rt_py_thread_tasks, 1);
 		syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
@@ -867,7 +875,8 @@ rt_python_thread_gone(void *arg)
  * called pthread_exit would then never get glibc's exit(0), its atexit handlers and stdio
  * flush, once its last thread ends), gives the stack back to glibc's cache (after
  * rt_stack_trim) and lets the kernel release the task. A second call, from a destructor that
- * glibc's end of the thread runs, parks for good. */
+ * glibc's end of the thread runs, parks for good, counted again among the library's tasks (a
+ * program whose main thread called pthread_exit would else never get its exit(0)). */
 _Noreturn void
 rt_python_thread_park(void)
 {
@@ -886,6 +895,10 @@ rt_python_thread_park(void)
 		                                   .cuda = RT_PYTHON_CUDA_SKIPPED};
 		rt_python_publish(&answer, rt_py_thread_claimed - 1);
 		rt_py_thread_claimed = 0;
+	}
+	if (!entry && rt_py_thread_counted_out) {
+		rt_py_thread_counted_out = false;
+		atomic_fetch_add(&rt_py_thread_stuck, 1);
 	}
 	if (!entry)
 		for (;;)
@@ -1125,7 +1138,7 @@ rt_python_thread_is_self(void)
 unsigned
 rt_python_thread_held(void)
 {
-	return atomic_load(&rt_py_thread_tasks);
+	return atomic_load(&rt_py_thread_tasks) + atomic_load(&rt_py_thread_stuck);
 }
 
 /* Sends the current thread away: it leaves at once when idle, else after its request, without
@@ -1511,12 +1524,14 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_thread_tid, 0);
 	atomic_store(&rt_py_thread_leaving_tid, 0);
 	atomic_store(&rt_py_thread_parked, 0);
+	atomic_store(&rt_py_thread_stuck, 0);
 	atomic_store(&rt_py_anchor_tid, 0);
 	/* A finalizer that forked on the library's thread: the child's main thread is not it. */
 	rt_py_thread_self = false;
 	rt_py_thread_in_ensure = false;
 	rt_py_thread_in_take = false;
 	rt_py_thread_stopped = false;
+	rt_py_thread_counted_out = false;
 	rt_py_thread_claimed = 0;
 	rt_py_thread_entry = NULL;
 }
