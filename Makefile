@@ -74,7 +74,7 @@ WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
 	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
 	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so \
-	$(BUILD)/test/workloads/libgil_guard.so
+	$(BUILD)/test/workloads/libgil_guard.so $(BUILD)/test/workloads/libkey_dtor.so
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -158,6 +158,12 @@ $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 # A C library, loaded through ctypes, whose thread calls into Python (test_python.c).
 $(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c \
 		test/workloads/tasks.h
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
+
+# A C library whose pthread key's destructor calls into Python (test_python.c): the interpreter's
+# two calls are left undefined, found in the process that loads it.
+$(BUILD)/test/workloads/libkey_dtor.so: test/workloads/dso/key_dtor.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
 

@@ -113,8 +113,13 @@ struct rt_python_api {
 	/* Around an API caller's allocator action; without both the GIL stays held. */
 	void *(*save_thread)(void);     /* PyEval_SaveThread */
 	void (*restore_thread)(void *); /* PyEval_RestoreThread */
-	/* For the exit's wait (rt_python_hook_exit); without it there is none. */
+	/* For the exit's wait (rt_python_hook_exit) and its mark; without them there is none. */
 	rt_pyobj (*cfunction_new)(void *, rt_pyobj, rt_pyobj); /* PyCFunction_NewEx */
+	void *(*interp_main)(void);                            /* PyInterpreterState_Main */
+	rt_pyobj (*interp_dict)(void *); /* PyInterpreterState_GetDict: borrowed */
+	int (*dict_set)(rt_pyobj, const char *, rt_pyobj); /* PyDict_SetItemString */
+	int (*dict_del_string)(rt_pyobj, const char *);    /* PyDict_DelItemString */
+	bool exit_wait;             /* these and save_thread, restore_thread were found */
 	int (*check_signals)(void); /* PyErr_CheckSignals: the program's handlers, in the wait */
 };
 
@@ -200,6 +205,13 @@ static atomic_int rt_py_thread_leaving_tid;
 static __thread bool rt_py_thread_in_ensure;
 /* Its end's bookkeeping is done but for its count among the tasks (rt_python_thread_park). */
 static __thread bool rt_py_thread_stopped;
+/* It no longer counts among the tasks: it is on its way out through glibc's end of the thread. */
+static __thread bool rt_py_thread_counted_out;
+/* Threads of ours that CPython ended a second time in that end (a thread-exit destructor of the
+ * program's asked for the GIL while the interpreter finalised): tasks of the process for good,
+ * and of the library's, which the worker counts as such (rt_worker_alone), though nothing waits
+ * for their end any more. */
+static atomic_uint rt_py_thread_stuck;
 /* The generation + 1 of the request it claimed and has not answered yet; 0: none. */
 static __thread uint32_t rt_py_thread_claimed;
 static __thread bool rt_py_thread_in_take;
@@ -282,6 +294,12 @@ rt_python_resolve(void)
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	*(void **)&a.cfunction_new = rt_python_sym("PyCFunction_NewEx");
+	*(void **)&a.interp_main = rt_python_sym("PyInterpreterState_Main");
+	*(void **)&a.interp_dict = rt_python_sym("PyInterpreterState_GetDict");
+	*(void **)&a.dict_set = rt_python_sym("PyDict_SetItemString");
+	*(void **)&a.dict_del_string = rt_python_sym("PyDict_DelItemString");
+	a.exit_wait = a.cfunction_new && a.interp_main && a.interp_dict && a.dict_set &&
+	              a.dict_del_string && a.save_thread && a.restore_thread;
 	*(void **)&a.check_signals = rt_python_sym("PyErr_CheckSignals");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
@@ -609,8 +627,13 @@ rt_python_forget_dummy(rt_pyobj before)
  * most. A signal that the main thread itself takes ends the slice at once. */
 #define RT_PY_EXIT_SLICE_US 50000u
 #define RT_PY_METH_NOARGS 0x0004
+/* Set by the exit wait; it holds only in the interpreter that carries the mark its hook left
+ * (rt_python_exit_seen): an embedder may start the next one before anyone sees Python down. */
 static atomic_bool rt_py_exiting;
-static atomic_bool rt_py_exit_hooked;
+/* The mark's key, in the main interpreter's own dictionary (PyInterpreterState_GetDict, for
+ * extensions' per-interpreter state: no Python code sees it), which CPython clears with the
+ * interpreter. */
+#define RT_PY_EXIT_MARK "roundtrim.exit_wait"
 
 /* CPython's PyMethodDef, whose layout is part of its stable ABI. */
 struct rt_py_method_def {
@@ -654,36 +677,46 @@ label_return:
 static struct rt_py_method_def rt_py_exit_def = {"roundtrim_exit", rt_python_exit_wait,
                                                  RT_PY_METH_NOARGS, NULL};
 
-/* Python is down: an interpreter started again (an embedder's) is a new one: its exit gets its
- * own wait, and the library's thread its steps. From the worker, at each look and each round,
- * and from a thread CPython ended, which sees it first (an embedder may start the next
- * interpreter before the worker looks). */
-static void
-rt_python_forget_exit(void)
+/* The main interpreter's own dictionary, with the GIL; NULL when CPython has none for it. */
+static rt_pyobj
+rt_python_interp_dict(void)
 {
-	if (atomic_load(&rt_py_exit_hooked)) {
-		atomic_store(&rt_py_exiting, false);
-		atomic_store(&rt_py_exit_hooked, false);
-	}
+	void *main = rt_py.exit_wait ? rt_py.interp_main() : NULL;
+	return main ? rt_py.interp_dict(main) : NULL;
+}
+
+/* Whether the interpreter up now carries the exit wait's mark (with the GIL). */
+static bool
+rt_python_exit_marked(void)
+{
+	rt_pyobj dict = rt_python_interp_dict();
+	return dict && rt_py.dict_get(dict, RT_PY_EXIT_MARK);
 }
 
 /* On the library's thread, holding the GIL, at its steps until it took:
- * threading._register_atexit(the wait). Nothing is imported: threading is there, or the thread
- * would take no steps. */
+ * threading._register_atexit(the wait), and the interpreter's mark, which the wait needs to
+ * hold: set first, taken back when the wait could not be registered. Nothing is imported:
+ * threading is there, or the thread would take no steps. */
 static void
 rt_python_hook_exit(void)
 {
-	if (atomic_load(&rt_py_exit_hooked) || !rt_py.cfunction_new || !rt_py.save_thread ||
-	    !rt_py.restore_thread)
+	rt_pyobj dict = rt_python_interp_dict();
+	if (!dict || rt_py.dict_get(dict, RT_PY_EXIT_MARK))
 		return;
+	if (rt_py.dict_set(dict, RT_PY_EXIT_MARK, rt_py.none) != 0) {
+		rt_py.err_clear();
+		return;
+	}
 	rt_pyobj threading = rt_python_module("threading");
 	rt_pyobj fn = threading ? rt_py.cfunction_new(&rt_py_exit_def, NULL, NULL) : NULL;
 	rt_pyobj done = fn ? rt_py.call_method(threading, "_register_atexit", "O", fn) : NULL;
 	if (done) {
-		atomic_store(&rt_py_exit_hooked, true);
 		rt_py.decref(done);
-	} else
+	} else {
 		rt_py.err_clear();
+		rt_py.dict_del_string(dict, RT_PY_EXIT_MARK);
+		rt_py.err_clear();
+	}
 	if (fn)
 		rt_py.decref(fn);
 	if (threading)
@@ -716,8 +749,11 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
 	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
 	 * the thread stands down for good, as if CPython had ended it: no later round may send
-	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. */
-	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
+	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. An exit
+	 * begun is no reason here: it may be a finished interpreter's, which only the GIL tells
+	 * (rt_python_exit_seen); in the exit's own window (the program's atexit callbacks), the
+	 * thread takes the GIL as between any two bytecodes, and leaves the request. */
+	if (!rt_py.is_initialized() || rt_py.is_finalizing()) {
 		rt_python_thread_unbusy();
 		return false;
 	}
@@ -732,6 +768,11 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed = false;
 	bool cuda = atomic_load(&rt_py_cuda_option);
+	/* Read with the GIL: the exit wait sets it holding the GIL too. */
+	enum rt_python_exit exit =
+	    rt_python_exit_seen(atomic_load(&rt_py_exiting), rt_python_exit_marked());
+	if (exit == RT_PYTHON_EXIT_STALE)
+		atomic_store(&rt_py_exiting, false);
 	/* A module that imports threading for the first time (a finalizer that logs) would make
 	 * this thread threading's main thread, and the program's own a Dummy (asyncio's
 	 * get_event_loop() then fails there): until the program has imported it, the steps are
@@ -739,14 +780,16 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_pyobj threading = rt_python_module("threading");
 	if (threading)
 		rt_py.decref(threading);
-	/* Only a request it would have claimed: one the main thread answered while this thread
+	/* The program began to exit: no steps start, and the thread, left where it is (its end
+	 * would run its thread-local destructors beside exit's static ones), is not sent again
+	 * for the request: the next round, if one comes before the exit ends, asks once more.
+	 * Only a request it would have claimed: one the main thread answered while this thread
 	 * waited for the GIL is no longer there to leave. */
-	else if (atomic_load(&rt_py_thread_gen) == thread_gen &&
-	         rt_python_claim(word, generation, cuda, &next))
+	bool leave = !threading || exit == RT_PYTHON_EXIT_BEGUN;
+	if (leave && atomic_load(&rt_py_thread_gen) == thread_gen &&
+	    rt_python_claim(word, generation, cuda, &next))
 		atomic_store(&rt_py_thread_declined, true);
-	/* The program began to exit while this thread waited for the GIL: no steps start. */
-	if (threading && atomic_load(&rt_py_thread_gen) == thread_gen &&
-	    !atomic_load(&rt_py_exiting))
+	if (!leave && atomic_load(&rt_py_thread_gen) == thread_gen)
 		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
 		       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 		}
@@ -796,6 +839,7 @@ rt_python_thread_ends(uint32_t gen, bool counted)
 		 * Who waits for the end waits for the kernel's release of the task as well
 		 * (rt_python_thread_await). */
 		atomic_store(&rt_py_thread_leaving_tid, gettid());
+		rt_py_thread_counted_out = true;
 		atomic_fetch_sub(&rt_py_thread_tasks, 1);
 		syscall(SYS_futex, &rt_py_thread_tasks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
@@ -831,7 +875,8 @@ rt_python_thread_gone(void *arg)
  * called pthread_exit would then never get glibc's exit(0), its atexit handlers and stdio
  * flush, once its last thread ends), gives the stack back to glibc's cache (after
  * rt_stack_trim) and lets the kernel release the task. A second call, from a destructor that
- * glibc's end of the thread runs, parks for good. */
+ * glibc's end of the thread runs, parks for good, counted again among the library's tasks (a
+ * program whose main thread called pthread_exit would else never get its exit(0)). */
 _Noreturn void
 rt_python_thread_park(void)
 {
@@ -850,6 +895,10 @@ rt_python_thread_park(void)
 		                                   .cuda = RT_PYTHON_CUDA_SKIPPED};
 		rt_python_publish(&answer, rt_py_thread_claimed - 1);
 		rt_py_thread_claimed = 0;
+	}
+	if (!entry && rt_py_thread_counted_out) {
+		rt_py_thread_counted_out = false;
+		atomic_fetch_add(&rt_py_thread_stuck, 1);
 	}
 	if (!entry)
 		for (;;)
@@ -1089,7 +1138,7 @@ rt_python_thread_is_self(void)
 unsigned
 rt_python_thread_held(void)
 {
-	return atomic_load(&rt_py_thread_tasks);
+	return atomic_load(&rt_py_thread_tasks) + atomic_load(&rt_py_thread_stuck);
 }
 
 /* Sends the current thread away: it leaves at once when idle, else after its request, without
@@ -1249,8 +1298,6 @@ rt_python_read(const struct rt_config *cfg)
 		r.initialized = rt_py.is_initialized() != 0;
 		r.finalizing = rt_py.is_finalizing() != 0;
 	}
-	if (r.found && !r.initialized)
-		rt_python_forget_exit();
 	return r;
 }
 
@@ -1332,15 +1379,13 @@ rt_python_tend(void)
 	uint64_t now = rt_python_now_us();
 	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND) {
 		switch (rt_python_watch(&rt_py_watch, rt_py.is_initialized() != 0)) {
-		case RT_PYTHON_SEEN_DOWN:
-			rt_python_forget_exit();
-			break;
 		case RT_PYTHON_SEEN_NEW:
 			if (atomic_load(&rt_py_thread_runs) ||
 			    atomic_load(&rt_py_thread_parked) > 0)
 				rt_python_thread_send_away();
 			break;
 		case RT_PYTHON_SEEN_UP:
+		case RT_PYTHON_SEEN_DOWN:
 			break;
 		}
 	}
@@ -1479,12 +1524,14 @@ rt_python_forget_parent(void)
 	atomic_store(&rt_py_thread_tid, 0);
 	atomic_store(&rt_py_thread_leaving_tid, 0);
 	atomic_store(&rt_py_thread_parked, 0);
+	atomic_store(&rt_py_thread_stuck, 0);
 	atomic_store(&rt_py_anchor_tid, 0);
 	/* A finalizer that forked on the library's thread: the child's main thread is not it. */
 	rt_py_thread_self = false;
 	rt_py_thread_in_ensure = false;
 	rt_py_thread_in_take = false;
 	rt_py_thread_stopped = false;
+	rt_py_thread_counted_out = false;
 	rt_py_thread_claimed = 0;
 	rt_py_thread_entry = NULL;
 }

@@ -919,6 +919,97 @@ Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 	          proc.status);
 }
 
+/* An embedder (pyembed ... now) that starts its next interpreter right after Py_FinalizeEx, before
+ * the worker's next look: each interpreter's round gets its steps from the library's thread
+ * while the main thread sits in a read, and each interpreter's exit waits for them (the library's
+ * exit wait among threading's exit calls: atexits=1). Before, the finished interpreter's exit
+ * marks stayed: the second interpreter's request sent the old thread away without its steps (it
+ * took the marks for the new interpreter's exit), no thread took them ("interpreter 2: the
+ * library's thread never ran the steps"), they waited for the main thread's read to return, and
+ * the second interpreter's exit was never hooked. */
+Test(python, embedder_that_starts_again_at_once_gets_the_steps_and_the_exit_wait, .timeout = 90)
+{
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], script[PATH_MAX], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
+	snprintf(script, sizeof(script), "%sembedded.py", PY_DIR);
+	const char *env[] = {preload,
+	                     pythonpath,
+	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     "ROUNDTRIM_AUTO=off",
+	                     "PYEMBED_ATEXITS=1",
+	                     PY_AWAIT_THREAD,
+	                     NULL};
+	const char *argv[] = {th_workload("pyembed"), script, "3", "now", NULL};
+	th_spawn(&proc, argv, env);
+	for (int r = 1; r <= 3; r++) {
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+		cr_assert_str_eq(line, "ready");
+		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+		th_expect_in(line, "\"python\":\"pending\"");
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "interpreter %d: the library's thread never ran the steps", r);
+		cr_assert_str_eq(line, "in-steps", "interpreter %d", r);
+		py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+		th_expect_in(line, "\"python\":\"collected\"");
+		th_write(&proc, "\n");
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+		cr_assert_str_eq(line, "atexits=1", "interpreter %d: its exit is not waited for",
+		                 r);
+		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
+		          "no Py_FinalizeEx");
+		cr_assert_str_eq(line, "finalized");
+	}
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %d",
+	          proc.status);
+}
+
+/* A finalizer on the library's thread armed a C library's pthread key whose destructor calls
+ * into Python without asking whether it is up (key_dtor.py); a __del__ at finalisation calls
+ * setns, for which the library's idle thread goes, and the destructor, run as it ends, asks for
+ * the GIL while CPython finalises: CPython ends the thread a second time, and it stays for good.
+ * It stays counted among the library's tasks: an embedder whose main thread then calls
+ * pthread_exit ends, with exit(0), as without the library (before: its end was counted already,
+ * the library took it for a thread of the program's, and the process never ended; SIGTERM did
+ * not end it either). */
+Test(python, embedder_ends_after_a_destructor_ended_the_librarys_thread_again, .timeout = 90)
+{
+	py_need_namespaces();
+	struct th_proc proc;
+	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], dso[PATH_MAX + 16];
+	char script[PATH_MAX], line[1024];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
+	snprintf(dso, sizeof(dso), "KEY_DTOR=%s", th_workload("libkey_dtor.so"));
+	snprintf(script, sizeof(script), "%skey_dtor.py", PY_DIR);
+	const char *env[] = {preload,
+	                     pythonpath,
+	                     dso,
+	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     "ROUNDTRIM_AUTO=off",
+	                     PY_AWAIT_THREAD,
+	                     NULL};
+	const char *argv[] = {th_workload("pyembed"), script, "1", "pthread_exit", NULL};
+	th_spawn(&proc, argv, env);
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "in-steps");
+	py_steps_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	th_write(&proc, "\n");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS), "no Py_FinalizeEx");
+	cr_assert_str_eq(line, "finalized");
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS), "the process never ended");
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %d",
+	          proc.status);
+}
+
 /* Starts SCRIPT, whose main thread sits in a C call before it has imported threading, and makes
  * round 1: its steps are left to the main thread. That nothing runs meanwhile cannot be waited
  * for: 20 times the grace after which the library's thread is sent, and finds threading

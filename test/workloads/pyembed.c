@@ -1,5 +1,5 @@
-/* pyembed SCRIPT [RUNS]: an embedder, as a C or C++ service that runs Python for a phase and
- * then goes on without it, RUNS times (default 1): Py_Initialize, runs SCRIPT
+/* pyembed SCRIPT [RUNS [now|pthread_exit]]: an embedder, as a C or C++ service that runs Python for a phase
+ * and then goes on without it, RUNS times (default 1): Py_Initialize, runs SCRIPT
  * (PyRun_SimpleFile), Py_FinalizeEx, prints "finalized". Then it writes one byte to the pipe
  * whose read end the script found in PYEMBED_FD (a finalizer of the script's may wait on it),
  * waits until the process is down to 2 tasks (its own and the library's worker; 1 s at most),
@@ -7,14 +7,19 @@
  * another task shares the caller's filesystem context) and prints "tasks=N setns=R after=M"
  * (N: the tasks before the call, R: 0 or the errno's name, M: the tasks after it). Before each
  * later Py_Initialize it writes one byte more to the pipe: a finalizer of that run finds it there
- * and does not wait. */
+ * and does not wait. With "now", as an embedder that runs one job after another: one byte before
+ * each Py_Initialize (no finalizer waits), and after "finalized" the next Py_Initialize at once
+ * (no wait, no setns). With "pthread_exit", as "now", and after the last run the main thread ends
+ * with pthread_exit(3): glibc ends the process with exit(0) once its last thread has gone. */
 #include <Python.h>
 
 #include "tasks.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +39,17 @@ main(int argc, char **argv)
 {
 	int gate[2];
 	char fd_text[16];
-	int runs = argc == 3 ? atoi(argv[2]) : 1;
-	if (argc < 2 || argc > 3 || runs < 1 || pipe(gate) != 0)
+	int runs = argc >= 3 ? atoi(argv[2]) : 1;
+	bool thread_exit = argc == 4 && strcmp(argv[3], "pthread_exit") == 0;
+	bool now = thread_exit || (argc == 4 && strcmp(argv[3], "now") == 0);
+	if (argc < 2 || argc > 4 || (argc == 4 && !now) || runs < 1 || pipe(gate) != 0)
 		return 2;
 	snprintf(fd_text, sizeof(fd_text), "%d", gate[0]);
 	setenv("PYEMBED_FD", fd_text, 1);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int run = 0; run < runs; run++) {
 		FILE *script = fopen(argv[1], "r");
-		if (!script || (run > 0 && write(gate[1], "x", 1) != 1))
+		if (!script || ((run > 0 || now) && write(gate[1], "x", 1) != 1))
 			return 2;
 		Py_Initialize();
 		int failed = PyRun_SimpleFile(script, argv[1]);
@@ -50,6 +57,8 @@ main(int argc, char **argv)
 		if (Py_FinalizeEx() != 0 || failed)
 			return 1;
 		printf("finalized\n");
+		if (now)
+			continue;
 		if (write(gate[1], "x", 1) != 1)
 			return 1;
 		int tasks;
@@ -66,5 +75,7 @@ main(int argc, char **argv)
 		                       : strerror(err),
 		       wl_tasks());
 	}
+	if (thread_exit)
+		pthread_exit(NULL);
 	return 0;
 }

@@ -6,10 +6,13 @@ then waits in a read of the pipe PYEMBED_FD (the GIL let go) until the embedder 
 after Py_FinalizeEx: longer than the program's exit waits for the library's steps (10 s), so that
 CPython ends the library's thread where it asks for the GIL back (in a later run the byte is
 there already, and the finalizer goes on at once). Waits for the library's thread
-(PY_AWAIT_TASKS, librarythread), prints "ready" and returns at the first line of stdin."""
+(PY_AWAIT_TASKS, librarythread), prints "ready" and returns at the first line of stdin; with
+PYEMBED_ATEXITS set, first prints "atexits=N", N the callbacks in threading's exit calls (the
+library's exit wait is one of them once its thread has taken steps in this interpreter)."""
 import gc
 import os
 import sys
+import threading
 
 import librarythread
 
@@ -28,6 +31,8 @@ def main():
     librarythread.await_it()
     print("ready", flush=True)
     sys.stdin.buffer.readline()
+    if os.environ.get("PYEMBED_ATEXITS"):
+        print("atexits=%d" % len(threading._threading_atexits), flush=True)
 
 
 main()
