@@ -255,21 +255,23 @@ Test(detect, counts_alone_are_fooled_by_big_kept_blocks_among_small_freed_ones)
 	cr_assert_eq(gen_run(&g, 20, &quiet), -1);
 }
 
+/* A first reading at t_us that carries the counts alone, all 0. */
+static struct rt_reading
+counts_only_reading(uint64_t t_us)
+{
+	struct rt_reading r = {0};
+	r.t_us = t_us;
+	r.bytes_freed = r.live_bytes = r.rss_kib = r.cpu_us = r.bytes_sent = RT_TRACE_UNKNOWN;
+	return r;
+}
+
 Test(detect, the_live_heap_is_asked_for_once_a_quiet_period_one_reading_ahead)
 {
 	struct rt_detect_params p = defaults();
 	p.want_live = true;
 	struct rt_detect d;
 	rt_detect_init(&d, &p);
-	struct rt_reading r = {1000000,
-	                       0,
-	                       0,
-	                       0,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN};
+	struct rt_reading r = counts_only_reading(1000000);
 	/* The first base needs the live heap too. */
 	cr_assert_eq(rt_detect_feed(&d, &r), RT_DETECT_WANT_LIVE);
 	uint64_t live = 100 * MIB;
@@ -466,15 +468,7 @@ Test(detect, a_slow_reader_still_finds_the_boundary)
 	struct rt_detect_params p = defaults();
 	struct rt_detect d;
 	rt_detect_init(&d, &p);
-	struct rt_reading r = {1000000,
-	                       0,
-	                       0,
-	                       0,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN,
-	                       RT_TRACE_UNKNOWN};
+	struct rt_reading r = counts_only_reading(1000000);
 	rt_detect_feed(&d, &r);
 	r.t_us += 1000000;
 	r.allocations = r.frees = 50000;
