@@ -119,6 +119,7 @@ struct rt_python_api {
 	rt_pyobj (*interp_dict)(void *); /* PyInterpreterState_GetDict: borrowed */
 	int (*dict_set)(rt_pyobj, const char *, rt_pyobj); /* PyDict_SetItemString */
 	int (*dict_del_string)(rt_pyobj, const char *);    /* PyDict_DelItemString */
+	int (*at_exit)(void (*)(void));                    /* Py_AtExit */
 	bool exit_wait;             /* these and save_thread, restore_thread were found */
 	int (*check_signals)(void); /* PyErr_CheckSignals: the program's handlers, in the wait */
 };
@@ -298,8 +299,9 @@ rt_python_resolve(void)
 	*(void **)&a.interp_dict = rt_python_sym("PyInterpreterState_GetDict");
 	*(void **)&a.dict_set = rt_python_sym("PyDict_SetItemString");
 	*(void **)&a.dict_del_string = rt_python_sym("PyDict_DelItemString");
+	*(void **)&a.at_exit = rt_python_sym("Py_AtExit");
 	a.exit_wait = a.cfunction_new && a.interp_main && a.interp_dict && a.dict_set &&
-	              a.dict_del_string && a.save_thread && a.restore_thread;
+	              a.dict_del_string && a.at_exit && a.save_thread && a.restore_thread;
 	*(void **)&a.check_signals = rt_python_sym("PyErr_CheckSignals");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
@@ -627,8 +629,11 @@ rt_python_forget_dummy(rt_pyobj before)
  * most. A signal that the main thread itself takes ends the slice at once. */
 #define RT_PY_EXIT_SLICE_US 50000u
 #define RT_PY_METH_NOARGS 0x0004
-/* Set by the exit wait; it holds only in the interpreter that carries the mark its hook left
- * (rt_python_exit_seen): an embedder may start the next one before anyone sees Python down. */
+/* Set by the exit wait; no request takes the GIL after it (the interpreter may be torn down
+ * under a thread that has passed the last check before the GIL). Cleared when that
+ * interpreter's Py_FinalizeEx is over (rt_python_exit_over), so that an embedder's next one
+ * starts clean; and with the GIL it holds only in the interpreter that carries the mark its
+ * hook left (rt_python_exit_seen). */
 static atomic_bool rt_py_exiting;
 /* The mark's key, in the main interpreter's own dictionary (PyInterpreterState_GetDict, for
  * extensions' per-interpreter state: no Python code sees it), which CPython clears with the
@@ -677,6 +682,15 @@ label_return:
 static struct rt_py_method_def rt_py_exit_def = {"roundtrim_exit", rt_python_exit_wait,
                                                  RT_PY_METH_NOARGS, NULL};
 
+/* Py_AtExit's callback: Py_FinalizeEx runs it last, after the interpreter and its thread states
+ * are gone, with no GIL and no Python API callable; Py_IsInitialized() is false from before it
+ * until the next Py_Initialize. */
+static void
+rt_python_exit_over(void)
+{
+	atomic_store(&rt_py_exiting, false);
+}
+
 /* The main interpreter's own dictionary, with the GIL; NULL when CPython has none for it. */
 static rt_pyobj
 rt_python_interp_dict(void)
@@ -695,7 +709,9 @@ rt_python_exit_marked(void)
 
 /* On the library's thread, holding the GIL, at its steps until it took:
  * threading._register_atexit(the wait), and the interpreter's mark, which the wait needs to
- * hold: set first, taken back when the wait could not be registered. Nothing is imported:
+ * hold: set first, taken back when the wait could not be registered; then Py_AtExit(the end
+ * of the exit), once an interpreter (CPython keeps 32 such callbacks: where they are all
+ * taken, the exit stays marked until the worker sees Python down). Nothing is imported:
  * threading is there, or the thread would take no steps. */
 static void
 rt_python_hook_exit(void)
@@ -712,6 +728,7 @@ rt_python_hook_exit(void)
 	rt_pyobj done = fn ? rt_py.call_method(threading, "_register_atexit", "O", fn) : NULL;
 	if (done) {
 		rt_py.decref(done);
+		rt_py.at_exit(rt_python_exit_over);
 	} else {
 		rt_py.err_clear();
 		rt_py.dict_del_string(dict, RT_PY_EXIT_MARK);
@@ -750,10 +767,11 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
 	 * the thread stands down for good, as if CPython had ended it: no later round may send
 	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. An exit
-	 * begun is no reason here: it may be a finished interpreter's, which only the GIL tells
-	 * (rt_python_exit_seen); in the exit's own window (the program's atexit callbacks), the
-	 * thread takes the GIL as between any two bytecodes, and leaves the request. */
-	if (!rt_py.is_initialized() || rt_py.is_finalizing()) {
+	 * begun is a reason too: once the exit wait has run, Py_FinalizeEx may tear the thread
+	 * states down between this check and the GIL's request (PyGILState_Ensure then crashes in
+	 * PyThreadState_New), and a finished interpreter's mark is cleared by its own end
+	 * (rt_python_exit_over). */
+	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
 		rt_python_thread_unbusy();
 		return false;
 	}
