@@ -296,18 +296,23 @@ rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
 	return rt_detect_known(sent) && sent >= update;
 }
 
-/* Whether the sends stopped telling the rounds: the rounds found sent their updates, and none
- * has been found for twice the longest interval between them. The update may have shrunk, gone
- * to a path the readings do not count (TLS through write(2)) or stopped. */
+/* Whether the sends stopped telling the rounds: the rounds found sent their updates, and since
+ * the last one found the process went on for twice the longest interval between them and did
+ * two rounds' work (now: its reading). The update may have shrunk, gone to a path the readings
+ * do not count (TLS through write(2)) or stopped. A round that only waited longer (a straggler
+ * among the clients, a slow aggregation) did not do the work; one that only worked more (an
+ * evaluation round) did not take the time. */
 static bool
-rt_detect_sends_lapsed(const struct rt_detect *d)
+rt_detect_sends_lapsed(const struct rt_detect *d, const struct rt_reading *now)
 {
 	uint64_t longest = 0;
 	for (unsigned i = 0; i < d->nintervals; i++)
 		if (d->intervals_us[i] > longest)
 			longest = d->intervals_us[i];
 	return rt_detect_update_bytes(d) && longest &&
-	       d->quiet_since_us - d->boundary_us > 2 * longest;
+	       d->quiet_since_us - d->boundary_us > 2 * longest &&
+	       now->bytes_requested - d->base.bytes_requested >=
+	           rt_detect_scale(rt_detect_typical_round(d), 2, 1);
 }
 
 /* Whether the rounds found send and the burst that ends now has sent a round's update: then
@@ -502,7 +507,7 @@ rt_detect_decide(struct rt_detect *d, const struct rt_reading *now)
 	bool candidate = round_start && rt_detect_round_sized(d, requested);
 	if (candidate && !sends && !d->boundaries)
 		d->start_refusals++;
-	if (candidate && !sends && rt_detect_sends_lapsed(d)) {
+	if (candidate && !sends && rt_detect_sends_lapsed(d, now)) {
 		/* Judged as a process that does not send, until its rounds show it again. */
 		for (unsigned i = 0; i < RT_DETECT_HISTORY; i++)
 			d->round_sent[i] = RT_TRACE_UNKNOWN;

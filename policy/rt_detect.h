@@ -90,8 +90,10 @@ struct rt_detect_params {
 	 * pause (an epoch's end, a DataLoader's restart) and start-up send next to nothing. A
 	 * process whose rounds do not send (a relay, a loop with no peer) never locks on; one whose
 	 * rounds stop sending what they did (a smaller update, one sent where the readings do not
-	 * see it) is let go once no round was found for twice the longest interval between the
-	 * last rounds found, and judged as one that does not send until its rounds show it again.
+	 * see it) is let go once, since the last round found, it went on for twice the longest
+	 * interval between the last rounds found and did two rounds' work (a round that only
+	 * waited or only worked longer does neither), and judged as one that does not send until
+	 * its rounds show it again.
 	 * Before the first round found, a process that has sent anything at all (it has a peer)
 	 * ends no round with a burst that sent less than min_round_sent_bytes, for its first
 	 * RT_DETECT_LOCK_ROUNDS such candidates: start-up (imports, the first model's arrival) is

@@ -896,6 +896,23 @@ Test(detect, rounds_whose_update_stops_or_shrinks_are_found_again)
 	cr_assert_geq(shrunk, 17, "%zu of 20 found once the update shrank", shrunk);
 }
 
+/* A round that only waits longer (the server waits on a slow site before the next model goes
+ * out) is no sign that the sends stopped: the mid-round pauses stay no round's end. */
+Test(detect, a_long_wait_before_a_round_keeps_the_lock_on_the_sends)
+{
+	struct rt_detect_params p = defaults();
+	struct gen g;
+	gen_init_sending(&g, &p);
+	for (int round = 0; round < 4; round++)
+		client_round(&g, 20 * MIB);
+	for (int round = 0; round < 20; round++) {
+		if (round % 5 == 0)
+			gen_run(&g, 300, &quiet); /* 15 s, three rounds' time */
+		client_round_with_a_pause(&g, 20 * MIB);
+	}
+	cr_assert_eq(g.boundaries - 4, 20, "%zu rounds found for 20", g.boundaries - 4);
+}
+
 /* A slow link: the update's send returns after the quiet was confirmed, so that no burst's
  * window holds it. */
 Test(detect, updates_that_leave_after_the_quiet_lose_the_lock_not_the_rounds)
