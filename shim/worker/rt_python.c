@@ -635,9 +635,12 @@ rt_python_forget_dummy(rt_pyobj before)
  * starts clean; and with the GIL it holds only in the interpreter that carries the mark its
  * hook left (rt_python_exit_seen). */
 static atomic_bool rt_py_exiting;
+/* rt_python_exit_over is registered for the interpreter up now (one of CPython's 32 Py_AtExit
+ * places: once an interpreter, however often a hook fails after it). */
+static atomic_bool rt_py_exit_over_armed;
 /* The mark's key, in the main interpreter's own dictionary (PyInterpreterState_GetDict, for
- * extensions' per-interpreter state: no Python code sees it), which CPython clears with the
- * interpreter. */
+ * extensions' per-interpreter state: Python code reads it only through ctypes), which CPython
+ * clears with the interpreter. */
 #define RT_PY_EXIT_MARK "roundtrim.exit_wait"
 
 /* CPython's PyMethodDef, whose layout is part of its stable ABI. */
@@ -689,6 +692,7 @@ static void
 rt_python_exit_over(void)
 {
 	atomic_store(&rt_py_exiting, false);
+	atomic_store(&rt_py_exit_over_armed, false);
 }
 
 /* The main interpreter's own dictionary, with the GIL; NULL when CPython has none for it. */
@@ -707,18 +711,24 @@ rt_python_exit_marked(void)
 	return dict && rt_py.dict_get(dict, RT_PY_EXIT_MARK);
 }
 
-/* On the library's thread, holding the GIL, at its steps until it took:
- * threading._register_atexit(the wait), and the interpreter's mark, which the wait needs to
- * hold: set first, taken back when the wait could not be registered; then Py_AtExit(the end
- * of the exit), once an interpreter (CPython keeps 32 such callbacks: where they are all
- * taken, the exit stays marked until the worker sees Python down). Nothing is imported:
- * threading is there, or the thread would take no steps. */
+/* On the library's thread, holding the GIL, at its steps until it took: Py_AtExit(the end of
+ * the exit), which clears the exit begun, first, so that no wait is hooked where the exit could
+ * not be cleared after it (CPython keeps 32 such callbacks: where the program took them all,
+ * the interpreter's exit gets no wait); then threading._register_atexit(the wait), and the
+ * interpreter's mark, which the wait needs to hold: set before it, taken back when the wait
+ * could not be registered. Nothing is imported: threading is there, or the thread would take
+ * no steps. */
 static void
 rt_python_hook_exit(void)
 {
 	rt_pyobj dict = rt_python_interp_dict();
 	if (!dict || rt_py.dict_get(dict, RT_PY_EXIT_MARK))
 		return;
+	if (!atomic_load(&rt_py_exit_over_armed)) {
+		if (rt_py.at_exit(rt_python_exit_over) != 0)
+			return;
+		atomic_store(&rt_py_exit_over_armed, true);
+	}
 	if (rt_py.dict_set(dict, RT_PY_EXIT_MARK, rt_py.none) != 0) {
 		rt_py.err_clear();
 		return;
@@ -728,7 +738,6 @@ rt_python_hook_exit(void)
 	rt_pyobj done = fn ? rt_py.call_method(threading, "_register_atexit", "O", fn) : NULL;
 	if (done) {
 		rt_py.decref(done);
-		rt_py.at_exit(rt_python_exit_over);
 	} else {
 		rt_py.err_clear();
 		rt_py.dict_del_string(dict, RT_PY_EXIT_MARK);
