@@ -118,8 +118,10 @@ rt_tally_init(void)
 void
 rt_tally_count_sent(uint64_t bytes)
 {
+	/* An atomic add even on the thread's own count: a signal handler's send on the same thread
+	 * between a load and a store would be lost. Beside the system call it costs nothing. */
 	if (RT_TALLY_LOAD(rt_t.registered))
-		RT_TALLY_STORE(rt_t.sent, RT_TALLY_LOAD(rt_t.sent) + bytes);
+		__atomic_fetch_add(&rt_t.sent, bytes, __ATOMIC_RELAXED);
 	else
 		atomic_fetch_add_explicit(&rt_tally_unregistered_sent, bytes, memory_order_relaxed);
 }

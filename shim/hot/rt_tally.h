@@ -1,5 +1,5 @@
-/* rt_tally: each thread's allocation counts, kept by the malloc family's hot path in the
- * thread's own storage, and the registry through which the worker sums them. */
+/* rt_tally: each thread's allocation counts and bytes sent, kept by the malloc family's hot path
+ * and the send wrappers in the thread's own storage, and the registry the worker sums them by. */
 #ifndef RT_TALLY_H
 #define RT_TALLY_H
 
@@ -80,8 +80,8 @@ void rt_tally_init(void);
 void rt_tally_register(void);
 /* The library's own thread counts nowhere: what it allocates is not the program's rhythm. */
 void rt_tally_exclude_self(void);
-/* Counts bytes the calling thread sent (rt_send): in its own tally once it has joined the
- * registry, else (a thread that never allocated, or one exiting) in a shared count, atomically.
+/* Counts bytes the calling thread sent (rt_send), atomically: in its own tally once it has
+ * joined the registry, else (a thread that never allocated, or one exiting) in a shared count.
  * No lock: async-signal-safe. */
 void rt_tally_count_sent(uint64_t bytes);
 /* The worker's reading. */
