@@ -1206,7 +1206,14 @@ static const char *const sent_inputs[] = {"counts+cpu+sent", "live-asked+cpu+sen
  *   requested each way) are releases as large as the training's.
  * - s1 site 1, s2 and s6 jobs: under a load of 8-19 on 2 cores a round's work has
  *   pauses over 250 ms, or the process goes quiet before its send returns: delays to 3.0 s,
- *   precision and recall 0.80-0.94. */
+ *   precision and recall 0.80-0.94.
+ * With the bytes sent (the *_sends_* and *_loaded_* recordings):
+ * - s3 (190 MiB upload, 1.5-2.2 s, ending 1.6-3.0 s after the script's send): one detection a
+ *   round, after its upload, some past the 3 s match;
+ * - s6 site 4 with the counts alone: round 1 missed, as without the sends;
+ * - s1 (both sites) and s5 site 2 at a load of 10-13: precision and recall 1.00, but the
+ *   upload and the quiet after it end 1.57-1.71 s after the script's send in one to three
+ *   rounds (s5 site 2: round 2, before two rounds had locked the sends). */
 static const struct shape shapes[] = {
     {"frag", SHAPE_ROUNDS, true, all_inputs},
     {"fl_client", SHAPE_ROUNDS, true, cpu_inputs},
@@ -1289,6 +1296,14 @@ static const struct shape shapes[] = {
     {"nvflare_s6_sends_parent_site2", SHAPE_RELAY, true, sent_inputs},
     {"nvflare_s6_sends_parent_site3", SHAPE_RELAY, true, sent_inputs},
     {"nvflare_s6_sends_parent_site4", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s1_loaded_job_site1", SHAPE_ROUNDS, false, sent_inputs},
+    {"nvflare_s1_loaded_job_site2", SHAPE_ROUNDS, false, sent_inputs},
+    {"nvflare_s1_loaded_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s1_loaded_parent_site2", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s5_loaded_job_site1", SHAPE_ROUNDS, true, sent_inputs},
+    {"nvflare_s5_loaded_job_site2", SHAPE_ROUNDS, false, sent_inputs},
+    {"nvflare_s5_loaded_parent_site1", SHAPE_RELAY, true, sent_inputs},
+    {"nvflare_s5_loaded_parent_site2", SHAPE_RELAY, true, sent_inputs},
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
