@@ -796,45 +796,57 @@ gen_init_sending(struct gen *g, const struct rt_detect_params *p)
 }
 
 /* A client's round: ten steps of work, the last of which sends `sent` bytes (its update), then
- * the wait for the next model. */
+ * the wait for the next model; with `paused`, a pause as long as that wait half way through the
+ * work (an epoch's end, the DataLoader's workers starting again). */
 static void
-client_round(struct gen *g, uint64_t sent)
+client_round_shaped(struct gen *g, uint64_t sent, bool paused)
 {
 	struct step w = work(0), upload = work(0);
 	upload.sent = sent;
-	gen_run(g, 9, &w);
+	if (paused) {
+		gen_run(g, 5, &w);
+		gen_run(g, 40, &quiet);
+		gen_run(g, 4, &w);
+	} else
+		gen_run(g, 9, &w);
 	gen_run(g, 1, &upload);
 	gen_run(g, 40, &quiet);
 }
 
-/* Half a round's work, a pause as long as the wait between rounds (an epoch's end, the
- * DataLoader's workers starting again), the other half and the update. */
+static void
+client_round(struct gen *g, uint64_t sent)
+{
+	client_round_shaped(g, sent, false);
+}
+
 static void
 client_round_with_a_pause(struct gen *g, uint64_t sent)
 {
-	struct step w = work(0), upload = work(0);
-	upload.sent = sent;
-	gen_run(g, 5, &w);
-	gen_run(g, 40, &quiet);
-	gen_run(g, 4, &w);
-	gen_run(g, 1, &upload);
-	gen_run(g, 40, &quiet);
+	client_round_shaped(g, sent, true);
+}
+
+/* A client whose four rounds each sent a 20 MiB update: the detector has locked on the sends. */
+static void
+gen_locked_on_sends(struct gen *g)
+{
+	struct rt_detect_params p = defaults();
+	gen_init_sending(g, &p);
+	for (int round = 0; round < 4; round++)
+		client_round(g, 20 * MIB);
+	cr_assert_eq(g->boundaries, 4);
 }
 
 Test(detect, once_rounds_send_their_update_a_pause_that_sends_nothing_is_no_round)
 {
-	struct rt_detect_params p = defaults();
 	struct gen g;
-	gen_init_sending(&g, &p);
-	for (int round = 0; round < 4; round++)
-		client_round(&g, 20 * MIB);
-	cr_assert_eq(g.boundaries, 4);
+	gen_locked_on_sends(&g);
 	client_round_with_a_pause(&g, 20 * MIB);
 	cr_assert_eq(g.boundaries, 5, "the pause, which sent nothing, was taken for a round");
 	client_round(&g, 20 * MIB);
 	cr_assert_eq(g.boundaries, 6);
 	/* Without the bytes sent, the same pause is a round's end, in phase and half a round's
 	 * work: what the sends tell. */
+	struct rt_detect_params p = defaults();
 	gen_init(&g, &p, false, false, true);
 	for (int round = 0; round < 4; round++)
 		client_round(&g, 20 * MIB);
@@ -873,12 +885,8 @@ Test(detect, the_quiet_after_a_sent_update_is_looked_at_early)
 static size_t
 rounds_found_after_the_update_changes(uint64_t later)
 {
-	struct rt_detect_params p = defaults();
 	struct gen g;
-	gen_init_sending(&g, &p);
-	for (int round = 0; round < 4; round++)
-		client_round(&g, 20 * MIB);
-	cr_assert_eq(g.boundaries, 4);
+	gen_locked_on_sends(&g);
 	for (int round = 0; round < 20; round++)
 		client_round(&g, later);
 	return g.boundaries - 4;
@@ -900,11 +908,8 @@ Test(detect, rounds_whose_update_stops_or_shrinks_are_found_again)
  * out) is no sign that the sends stopped: the mid-round pauses stay no round's end. */
 Test(detect, a_long_wait_before_a_round_keeps_the_lock_on_the_sends)
 {
-	struct rt_detect_params p = defaults();
 	struct gen g;
-	gen_init_sending(&g, &p);
-	for (int round = 0; round < 4; round++)
-		client_round(&g, 20 * MIB);
+	gen_locked_on_sends(&g);
 	for (int round = 0; round < 20; round++) {
 		if (round % 5 == 0)
 			gen_run(&g, 300, &quiet); /* 15 s, three rounds' time */
@@ -917,11 +922,8 @@ Test(detect, a_long_wait_before_a_round_keeps_the_lock_on_the_sends)
  * window holds it. */
 Test(detect, updates_that_leave_after_the_quiet_lose_the_lock_not_the_rounds)
 {
-	struct rt_detect_params p = defaults();
 	struct gen g;
-	gen_init_sending(&g, &p);
-	for (int round = 0; round < 4; round++)
-		client_round(&g, 20 * MIB);
+	gen_locked_on_sends(&g);
 	struct step w = work(0), late = quiet;
 	late.sent = 20 * MIB;
 	for (int round = 0; round < 20; round++) {
