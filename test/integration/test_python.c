@@ -863,6 +863,31 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 }
 
+/* Starts test/workloads/pyembed on `script` (in PY_DIR) with `args` under the library: the
+ * FIFO and the stats in the test's directory, no detection, the library's Python thread awaited,
+ * and `extra`, one more variable, unless NULL. */
+static void
+py_spawn_embedder(struct th_proc *proc, const char *script, const char *const args[],
+                  const char *extra)
+{
+	static char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], path[PATH_MAX];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
+	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
+	snprintf(path, sizeof(path), "%s%s", PY_DIR, script);
+	const char *env[] = {preload,
+	                     pythonpath,
+	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
+	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
+	                     "ROUNDTRIM_AUTO=off",
+	                     PY_AWAIT_THREAD,
+	                     extra,
+	                     NULL};
+	const char *argv[6] = {th_workload("pyembed"), path};
+	for (int i = 0; args[i] && i < 3; i++)
+		argv[2 + i] = args[i];
+	th_spawn(proc, argv, env);
+}
+
 /* An embedder (pyembed) calls Py_FinalizeEx while a finalizer on the library's thread waits
  * longer than the exit's wait for the steps (10 s), and goes on without Python: CPython ends the
  * thread with pthread_exit where it asks for the GIL back, and the library parked it for good,
@@ -878,19 +903,8 @@ Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 {
 	py_need_namespaces();
 	struct th_proc proc;
-	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], script[PATH_MAX], line[1024];
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
-	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
-	snprintf(script, sizeof(script), "%sembedded.py", PY_DIR);
-	const char *env[] = {preload,
-	                     pythonpath,
-	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
-	                     "ROUNDTRIM_AUTO=off",
-	                     PY_AWAIT_THREAD,
-	                     NULL};
-	const char *argv[] = {th_workload("pyembed"), script, "2", NULL};
-	th_spawn(&proc, argv, env);
+	char line[1024];
+	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"2", NULL}, NULL);
 	for (int r = 1; r <= 2; r++) {
 		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
 		cr_assert_str_eq(line, "ready");
@@ -930,20 +944,9 @@ Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 Test(python, embedder_that_starts_again_at_once_gets_the_steps_and_the_exit_wait, .timeout = 90)
 {
 	struct th_proc proc;
-	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], script[PATH_MAX], line[1024];
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
-	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
-	snprintf(script, sizeof(script), "%sembedded.py", PY_DIR);
-	const char *env[] = {preload,
-	                     pythonpath,
-	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
-	                     "ROUNDTRIM_AUTO=off",
-	                     "PYEMBED_ATEXITS=1",
-	                     PY_AWAIT_THREAD,
-	                     NULL};
-	const char *argv[] = {th_workload("pyembed"), script, "3", "now", NULL};
-	th_spawn(&proc, argv, env);
+	char line[1024];
+	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"3", "now", NULL},
+	                  "PYEMBED_ATEXITS=1");
 	for (int r = 1; r <= 3; r++) {
 		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
 		cr_assert_str_eq(line, "ready");
@@ -979,22 +982,9 @@ Test(python, embedder_ends_after_a_destructor_ended_the_librarys_thread_again, .
 {
 	py_need_namespaces();
 	struct th_proc proc;
-	char preload[PATH_MAX + 16], pythonpath[PATH_MAX + 16], dso[PATH_MAX + 16];
-	char script[PATH_MAX], line[1024];
-	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", th_lib());
-	snprintf(pythonpath, sizeof(pythonpath), "PYTHONPATH=%s", PY_DIR);
+	char dso[PATH_MAX + 16], line[1024];
 	snprintf(dso, sizeof(dso), "KEY_DTOR=%s", th_workload("libkey_dtor.so"));
-	snprintf(script, sizeof(script), "%skey_dtor.py", PY_DIR);
-	const char *env[] = {preload,
-	                     pythonpath,
-	                     dso,
-	                     th_env_in_tmp("ROUNDTRIM_FIFO", "%p.fifo"),
-	                     th_env_in_tmp("ROUNDTRIM_STATS", "%p.jsonl"),
-	                     "ROUNDTRIM_AUTO=off",
-	                     PY_AWAIT_THREAD,
-	                     NULL};
-	const char *argv[] = {th_workload("pyembed"), script, "1", "pthread_exit", NULL};
-	th_spawn(&proc, argv, env);
+	py_spawn_embedder(&proc, "key_dtor.py", (const char *[]){"1", "pthread_exit", NULL}, dso);
 	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "ready");
 	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
