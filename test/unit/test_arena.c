@@ -685,13 +685,11 @@ t_take_free_chunks_once(struct t_world *tw, unsigned hold)
 		t_took = t_take_walked_chunk(tw);
 }
 
-/* A walk that lost its place (the chunk it was on and the next one taken while the lock was
- * down) starts the bin over, and finds again the chunks it gave back before: their pages are not
- * given back a second time (a madvise call each per piece, tens of ms on a bin of 10^5 large
- * chunks). */
-Test(arena, a_walk_that_starts_over_gives_nothing_back_twice)
+/* A thread heap of twelve free chunks of three pages each, in their sized bin, between chunks in
+ * use; the main heap as t_sizes has it. */
+static void
+t_twelve_free_chunks(void)
 {
-	/* Twelve free chunks of three pages in their sized bin, two pieces each. */
 	long sizes[25];
 	for (size_t i = 0; i < 24; i += 2) {
 		sizes[i] = 512;
@@ -699,6 +697,16 @@ Test(arena, a_walk_that_starts_over_gives_nothing_back_twice)
 	}
 	sizes[24] = 512;
 	t_world_init(sizes, 25, t_sizes, T_NSIZES, 0);
+}
+
+/* A walk that lost its place (the chunk it was on and the next one taken while the lock was
+ * down) starts the bin over, and finds again the chunks it gave back before: their pages are not
+ * given back a second time (a madvise call each per piece, tens of ms on a bin of 10^5 large
+ * chunks). */
+Test(arena, a_walk_that_starts_over_gives_nothing_back_twice)
+{
+	/* Twelve free chunks of three pages in their sized bin, two pieces each. */
+	t_twelve_free_chunks();
 	struct rt_arena_env env = t_env(1000000000, T_PAGE);
 	struct rt_arena_ops ops = t_ops;
 	ops.lock = t_lock_contended;
@@ -882,13 +890,7 @@ t_split_last(struct t_world *tw, unsigned hold)
 static void
 t_split_world(struct rt_arena_result *res, unsigned depth)
 {
-	long sizes[25];
-	for (size_t i = 0; i < 24; i += 2) {
-		sizes[i] = 512;
-		sizes[i + 1] = -(3 * T_PAGE);
-	}
-	sizes[24] = 512;
-	t_world_init(sizes, 25, t_sizes, T_NSIZES, 0);
+	t_twelve_free_chunks();
 	/* A piece is a page: a chunk takes two, and a hold ends between them. */
 	struct rt_arena_env env = t_env(1000000000, T_PAGE);
 	struct rt_arena_ops ops = t_ops;
