@@ -269,10 +269,21 @@ verifier_finish(struct verifier *v)
 static struct verifier churn_state[CHURNERS];
 static pthread_t churn_threads[CHURNERS];
 
+/* How many churners have made their first step: the storm is not over before each has worked
+ * (on a loaded machine a short run could end before a churner ran at all, and check nothing). */
+static pthread_mutex_t churn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t churn_started_cond = PTHREAD_COND_INITIALIZER;
+static int churn_started;
+
 static void *
 churn_main(void *arg)
 {
 	struct verifier *v = arg;
+	verifier_step(v);
+	pthread_mutex_lock(&churn_lock);
+	churn_started++;
+	pthread_cond_broadcast(&churn_started_cond);
+	pthread_mutex_unlock(&churn_lock);
 	while (!atomic_load_explicit(&churn_stop, memory_order_relaxed))
 		verifier_step(v);
 	verifier_finish(v);
@@ -332,6 +343,10 @@ background_start(bool watchers)
 static void
 background_stop(bool watchers)
 {
+	pthread_mutex_lock(&churn_lock);
+	while (churn_started < CHURNERS)
+		pthread_cond_wait(&churn_started_cond, &churn_lock);
+	pthread_mutex_unlock(&churn_lock);
 	atomic_store(&churn_stop, true);
 	for (int i = 0; i < CHURNERS; i++)
 		pthread_join(churn_threads[i], NULL);
