@@ -292,14 +292,6 @@ rt_python_watch(struct rt_python_watch *w, bool initialized)
 	return again ? RT_PYTHON_SEEN_NEW : RT_PYTHON_SEEN_UP;
 }
 
-enum rt_python_exit
-rt_python_exit_seen(bool exiting, bool marked)
-{
-	if (!exiting)
-		return RT_PYTHON_EXIT_NONE;
-	return marked ? RT_PYTHON_EXIT_BEGUN : RT_PYTHON_EXIT_STALE;
-}
-
 bool
 rt_python_gil_proven_free(const void *now, const void *first, const void *ours, const void *mine,
                           bool shared)

@@ -219,20 +219,4 @@ enum rt_python_seen {
  * starts the thread before it. */
 enum rt_python_seen rt_python_watch(struct rt_python_watch *w, bool initialized);
 
-/* The program's exit as the library's thread sees it, holding the GIL, before it claims a
- * request. `exiting`: the library's exit wait has run (threading._shutdown called it: no step
- * starts after it). `marked`: the interpreter that is up now carries the library's mark (in its
- * own dictionary, PyInterpreterState_GetDict of the main interpreter), left when its threading
- * took the exit wait; a new interpreter starts without one. The worker may never see Python
- * down between two interpreters (an embedder's Py_Initialize right after Py_FinalizeEx, between
- * two of its looks), and the thread, without the GIL, cannot tell one interpreter from the next:
- * an exit begun without the mark is a finished interpreter's. */
-enum rt_python_exit {
-	RT_PYTHON_EXIT_NONE,  /* no exit begun: the steps may run */
-	RT_PYTHON_EXIT_BEGUN, /* this interpreter's exit began: none starts, the request is left */
-	RT_PYTHON_EXIT_STALE, /* a finished interpreter's: forgotten, and the steps may run */
-};
-
-enum rt_python_exit rt_python_exit_seen(bool exiting, bool marked);
-
 #endif

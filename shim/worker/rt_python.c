@@ -115,11 +115,7 @@ struct rt_python_api {
 	void (*restore_thread)(void *); /* PyEval_RestoreThread */
 	/* For the exit's wait (rt_python_hook_exit) and its mark; without them there is none. */
 	rt_pyobj (*cfunction_new)(void *, rt_pyobj, rt_pyobj); /* PyCFunction_NewEx */
-	void *(*interp_main)(void);                            /* PyInterpreterState_Main */
-	rt_pyobj (*interp_dict)(void *); /* PyInterpreterState_GetDict: borrowed */
-	int (*dict_set)(rt_pyobj, const char *, rt_pyobj); /* PyDict_SetItemString */
-	int (*dict_del_string)(rt_pyobj, const char *);    /* PyDict_DelItemString */
-	int (*at_exit)(void (*)(void));                    /* Py_AtExit */
+	int (*at_exit)(void (*)(void));                        /* Py_AtExit */
 	bool exit_wait;             /* these and save_thread, restore_thread were found */
 	int (*check_signals)(void); /* PyErr_CheckSignals: the program's handlers, in the wait */
 };
@@ -295,13 +291,8 @@ rt_python_resolve(void)
 	*(void **)&a.save_thread = rt_python_sym("PyEval_SaveThread");
 	*(void **)&a.restore_thread = rt_python_sym("PyEval_RestoreThread");
 	*(void **)&a.cfunction_new = rt_python_sym("PyCFunction_NewEx");
-	*(void **)&a.interp_main = rt_python_sym("PyInterpreterState_Main");
-	*(void **)&a.interp_dict = rt_python_sym("PyInterpreterState_GetDict");
-	*(void **)&a.dict_set = rt_python_sym("PyDict_SetItemString");
-	*(void **)&a.dict_del_string = rt_python_sym("PyDict_DelItemString");
 	*(void **)&a.at_exit = rt_python_sym("Py_AtExit");
-	a.exit_wait = a.cfunction_new && a.interp_main && a.interp_dict && a.dict_set &&
-	              a.dict_del_string && a.at_exit && a.save_thread && a.restore_thread;
+	a.exit_wait = a.cfunction_new && a.at_exit && a.save_thread && a.restore_thread;
 	*(void **)&a.check_signals = rt_python_sym("PyErr_CheckSignals");
 	a.threads = a.gil_ensure && a.gil_release && a.thread_ident && a.long_from_ulong &&
 	            a.dict_item && a.dict_del && a.is_instance && a.call_method;
@@ -630,18 +621,16 @@ rt_python_forget_dummy(rt_pyobj before)
 #define RT_PY_EXIT_SLICE_US 50000u
 #define RT_PY_METH_NOARGS 0x0004
 /* Set by the exit wait; no request takes the GIL after it (the interpreter may be torn down
- * under a thread that has passed the last check before the GIL). Cleared when that
- * interpreter's Py_FinalizeEx is over (rt_python_exit_over), so that an embedder's next one
- * starts clean; and with the GIL it holds only in the interpreter that carries the mark its
- * hook left (rt_python_exit_seen). */
+ * under a thread that has passed the last check before the GIL), and one that had its GIL
+ * request in before leaves its request. The three flags belong to the interpreter up now and
+ * are cleared when its Py_FinalizeEx is over (rt_python_exit_over), so that an embedder's next
+ * one, started before the worker sees Python down, starts clean. */
 static atomic_bool rt_py_exiting;
-/* rt_python_exit_over is registered for the interpreter up now (one of CPython's 32 Py_AtExit
- * places: once an interpreter, however often a hook fails after it). */
+/* The exit wait is in this interpreter's threading (rt_python_hook_exit). */
+static atomic_bool rt_py_exit_hooked;
+/* rt_python_exit_over is registered for this interpreter (one of CPython's 32 Py_AtExit places:
+ * once an interpreter, however often a hook fails after it). */
 static atomic_bool rt_py_exit_over_armed;
-/* The mark's key, in the main interpreter's own dictionary (PyInterpreterState_GetDict, for
- * extensions' per-interpreter state: Python code reads it only through ctypes), which CPython
- * clears with the interpreter. */
-#define RT_PY_EXIT_MARK "roundtrim.exit_wait"
 
 /* CPython's PyMethodDef, whose layout is part of its stable ABI. */
 struct rt_py_method_def {
@@ -692,57 +681,33 @@ static void
 rt_python_exit_over(void)
 {
 	atomic_store(&rt_py_exiting, false);
+	atomic_store(&rt_py_exit_hooked, false);
 	atomic_store(&rt_py_exit_over_armed, false);
-}
-
-/* The main interpreter's own dictionary, with the GIL; NULL when CPython has none for it. */
-static rt_pyobj
-rt_python_interp_dict(void)
-{
-	void *main = rt_py.exit_wait ? rt_py.interp_main() : NULL;
-	return main ? rt_py.interp_dict(main) : NULL;
-}
-
-/* Whether the interpreter up now carries the exit wait's mark (with the GIL). */
-static bool
-rt_python_exit_marked(void)
-{
-	rt_pyobj dict = rt_python_interp_dict();
-	return dict && rt_py.dict_get(dict, RT_PY_EXIT_MARK);
 }
 
 /* On the library's thread, holding the GIL, at its steps until it took: Py_AtExit(the end of
  * the exit), which clears the exit begun, first, so that no wait is hooked where the exit could
  * not be cleared after it (CPython keeps 32 such callbacks: where the program took them all,
- * the interpreter's exit gets no wait); then threading._register_atexit(the wait), and the
- * interpreter's mark, which the wait needs to hold: set before it, taken back when the wait
- * could not be registered. Nothing is imported: threading is there, or the thread would take
- * no steps. */
+ * the interpreter's exit gets no wait); then threading._register_atexit(the wait). Nothing is
+ * imported: threading is there, or the thread would take no steps. */
 static void
 rt_python_hook_exit(void)
 {
-	rt_pyobj dict = rt_python_interp_dict();
-	if (!dict || rt_py.dict_get(dict, RT_PY_EXIT_MARK))
+	if (!rt_py.exit_wait || atomic_load(&rt_py_exit_hooked))
 		return;
 	if (!atomic_load(&rt_py_exit_over_armed)) {
 		if (rt_py.at_exit(rt_python_exit_over) != 0)
 			return;
 		atomic_store(&rt_py_exit_over_armed, true);
 	}
-	if (rt_py.dict_set(dict, RT_PY_EXIT_MARK, rt_py.none) != 0) {
-		rt_py.err_clear();
-		return;
-	}
 	rt_pyobj threading = rt_python_module("threading");
 	rt_pyobj fn = threading ? rt_py.cfunction_new(&rt_py_exit_def, NULL, NULL) : NULL;
 	rt_pyobj done = fn ? rt_py.call_method(threading, "_register_atexit", "O", fn) : NULL;
 	if (done) {
 		rt_py.decref(done);
-	} else {
+		atomic_store(&rt_py_exit_hooked, true);
+	} else
 		rt_py.err_clear();
-		rt_py.dict_del_string(dict, RT_PY_EXIT_MARK);
-		rt_py.err_clear();
-	}
 	if (fn)
 		rt_py.decref(fn);
 	if (threading)
@@ -795,11 +760,9 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool claimed = false;
 	bool cuda = atomic_load(&rt_py_cuda_option);
-	/* Read with the GIL: the exit wait sets it holding the GIL too. */
-	enum rt_python_exit exit =
-	    rt_python_exit_seen(atomic_load(&rt_py_exiting), rt_python_exit_marked());
-	if (exit == RT_PYTHON_EXIT_STALE)
-		atomic_store(&rt_py_exiting, false);
+	/* Read again with the GIL: the exit wait, which sets it holding the GIL, may have run
+	 * while this thread waited for it. */
+	bool exit_begun = atomic_load(&rt_py_exiting);
 	/* A module that imports threading for the first time (a finalizer that logs) would make
 	 * this thread threading's main thread, and the program's own a Dummy (asyncio's
 	 * get_event_loop() then fails there): until the program has imported it, the steps are
@@ -812,7 +775,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * for the request: the next round, if one comes before the exit ends, asks once more.
 	 * Only a request it would have claimed: one the main thread answered while this thread
 	 * waited for the GIL is no longer there to leave. */
-	bool leave = !threading || exit == RT_PYTHON_EXIT_BEGUN;
+	bool leave = !threading || exit_begun;
 	if (leave && atomic_load(&rt_py_thread_gen) == thread_gen &&
 	    rt_python_claim(word, generation, cuda, &next))
 		atomic_store(&rt_py_thread_declined, true);

@@ -414,15 +414,3 @@ Test(python_word, the_last_interpreters_thread_goes_once_a_new_one_is_up)
 	cr_assert_eq(rt_python_watch(&w, true), RT_PYTHON_SEEN_NEW, "a new interpreter");
 	cr_assert_eq(rt_python_watch(&w, true), RT_PYTHON_SEEN_UP, "once");
 }
-
-/* The exit wait's mark holds only in the interpreter whose threading took the wait: the next
- * one, started right after (an embedder's Py_Initialize right after Py_FinalizeEx, before the
- * worker looks), has no mark, and its steps run; the exit of an interpreter that has one stops
- * them. */
-Test(python_word, an_exit_without_the_interpreters_mark_is_a_finished_interpreters)
-{
-	cr_assert_eq(rt_python_exit_seen(false, false), RT_PYTHON_EXIT_NONE, "never hooked");
-	cr_assert_eq(rt_python_exit_seen(false, true), RT_PYTHON_EXIT_NONE, "hooked, running");
-	cr_assert_eq(rt_python_exit_seen(true, true), RT_PYTHON_EXIT_BEGUN, "its own exit");
-	cr_assert_eq(rt_python_exit_seen(true, false), RT_PYTHON_EXIT_STALE, "the last one's");
-}
