@@ -188,6 +188,17 @@ rt_real_lookup_next(const char *name)
 	return rt_real_next(&scope, name);
 }
 
+void *
+rt_real_lookup_next_once(void *_Atomic *slot, const char *name)
+{
+	void *fn = atomic_load_explicit(slot, memory_order_acquire);
+	if (!fn) {
+		fn = rt_real_lookup_next(name);
+		atomic_store_explicit(slot, fn, memory_order_release);
+	}
+	return fn;
+}
+
 /* Assigning a void * to a function pointer is what dlsym(3) prescribes. Two threads may resolve
  * at once (before the constructor): each stores what the other does. */
 #define RT_RESOLVE(field, name) *(void **)(&rt_real.field) = rt_real_next(&scope, name)

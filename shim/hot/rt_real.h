@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +76,9 @@ void rt_real_resolve(void);
  * does not hold while constructors run; only an object whose tables cannot answer sends it to
  * dlsym. */
 void *rt_real_lookup_next(const char *name);
+/* The same, kept in *slot: looked up at the first call that finds it empty (two threads may both
+ * look it up; each stores the same). */
+void *rt_real_lookup_next_once(void *_Atomic *slot, const char *name);
 /* Whether the calling thread is inside rt_real_resolve. */
 bool rt_real_resolving(void);
 

@@ -3,7 +3,6 @@
 #include "rt_tally.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <sys/socket.h>
 
 enum rt_send_call { RT_SEND, RT_SENDTO, RT_SENDMSG, RT_SENDMMSG, RT_SEND_CALLS };
@@ -15,12 +14,7 @@ static void *_Atomic rt_send_real[RT_SEND_CALLS];
 static void *
 rt_send_find(enum rt_send_call call)
 {
-	void *fn = atomic_load_explicit(&rt_send_real[call], memory_order_acquire);
-	if (!fn) {
-		fn = rt_real_lookup_next(rt_send_names[call]);
-		atomic_store_explicit(&rt_send_real[call], fn, memory_order_release);
-	}
-	return fn;
+	return rt_real_lookup_next_once(&rt_send_real[call], rt_send_names[call]);
 }
 
 void

@@ -331,14 +331,11 @@ pthread_exit(void *retval)
 {
 	/* libc's, looked up at the first call: at start-up the lookup cost every process 450
 	 * instructions, more than the start's budget had left (scripts/instructions.sh). */
-	static void (*_Atomic real_exit)(void *);
+	static void *_Atomic real_exit;
 	if (rt_python_thread_is_self())
 		rt_python_thread_park();
-	void (*real)(void *) = atomic_load(&real_exit);
-	if (!real) {
-		*(void **)&real = rt_real_lookup_next("pthread_exit");
-		atomic_store(&real_exit, real);
-	}
+	void (*real)(void *);
+	*(void **)&real = rt_real_lookup_next_once(&real_exit, "pthread_exit");
 	if (real)
 		real(retval);
 	/* glibc always has it: the thread cannot end without it, and must not return. */
