@@ -278,22 +278,30 @@ rt_detect_update_bytes(const struct rt_detect *d)
 	return least ? least : 1;
 }
 
+/* Whether the rounds found send and the burst that ends now has sent a round's update: then
+ * its quiet is looked at early, whatever the phase. */
+static bool
+rt_detect_update_sent(const struct rt_detect *d, const struct rt_reading *now)
+{
+	uint64_t sent = rt_detect_burst_sent(d, now);
+	uint64_t update = rt_detect_update_bytes(d);
+	return update && rt_detect_known(sent) && sent >= update;
+}
+
 /* Whether the burst that ends now sent a round's update (see min_sent_share_permille): true
  * while the rounds found have not shown that they send. */
 static bool
 rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
 {
 	const struct rt_detect_params *p = &d->params;
-	uint64_t sent = rt_detect_burst_sent(d, now);
-	uint64_t update = rt_detect_update_bytes(d);
 	if (!p->min_sent_share_permille)
 		return true;
-	if (!update) {
-		bool has_a_peer = rt_detect_known(now->bytes_sent) && now->bytes_sent > 0;
-		return d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
-		       (rt_detect_known(sent) && sent >= p->min_round_sent_bytes);
-	}
-	return rt_detect_known(sent) && sent >= update;
+	if (rt_detect_update_bytes(d))
+		return rt_detect_update_sent(d, now);
+	uint64_t sent = rt_detect_burst_sent(d, now);
+	bool has_a_peer = rt_detect_known(now->bytes_sent) && now->bytes_sent > 0;
+	return d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
+	       (rt_detect_known(sent) && sent >= p->min_round_sent_bytes);
 }
 
 /* Whether the sends stopped telling the rounds: the rounds found sent their updates, and since
@@ -313,16 +321,6 @@ rt_detect_sends_lapsed(const struct rt_detect *d, const struct rt_reading *now)
 	       d->quiet_since_us - d->boundary_us > 2 * longest &&
 	       now->bytes_requested - d->base.bytes_requested >=
 	           rt_detect_scale(rt_detect_typical_round(d), 2, 1);
-}
-
-/* Whether the rounds found send and the burst that ends now has sent a round's update: then
- * its quiet is looked at early, whatever the phase. */
-static bool
-rt_detect_update_sent(const struct rt_detect *d, const struct rt_reading *now)
-{
-	uint64_t sent = rt_detect_burst_sent(d, now);
-	uint64_t update = rt_detect_update_bytes(d);
-	return update && rt_detect_known(sent) && sent >= update;
 }
 
 /* Whether `requested`, the work of the round that would end, is a round's worth (see the
