@@ -863,6 +863,21 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 }
 
+/* The embedder's interpreter r (1, 2, ...) says it is ready; round r is announced while its main
+ * thread sits in a read, and the library's thread runs its steps ("in-steps"). */
+static void
+py_embedder_steps_on_the_librarys_thread(struct th_proc *proc, int r)
+{
+	char line[1024];
+	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "ready");
+	py_round_pid(th_tmpdir(), proc->pid, r, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS),
+	          "interpreter %d: the library's thread never ran the steps", r);
+	cr_assert_str_eq(line, "in-steps", "interpreter %d", r);
+}
+
 /* Starts test/workloads/pyembed on `script` (in PY_DIR) with `args` under the library: the
  * FIFO and the stats in the test's directory, no detection, the library's Python thread awaited,
  * and `extra`, one more variable, unless NULL. */
@@ -906,13 +921,7 @@ Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 	char line[1024];
 	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"2", NULL}, NULL);
 	for (int r = 1; r <= 2; r++) {
-		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
-		cr_assert_str_eq(line, "ready");
-		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
-		th_expect_in(line, "\"python\":\"pending\"");
-		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
-		          "round %d: the library's thread never ran the steps", r);
-		cr_assert_str_eq(line, "in-steps");
+		py_embedder_steps_on_the_librarys_thread(&proc, r);
 		if (r == 2) {
 			py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
 			th_expect_in(line, "\"python\":\"collected\"");
@@ -948,13 +957,7 @@ Test(python, embedder_that_starts_again_at_once_gets_the_steps_and_the_exit_wait
 	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"3", "now", NULL},
 	                  "PYEMBED_ATEXITS=1");
 	for (int r = 1; r <= 3; r++) {
-		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
-		cr_assert_str_eq(line, "ready");
-		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
-		th_expect_in(line, "\"python\":\"pending\"");
-		cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS),
-		          "interpreter %d: the library's thread never ran the steps", r);
-		cr_assert_str_eq(line, "in-steps", "interpreter %d", r);
+		py_embedder_steps_on_the_librarys_thread(&proc, r);
 		py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"collected\"");
 		th_write(&proc, "\n");
