@@ -303,6 +303,14 @@ $(HOST_STORM): test/host/storm.c
 check-host: $(LIB) $(HOST_STORM)
 	scripts/check-host.sh
 
+# check-cuda: the CUDA step on a real GPU (test/gpu/cuda_step.py), with the python3 that holds
+# a CUDA build of PyTorch (CUDA_PYTHON); skipped (77) where that torch sees no device. Not
+# part of check: CI has no GPU.
+CUDA_PYTHON ?= python3
+.PHONY: check-cuda
+check-cuda: $(LIB)
+	$(CUDA_PYTHON) test/gpu/cuda_step.py $(LIB) || test $$? -eq 77
+
 # ---------------------------------------------------------------------------------------------
 # Install and package: install, uninstall, deb, check-deb.
 #

@@ -113,6 +113,17 @@ rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized)
 	return RT_PYTHON_CUDA_EMPTY;
 }
 
+bool
+rt_python_cuda_off_main(int initialized, int64_t devices, int64_t reserved)
+{
+	/* The CUDA runtime's current device is per thread, and a thread that never chose one is on
+	 * device 0: empty_cache() from such a thread in a process on device 1 would create a
+	 * context on device 0. With one visible device that is the program's own device, and
+	 * memory reserved on it proves its context exists already: the thread creates nothing and
+	 * changes no device the program's threads see. */
+	return initialized == 1 && devices == 1 && reserved > 0;
+}
+
 const char *
 rt_python_cuda_word(enum rt_python_cuda cuda)
 {

@@ -72,6 +72,11 @@ bool rt_python_cuda_runs(enum rt_python_gc step);
 enum rt_python_cuda rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized);
 const char *rt_python_cuda_word(enum rt_python_cuda cuda);
 
+/* Whether the library's thread may run the CUDA step itself rather than owe it to the main
+ * thread, from what it read with the GIL: torch.cuda.is_initialized(), device_count() and
+ * memory_reserved() (-1 where a call raised). */
+bool rt_python_cuda_off_main(int initialized, int64_t devices, int64_t reserved);
+
 /* Whether the steps freed something that a release after them should return: the collection
  * found unreachable objects, or the CUDA cache was emptied (its host-side bookkeeping). */
 bool rt_python_freed(int64_t gc_collected, enum rt_python_cuda cuda);

@@ -346,6 +346,46 @@ rt_python_call_method(rt_pyobj obj, const char *name, bool want_truth)
 	return truth;
 }
 
+/* obj.name() as a number; -1 when anything raised or the result is no integer of C's. */
+static int64_t
+rt_python_call_number(rt_pyobj obj, const char *name)
+{
+	int64_t number = -1;
+	rt_pyobj fn = rt_py.getattr(obj, name);
+	rt_pyobj result = fn ? rt_py.call(fn, NULL) : NULL;
+	if (result)
+		number = (int64_t)rt_py.as_long_long(result);
+	if (result)
+		rt_py.decref(result);
+	if (fn)
+		rt_py.decref(fn);
+	if (number < 0)
+		rt_py.err_clear();
+	return number;
+}
+
+/* On the library's thread, with the GIL: whether it may run the CUDA step itself
+ * (rt_python_cuda_off_main). Reads torch's state only where the program imported torch. */
+static bool
+rt_python_cuda_here(void)
+{
+	rt_pyobj torch = rt_python_module("torch");
+	rt_pyobj cuda = torch ? rt_python_module("torch.cuda") : NULL;
+	bool here = false;
+	if (cuda) {
+		int initialized = rt_python_call_method(cuda, "is_initialized", true);
+		int64_t devices =
+		    initialized == 1 ? rt_python_call_number(cuda, "device_count") : -1;
+		int64_t reserved =
+		    devices == 1 ? rt_python_call_number(cuda, "memory_reserved") : -1;
+		here = rt_python_cuda_off_main(initialized, devices, reserved);
+		rt_py.decref(cuda);
+	}
+	if (torch)
+		rt_py.decref(torch);
+	return here;
+}
+
 static enum rt_python_cuda
 rt_python_cuda(bool option)
 {
@@ -388,8 +428,8 @@ rt_python_collect(enum rt_python_gc step, rt_pyobj gc)
 }
 
 /* The steps, on a thread that holds the GIL: a full collection, then the CUDA cache. cuda_here:
- * false on the library's thread, where empty_cache() could create a CUDA context on a device the
- * program never used (the current device is per thread): the CUDA step is the main thread's. */
+ * false on the library's thread where empty_cache() could create a CUDA context on a device the
+ * program never used (rt_python_cuda_off_main): the CUDA step is then the main thread's. */
 static void
 rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here, bool collect)
 {
@@ -757,9 +797,15 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	if (rt_py.this_tstate)
 		atomic_store(&rt_py_thread_tstate, rt_py.this_tstate());
 	rt_pyobj before = rt_python_active_entry();
-	uint32_t word = atomic_load(&rt_py_word), next;
-	bool claimed = false;
 	bool cuda = atomic_load(&rt_py_cuda_option);
+	uint32_t word = atomic_load(&rt_py_word), next;
+	/* Whether this thread can take the CUDA step too, asked only of a request it may claim.
+	 * It runs Python code, during which the GIL may pass to another thread: the word and the
+	 * exit are read again after it. */
+	bool cuda_here = cuda && !atomic_load(&rt_py_exiting) &&
+	                 rt_python_claim(word, generation, false, &next) && rt_python_cuda_here();
+	word = atomic_load(&rt_py_word);
+	bool claimed = false;
 	/* Read again with the GIL: the exit wait, which sets it holding the GIL, may have run
 	 * while this thread waited for it. */
 	bool exit_begun = atomic_load(&rt_py_exiting);
@@ -776,18 +822,19 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * Only a request it would have claimed: one the main thread answered while this thread
 	 * waited for the GIL is no longer there to leave. */
 	bool leave = !threading || exit_begun;
+	bool owed = cuda && !cuda_here;
 	if (leave && atomic_load(&rt_py_thread_gen) == thread_gen &&
-	    rt_python_claim(word, generation, cuda, &next))
+	    rt_python_claim(word, generation, owed, &next))
 		atomic_store(&rt_py_thread_declined, true);
 	if (!leave && atomic_load(&rt_py_thread_gen) == thread_gen)
-		while ((claimed = rt_python_claim(word, generation, cuda, &next)) &&
+		while ((claimed = rt_python_claim(word, generation, owed, &next)) &&
 		       !atomic_compare_exchange_weak(&rt_py_word, &word, next)) {
 		}
 	struct rt_python_outcome answer;
 	if (claimed) {
 		rt_py_thread_claimed = generation + 1;
 		rt_python_hook_exit();
-		rt_python_steps(&answer, cuda, false, true);
+		rt_python_steps(&answer, cuda, cuda_here, true);
 	}
 	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */
 	rt_python_forget_dummy(before);

@@ -40,14 +40,14 @@ struct py_run {
 	char stats[PATH_MAX];
 };
 
-/* Starts python3 SCRIPT ARG1 ARG2 (NULL ends them) with the library, PYTHONPATH and up to 6 more
- * NAME=VALUE (NULL-terminated), and reads its first line, which must be `first`. */
+/* Starts python3 SCRIPT ARG1 ARG2 (NULL ends them) with the library, PYTHONPATH and up to 12
+ * more NAME=VALUE (NULL-terminated), and reads its first line, which must be `first`. */
 static void
 py_spawn(struct py_run *run, const char *script, const char *arg1, const char *arg2,
          const char *pythonpath, const char *const extra[], const char *first)
 {
 	const char *dir = th_tmpdir();
-	const char *env[12];
+	const char *env[17];
 	size_t n = 0;
 	snprintf(run->env[0], PATH_MAX, "LD_PRELOAD=%s", th_lib());
 	snprintf(run->env[1], PATH_MAX, "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
@@ -55,8 +55,10 @@ py_spawn(struct py_run *run, const char *script, const char *arg1, const char *a
 	snprintf(run->env[3], PATH_MAX, "PYTHONPATH=%s", pythonpath);
 	for (; n < 4; n++)
 		env[n] = run->env[n];
-	for (size_t i = 0; extra && extra[i] && n < 10; i++)
+	for (size_t i = 0; extra && extra[i]; i++) {
+		cr_assert_lt(n, sizeof(env) / sizeof(env[0]) - 1, "more than 12 extra variables");
 		env[n++] = extra[i];
+	}
 	env[n] = NULL;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s%s", PY_DIR, script);
@@ -412,22 +414,28 @@ Test(python, steps_while_the_main_thread_reads)
 	waiting_case("read");
 }
 
-/* The CUDA step stays with the main thread: while it reads, the library's thread collects and
- * leaves that step (main-thread-only); once the read returns, the main thread's queued call,
- * finding the steps taken, still empties the cache, before any bytecode of the program's, and
- * posts its own record (before, it found the request taken and did nothing). */
-Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
+/* The CUDA step while the main thread reads: the library's thread collects, and empties the
+ * cache itself only with one visible device that holds memory (its context exists: nothing is
+ * created). Otherwise it leaves that step (main-thread-only), and once the read returns the main
+ * thread's queued call, finding the steps taken, still empties the cache, before any bytecode of
+ * the program's, and posts its own record. Either way the cache is emptied once. */
+static void
+cuda_while_reading(const char *devices, const char *reserved, bool on_the_librarys_thread)
 {
 	struct py_run run;
 	char line[1024], answer[256], dump[PATH_MAX], log[PATH_MAX], log_env[PATH_MAX + 16];
-	char torch_env[PATH_MAX + 16], buf[256];
+	char torch_env[PATH_MAX + 16], devices_env[64], reserved_env[64], buf[512];
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
 	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
+	snprintf(devices_env, sizeof(devices_env), "FAKETORCH_DEVICES=%s", devices);
+	snprintf(reserved_env, sizeof(reserved_env), "FAKETORCH_RESERVED=%s", reserved);
 	const char *extra[] = {"ROUNDTRIM_AUTO=off",
 	                       "NVFLARE_CUDA_EMPTY_CACHE=true",
 	                       "FAKETORCH_CUDA_INITIALIZED=1",
+	                       devices_env,
+	                       reserved_env,
 	                       log_env,
 	                       torch_env,
 	                       PY_AWAIT_THREAD,
@@ -438,19 +446,46 @@ Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(answer, "collected 100 by=Dummy-", 23), 0, "%s", answer);
 	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
-	th_expect_in(line, "\"cuda\":\"main-thread-only\"");
+	th_expect_in(line, on_the_librarys_thread ? "\"cuda\":\"emptied\""
+	                                          : "\"cuda\":\"main-thread-only\"");
 	ssize_t n = th_read_file(log, buf, sizeof(buf));
-	cr_assert(n <= 0 || !strstr(buf, "empty_cache"), "emptied off the main thread: %s", buf);
+	bool emptied = n > 0 && strstr(buf, "empty_cache other\n");
+	cr_assert_eq(emptied, on_the_librarys_thread, "log: %s", n > 0 ? buf : "(none)");
+	cr_assert(n <= 0 || !strstr(buf, "empty_cache main"), "%s", buf);
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
 	n = th_read_file(log, buf, sizeof(buf));
-	cr_assert(n > 0 && strstr(buf, "empty_cache"), "the main thread never emptied the cache");
-	char stats[PATH_MAX];
-	snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), run.proc.pid);
-	cr_assert(th_wait_line(stats, "\"cuda\":\"emptied\"", line, sizeof(line), TH_TIMEOUT_MS),
-	          "no record of the CUDA step");
-	th_expect_in(line, "\"trigger\":\"python\"");
+	cr_assert(n > 0, "no log");
+	const char *first = strstr(buf, "empty_cache ");
+	cr_assert(first && !strstr(first + 1, "empty_cache "), "emptied %s: %s",
+	          first ? "twice" : "never", buf);
+	if (!on_the_librarys_thread) {
+		cr_assert(strstr(buf, "empty_cache main\n"), "%s", buf);
+		char stats[PATH_MAX];
+		snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), run.proc.pid);
+		cr_assert(
+		    th_wait_line(stats, "\"cuda\":\"emptied\"", line, sizeof(line), TH_TIMEOUT_MS),
+		    "no record of the CUDA step");
+		th_expect_in(line, "\"trigger\":\"python\"");
+	}
 	py_finish(&run);
+}
+
+/* Two visible devices: the library's thread, on device 0, could create a context there. */
+Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
+{
+	cuda_while_reading("2", "1048576", false);
+}
+
+/* Nothing reserved yet: nothing proves that the one device has a context. */
+Test(python, cuda_step_stays_with_the_main_thread_while_nothing_is_reserved)
+{
+	cuda_while_reading("1", "0", false);
+}
+
+Test(python, cuda_step_runs_on_the_librarys_thread_with_one_device_that_holds_memory)
+{
+	cuda_while_reading("1", "1048576", true);
 }
 
 /* ROUNDTRIM_PYTHON=main keeps the steps on the main thread: nothing is collected while it

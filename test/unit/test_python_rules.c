@@ -121,6 +121,21 @@ Test(python_rules, cuda_step)
 	cr_assert_eq(rt_python_cuda_step(true, true, true), RT_PYTHON_CUDA_EMPTY);
 }
 
+Test(python_rules, cuda_off_main_only_on_one_device_that_holds_memory)
+{
+	cr_assert(rt_python_cuda_off_main(1, 1, 1));
+	cr_assert(rt_python_cuda_off_main(1, 1, INT64_MAX));
+	/* Another device is visible: the thread's device 0 may not be the program's. */
+	cr_assert_not(rt_python_cuda_off_main(1, 2, 1 << 20));
+	/* Nothing reserved: no proof that a context exists yet. */
+	cr_assert_not(rt_python_cuda_off_main(1, 1, 0));
+	cr_assert_not(rt_python_cuda_off_main(0, 1, 1 << 20));
+	cr_assert_not(rt_python_cuda_off_main(-1, 1, 1 << 20));
+	cr_assert_not(rt_python_cuda_off_main(1, -1, 1 << 20));
+	cr_assert_not(rt_python_cuda_off_main(1, 0, 1 << 20));
+	cr_assert_not(rt_python_cuda_off_main(1, 1, -1));
+}
+
 Test(python_rules, cuda_words)
 {
 	cr_assert_str_eq(rt_python_cuda_word(RT_PYTHON_CUDA_SKIPPED), "skipped");

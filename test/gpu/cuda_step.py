@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""cuda_step.py LIBRARY [OUT_DIR]: the CUDA step of roundtrim(7) on a real GPU (make check-cuda).
+
+Each case starts a Python program that uses PyTorch, with LIBRARY preloaded in that program
+alone, announces a round through its FIFO and reads the device's memory as the driver reports it
+(nvidia-smi), beside what the program's torch reports. The cases:
+
+  control       no library: 4 GiB freed by the program stay in PyTorch's cache (the proof that
+                the other cases measure the library)
+  busy          the main thread runs bytecode: its queued call empties the cache
+  off           the option unset: nothing is emptied
+  waiting       the main thread waits in a read: the library's thread empties the cache (one
+                visible device holding memory), before the read returns; no context is created
+  untouched     torch imported, CUDA never used: rounds create no context on the device
+
+Exits 0 when every case holds, 1 when one does not, 77 (skipped) where torch sees no CUDA device.
+Prints one line per case and writes them as JSON lines to OUT_DIR/cuda_step.jsonl when given.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+GIB = 1 << 30
+FREED = 4 * GIB
+# A case's waits: far beyond the worker's 200 ms look at its FIFO and the library's grace.
+DEADLINE_S = 20.0
+# How long an empty cache must stay full, where nothing should empty it.
+KEPT_S = 3.0
+
+
+def child(mode):
+    """The program under test. Prints one line at a time; the driver answers on stdin."""
+    import torch
+
+    def say(text):
+        os.write(1, (text + "\n").encode())
+
+    if mode == "untouched":
+        say("ready")
+        sys.stdin.readline()
+        say("initialized=%s context=%d" % (torch.cuda.is_initialized(), primary_context()))
+        sys.stdin.readline()
+        return
+    block = torch.empty(FREED, dtype=torch.uint8, device="cuda")
+    block.fill_(1)
+    torch.cuda.synchronize()
+    del block
+    say("ready reserved=%d" % torch.cuda.memory_reserved())
+    if mode == "busy":
+        # Bytecode all along: a sleep of 1 ms comes back to it a thousand times a second.
+        end = time.monotonic() + float(sys.argv[3])
+        while torch.cuda.memory_reserved() > 0 and time.monotonic() < end:
+            time.sleep(0.001)
+        say("at=%.6f reserved=%d" % (time.monotonic(), torch.cuda.memory_reserved()))
+    else:
+        sys.stdin.readline()
+        say("reserved=%d context=%d" % (torch.cuda.memory_reserved(), primary_context()))
+    sys.stdin.readline()
+
+
+def primary_context():
+    """Whether device 0's primary context is active, as the driver says (creates none)."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return -1
+    flags, active = ctypes.c_uint(), ctypes.c_int()
+    if cuda.cuInit(0) != 0 or cuda.cuDevicePrimaryCtxGetState(0, ctypes.byref(flags),
+                                                              ctypes.byref(active)) != 0:
+        return -1
+    return active.value
+
+
+def device_used_mib():
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                          "-i", "0"], capture_output=True, text=True, timeout=30)
+    return int(out.stdout.split()[0])
+
+
+class Program:
+    def __init__(self, tmp, mode, library, option, busy_s=DEADLINE_S):
+        env = dict(os.environ)
+        for name in list(env):
+            if name.startswith(("ROUNDTRIM_", "NVFLARE_")) or name == "LD_PRELOAD":
+                del env[name]
+        if library:
+            env.update(LD_PRELOAD=library, ROUNDTRIM_FIFO=tmp + "/%p.fifo",
+                       ROUNDTRIM_STATS=tmp + "/%p.jsonl", ROUNDTRIM_AUTO="off",
+                       ROUNDTRIM_GC_ROUNDS="1")
+            if option:
+                env["ROUNDTRIM_CUDA_EMPTY_CACHE"] = "true"
+        self.proc = subprocess.Popen([sys.executable, __file__, "--child", mode, str(busy_s)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     text=True, bufsize=1)
+        self.fifo = "%s/%d.fifo" % (tmp, self.proc.pid)
+        self.stats = "%s/%d.jsonl" % (tmp, self.proc.pid)
+        self.library = library
+
+    def line(self):
+        text = self.proc.stdout.readline().strip()
+        if not text:
+            raise RuntimeError("the program ended: status %s" % self.proc.wait(timeout=30))
+        return text
+
+    def round(self):
+        """Announces a round; returns when the library took it, with the time it was written."""
+        wait_for(lambda: os.path.exists(self.fifo), "the FIFO " + self.fifo)
+        self.sent_unix = time.time()
+        at = time.monotonic()
+        with open(self.fifo, "w") as fifo:
+            fifo.write("round\n")
+        return at
+
+    def steps(self):
+        """The record of the Python steps that served round 1."""
+        found = []
+
+        def look():
+            try:
+                with open(self.stats) as f:
+                    found[:] = [json.loads(l) for l in f if '"trigger":"python"' in l]
+            except FileNotFoundError:
+                pass
+            return found
+
+        wait_for(look, "the record of the steps in " + self.stats)
+        return found[0]
+
+    def answer(self, text="\n"):
+        self.proc.stdin.write(text)
+        return self.line()
+
+    def end(self):
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        return self.proc.wait(timeout=60)
+
+
+def wait_for(condition, what):
+    end = time.monotonic() + DEADLINE_S
+    while not condition():
+        if time.monotonic() > end:
+            raise RuntimeError("no " + what + " within %.0f s" % DEADLINE_S)
+        time.sleep(0.01)
+
+
+def field(text, name):
+    return dict(word.split("=", 1) for word in text.split() if "=" in word)[name]
+
+
+def case_control(tmp, library):
+    p = Program(tmp, "busy", None, False, KEPT_S)
+    ready = p.line()
+    after = p.answer("")
+    used = device_used_mib()
+    status = p.end()
+    kept = int(field(after, "reserved"))
+    return kept >= FREED and status == 0, dict(
+        reserved_before=int(field(ready, "reserved")), reserved_after=kept, device_mib=used)
+
+
+def case_busy(tmp, library):
+    p = Program(tmp, "busy", library, True)
+    ready = p.line()
+    before = device_used_mib()
+    sent = p.round()
+    after = p.line()
+    record = p.steps()
+    used = device_used_mib()
+    p.proc.stdin.write("\n")
+    status = p.end()
+    reserved = int(field(after, "reserved"))
+    ms = (float(field(after, "at")) - sent) * 1000
+    return (reserved == 0 and record["cuda"] == "emptied" and before - used >= (FREED >> 20) * 7 // 8
+            and status == 0), dict(reserved_before=int(field(ready, "reserved")),
+                                   reserved_after=reserved, emptied_after_ms=round(ms, 1),
+                                   device_mib_before=before, device_mib_after=used,
+                                   cuda=record["cuda"])
+
+
+def case_off(tmp, library):
+    p = Program(tmp, "busy", library, False, KEPT_S)
+    p.line()
+    p.round()
+    record = p.steps()
+    after = p.line()
+    p.proc.stdin.write("\n")
+    status = p.end()
+    kept = int(field(after, "reserved"))
+    return kept >= FREED and record["cuda"] == "off" and status == 0, dict(
+        reserved_after=kept, cuda=record["cuda"])
+
+
+def case_waiting(tmp, library):
+    p = Program(tmp, "waiting", library, True)
+    p.line()
+    before = device_used_mib()
+    p.round()
+    record = p.steps()
+    # Still in its read: the driver has not answered yet.
+    during = device_used_mib()
+    after = p.answer()
+    status = p.end()
+    reserved = int(field(after, "reserved"))
+    freed_mib = before - during
+    return (record["cuda"] == "emptied" and freed_mib >= (FREED >> 20) * 7 // 8 and
+            reserved == 0 and status == 0), dict(
+        device_mib_before=before, device_mib_while_waiting=during, cuda=record["cuda"],
+        steps_after_ms=round((record["unix_time"] - p.sent_unix) * 1000, 1),
+        gc_collected=record["gc_collected"], reserved_after_wake=reserved,
+        context=int(field(after, "context")))
+
+
+def case_untouched(tmp, library):
+    p = Program(tmp, "untouched", library, True)
+    p.line()
+    before = device_used_mib()
+    p.round()
+    record = p.steps()
+    during = device_used_mib()
+    after = p.answer()
+    p.proc.stdin.write("\n")
+    status = p.end()
+    return (field(after, "initialized") == "False" and field(after, "context") == "0" and
+            record["cuda"] in ("not-initialized", "main-thread-only") and
+            during - before < 64 and status == 0), dict(
+        device_mib_before=before, device_mib_after=during, cuda=record["cuda"],
+        seen=after)
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return 0
+    if len(sys.argv) < 2:
+        print(__doc__.split("\n")[0], file=sys.stderr)
+        return 2
+    library = os.path.abspath(sys.argv[1])
+    out_dir = sys.argv[2] if len(sys.argv) > 2 else None
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() != "True":
+        print("cuda_step: skipped: this python's torch sees no CUDA device")
+        return 77
+    cases = [case_control, case_busy, case_off, case_waiting, case_untouched]
+    failed = 0
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            name = case.__name__[len("case_"):]
+            try:
+                ok, seen = case(tmp, library)
+            except Exception as error:  # one case's failure must not hide the others
+                ok, seen = False, dict(error=str(error))
+            failed += not ok
+            line = dict(case=name, ok=ok, **seen)
+            lines.append(line)
+            print(("ok   " if ok else "FAIL ") + json.dumps(line), flush=True)
+    if out_dir:
+        with open(os.path.join(out_dir, "cuda_step.jsonl"), "w") as f:
+            f.writelines(json.dumps(line) + "\n" for line in lines)
+    print("cuda_step: %d of %d cases hold" % (len(cases) - failed, len(cases)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
