@@ -725,7 +725,7 @@ rt_python_exit_over(void)
 	atomic_store(&rt_py_exit_over_armed, false);
 }
 
-/* On the library's thread, holding the GIL, at its steps until it took: Py_AtExit(the end of
+/* On the library's thread, holding the GIL, at a request it may claim until it took: Py_AtExit(the end of
  * the exit), which clears the exit begun, first, so that no wait is hooked where the exit could
  * not be cleared after it (CPython keeps 32 such callbacks: where the program took them all,
  * the interpreter's exit gets no wait); then threading._register_atexit(the wait). Nothing is
@@ -799,12 +799,17 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	rt_pyobj before = rt_python_active_entry();
 	bool cuda = atomic_load(&rt_py_cuda_option);
 	uint32_t word = atomic_load(&rt_py_word), next;
-	/* Whether this thread can take the CUDA step too, asked only of a request it may claim.
-	 * It runs Python code, during which the GIL may pass to another thread: the word and the
-	 * exit are read again after it. */
-	bool cuda_here = cuda && !atomic_load(&rt_py_exiting) &&
-	                 rt_python_claim(word, generation, false, &next) && rt_python_cuda_here();
-	word = atomic_load(&rt_py_word);
+	bool cuda_here = false;
+	if (cuda && !atomic_load(&rt_py_exiting) &&
+	    rt_python_claim(word, generation, false, &next)) {
+		/* Whether this thread can take the CUDA step too, asked only of a request it may
+		 * claim. The question runs torch's Python code, during which the GIL may pass to
+		 * the main thread and the program begin to exit: the exit's wait is hooked before,
+		 * and the word and the exit are read again after it. */
+		rt_python_hook_exit();
+		cuda_here = rt_python_cuda_here();
+		word = atomic_load(&rt_py_word);
+	}
 	bool claimed = false;
 	/* Read again with the GIL: the exit wait, which sets it holding the GIL, may have run
 	 * while this thread waited for it. */

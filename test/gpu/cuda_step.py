@@ -12,8 +12,11 @@ alone, announces a round through its FIFO and reads the device's memory as the d
   waiting       the main thread waits in a read: the library's thread empties the cache (one
                 visible device holding memory), before the read returns; no context is created
   untouched     torch imported, CUDA never used: rounds create no context on the device
+  exits         EXITS programs announce a round and exit while the library's thread empties
+                their cache or collects, or just before or after: each exits with its own
+                status, in time, and says nothing on stderr
 
-Exits 0 when every case holds, 1 when one does not, 77 (skipped) where torch sees no CUDA device.
+CUDA_STEP_CASES=a,b runs those cases alone. Exits 0 when every case holds, 1 when one does not, 77 (skipped) where torch sees no CUDA device.
 Prints one line per case and writes them as JSON lines to OUT_DIR/cuda_step.jsonl when given.
 """
 import json
@@ -38,6 +41,17 @@ def child(mode):
     def say(text):
         os.write(1, (text + "\n").encode())
 
+    if mode == "exit":
+        # The round from the program itself, then an exit at a random point of the grace,
+        # the library thread's steps or after them.
+        torch.empty(GIB, dtype=torch.uint8, device="cuda").fill_(1)
+        torch.cuda.synchronize()
+        fifo = os.environ["ROUNDTRIM_FIFO"].replace("%p", str(os.getpid()))
+        wait_for(lambda: os.path.exists(fifo), "the FIFO " + fifo)
+        with open(fifo, "w") as f:
+            f.write("round\n")
+        time.sleep(float(sys.argv[3]))
+        sys.exit(3)
     if mode == "untouched":
         say("ready")
         sys.stdin.readline()
@@ -235,6 +249,51 @@ def case_untouched(tmp, library):
         seen=after)
 
 
+EXITS = 96
+EXITS_AT_ONCE = 8
+
+
+def case_exits(tmp, library):
+    import random
+
+    rng = random.Random(24)
+    statuses, noisy, steps_seen, slowest = {}, [], 0, 0.0
+    pending = list(range(EXITS))
+    running = []
+    while pending or running:
+        while pending and len(running) < EXITS_AT_ONCE:
+            i = pending.pop()
+            env = dict(os.environ, LD_PRELOAD=library, ROUNDTRIM_FIFO=tmp + "/%p.fifo",
+                       ROUNDTRIM_STATS=tmp + "/%p.jsonl", ROUNDTRIM_AUTO="off",
+                       ROUNDTRIM_GC_ROUNDS="1", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+            # The FIFO must exist before the program writes it: it does once the library
+            # started, long before torch is imported.
+            proc = subprocess.Popen([sys.executable, __file__, "--child", "exit",
+                                     "%.3f" % rng.uniform(0.05, 0.6)], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            running.append((proc, time.monotonic()))
+        proc, started = running.pop(0)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            err += " (killed: no exit within 120 s)"
+        slowest = max(slowest, time.monotonic() - started)
+        statuses[proc.returncode] = statuses.get(proc.returncode, 0) + 1
+        if err.strip():
+            noisy.append(err.strip()[-300:])
+        try:
+            with open("%s/%d.jsonl" % (tmp, proc.pid)) as f:
+                steps_seen += any('"trigger":"python"' in l for l in f)
+        except FileNotFoundError:
+            pass
+    return statuses == {3: EXITS} and not noisy, dict(
+        exits=EXITS, statuses={str(k): v for k, v in statuses.items()},
+        steps_recorded=steps_seen, slowest_s=round(slowest, 1), stderr=noisy[:3])
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "--child":
         child(sys.argv[2])
@@ -249,7 +308,10 @@ def main():
     if probe.stdout.strip() != "True":
         print("cuda_step: skipped: this python's torch sees no CUDA device")
         return 77
-    cases = [case_control, case_busy, case_off, case_waiting, case_untouched]
+    cases = [case_control, case_busy, case_off, case_waiting, case_untouched, case_exits]
+    only = os.environ.get("CUDA_STEP_CASES")
+    if only:
+        cases = [c for c in cases if c.__name__[len("case_"):] in only.split(",")]
     failed = 0
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
