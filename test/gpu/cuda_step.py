@@ -12,6 +12,11 @@ alone, announces a round through its FIFO and reads the device's memory as the d
   waiting       the main thread waits in a read: the library's thread empties the cache (one
                 visible device holding memory), before the read returns; no context is created
   untouched     torch imported, CUDA never used: rounds create no context on the device
+  between       a client that trains a fresh model each round on the GPU, leaves it in reference
+                cycles and waits 3 s in time.sleep: the device's memory 1.5 s into each wait
+                with the library (the program announces the round through the FIFO) against
+                the same program calling NVFlare's cleanup (gc.collect(), empty_cache()) at
+                the round's end, and against no cleanup; goal <= 1.00
   exits         EXITS programs announce a round and exit while the library's thread empties
                 their cache or collects, or just before or after: each exits with its own
                 status, in time, and says nothing on stderr
@@ -52,6 +57,9 @@ def child(mode):
             f.write("round\n")
         time.sleep(float(sys.argv[3]))
         sys.exit(3)
+    if mode == "between":
+        between(torch, sys.argv[3])
+        return
     if mode == "untouched":
         say("ready")
         sys.stdin.readline()
@@ -73,6 +81,41 @@ def child(mode):
         sys.stdin.readline()
         say("reserved=%d context=%d" % (torch.cuda.memory_reserved(), primary_context()))
     sys.stdin.readline()
+
+
+BETWEEN_ROUNDS = 3
+
+
+def between(torch, cleanup):
+    """A client's rounds: a fresh model from the "server", training, its update kept, the
+    model and optimizer left in reference cycles (only a collection frees them), then a wait."""
+    import gc
+
+    nn = torch.nn
+    fifo = os.environ.get("ROUNDTRIM_FIFO", "").replace("%p", str(os.getpid()))
+    for r in range(BETWEEN_ROUNDS):
+        model = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096),
+                              nn.ReLU(), nn.Linear(4096, 1024)).cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for _ in range(20):
+            x = torch.randn(512, 4096, device="cuda")
+            loss = model(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        update = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        model.owner = opt
+        opt.owner = model
+        del model, opt, x, loss, update
+        torch.cuda.synchronize()
+        if cleanup == "nvflare":
+            gc.collect()
+            torch.cuda.empty_cache()
+        elif cleanup == "library":
+            with open(fifo, "w") as f:
+                f.write("round\n")
+        os.write(1, b"waiting\n")
+        time.sleep(3)
 
 
 def primary_context():
@@ -97,7 +140,7 @@ def device_used_mib():
 
 
 class Program:
-    def __init__(self, tmp, mode, library, option, busy_s=DEADLINE_S):
+    def __init__(self, tmp, mode, library, option, arg=DEADLINE_S):
         env = dict(os.environ)
         for name in list(env):
             if name.startswith(("ROUNDTRIM_", "NVFLARE_")) or name == "LD_PRELOAD":
@@ -108,7 +151,7 @@ class Program:
                        ROUNDTRIM_GC_ROUNDS="1")
             if option:
                 env["ROUNDTRIM_CUDA_EMPTY_CACHE"] = "true"
-        self.proc = subprocess.Popen([sys.executable, __file__, "--child", mode, str(busy_s)],
+        self.proc = subprocess.Popen([sys.executable, __file__, "--child", mode, str(arg)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                      text=True, bufsize=1)
         self.fifo = "%s/%d.fifo" % (tmp, self.proc.pid)
@@ -249,6 +292,25 @@ def case_untouched(tmp, library):
         seen=after)
 
 
+def case_between(tmp, library):
+    used = {}
+    for cleanup in ("none", "nvflare", "library"):
+        p = Program(tmp, "between", library if cleanup == "library" else None, True, cleanup)
+        samples = []
+        for _ in range(BETWEEN_ROUNDS):
+            p.line()
+            time.sleep(1.5)  # a point inside the 3 s wait, as figure 9 of make bench reads RSS
+            samples.append(device_used_mib())
+        status = p.end()
+        if status != 0:
+            raise RuntimeError("%s: status %d" % (cleanup, status))
+        used[cleanup] = samples
+    ratio = max(l / n for l, n in zip(used["library"], used["nvflare"]))
+    return ratio <= 1.0, dict(device_mib_in_the_wait=used, library_over_nvflare_max=round(ratio, 3),
+                              none_over_nvflare_max=round(max(
+                                  a / n for a, n in zip(used["none"], used["nvflare"])), 3))
+
+
 EXITS = 96
 EXITS_AT_ONCE = 8
 
@@ -308,7 +370,7 @@ def main():
     if probe.stdout.strip() != "True":
         print("cuda_step: skipped: this python's torch sees no CUDA device")
         return 77
-    cases = [case_control, case_busy, case_off, case_waiting, case_untouched, case_exits]
+    cases = [case_control, case_busy, case_off, case_waiting, case_untouched, case_between, case_exits]
     only = os.environ.get("CUDA_STEP_CASES")
     if only:
         cases = [c for c in cases if c.__name__[len("case_"):] in only.split(",")]
