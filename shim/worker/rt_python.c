@@ -427,6 +427,8 @@ rt_python_collect(enum rt_python_gc step, rt_pyobj gc)
 	return found;
 }
 
+static void rt_python_hook_exit(void);
+
 /* The steps, on a thread that holds the GIL: a full collection, then the CUDA cache. cuda_here:
  * false on the library's thread where empty_cache() could create a CUDA context on a device the
  * program never used (rt_python_cuda_off_main): the CUDA step is then the main thread's. */
@@ -450,6 +452,9 @@ rt_python_steps(struct rt_python_outcome *out, bool cuda_option, bool cuda_here,
 			raised = rt_py.err_get_raised();
 		else
 			rt_py.err_fetch(&type, &value, &tb);
+		/* Whichever thread takes steps first hooks the exit's wait: a later first request
+		 * of the library's thread then finds the program's exit waiting for it. */
+		rt_python_hook_exit();
 		if (collect && (step == RT_PYTHON_GC_MODULE || step == RT_PYTHON_GC_C))
 			out->gc_collected = rt_python_collect(step, gc);
 		if (!collect)
@@ -725,11 +730,12 @@ rt_python_exit_over(void)
 	atomic_store(&rt_py_exit_over_armed, false);
 }
 
-/* On the library's thread, holding the GIL, at a request it may claim until it took: Py_AtExit(the end of
- * the exit), which clears the exit begun, first, so that no wait is hooked where the exit could
- * not be cleared after it (CPython keeps 32 such callbacks: where the program took them all,
- * the interpreter's exit gets no wait); then threading._register_atexit(the wait). Nothing is
- * imported: threading is there, or the thread would take no steps. */
+/* On a thread that holds the GIL, at the steps (and on the library's thread at a request it may
+ * claim), until it took: Py_AtExit(the end of the exit), which clears the exit begun, first, so
+ * that no wait is hooked where the exit could not be cleared after it (CPython keeps 32 such
+ * callbacks: where the program took them all, the interpreter's exit gets no wait); then
+ * threading._register_atexit(the wait). Nothing is imported: without threading there is no
+ * wait to hook yet (the library's thread takes no steps then), and the next steps try again. */
 static void
 rt_python_hook_exit(void)
 {
@@ -838,7 +844,6 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	struct rt_python_outcome answer;
 	if (claimed) {
 		rt_py_thread_claimed = generation + 1;
-		rt_python_hook_exit();
 		rt_python_steps(&answer, cuda, cuda_here, true);
 	}
 	/* Also when the main thread took the steps: a dummy an earlier hold left goes now. */

@@ -488,6 +488,32 @@ Test(python, cuda_step_runs_on_the_librarys_thread_with_one_device_that_holds_me
 	cuda_while_reading("1", "1048576", true);
 }
 
+/* The exit's wait is hooked by the first steps that run, on whichever thread: steps that the main
+ * thread took hook it too, so that a later first request of the library's thread, sent while
+ * the main thread sits in a C call, finds the program's exit waiting for it (before, only the
+ * library's thread hooked it, and its first GIL request could meet an exit with no wait). */
+Test(python, steps_on_the_main_thread_hook_the_exit_wait)
+{
+	struct py_run run;
+	char line[1024], answer[256], dump[PATH_MAX];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
+	const char *extra[] = {"ROUNDTRIM_AUTO=off", "WAITING_ATEXITS=1", NULL};
+	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
+	cr_assert(strstr(answer, " atexits=0"), "%s", answer);
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "collected 100 by=MainThread");
+	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	th_write(&run.proc, "?\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "no answer");
+	cr_assert(strstr(answer, " atexits=1"), "the exit does not wait: %s", answer);
+	py_finish(&run);
+}
+
 /* ROUNDTRIM_PYTHON=main keeps the steps on the main thread: nothing is collected while it
  * reads (several graces pass), and everything when the read returns, there. */
 Test(python, main_only_leaves_the_steps_to_the_main_thread)

@@ -11,7 +11,8 @@ line of stdin; "read", a read of stdin by the main thread itself. Woken, it prin
 what a program sees of threads, "dump=D frames=F enumerate=E dummies=M active=A": D the thread
 headers of a faulthandler dump of all threads (written to DUMP_PATH, the second argument), F
 len(sys._current_frames()), E len(threading.enumerate()), M the Dummy threads in it and A
-threading.active_count(). Then it answers each further line of stdin the same way, without
+threading.active_count(), with " atexits=X" where WAITING_ATEXITS is set (X the callbacks in
+threading's exit calls, the library's exit wait among them once hooked). Then it answers each further line of stdin the same way, without
 "woke ", waiting in bytecode (mainloop). EOF ends it. With WAITING_TORCH set to a directory, it
 first imports torch from there (a stand-in), as a program that uses CUDA. Before "ready" it
 waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
@@ -57,8 +58,11 @@ def look(dump_path):
         dump = sum(1 for line in f if "hread 0x" in line)
     threads = threading.enumerate()
     dummies = sum(1 for t in threads if t.name.startswith("Dummy"))
-    return "dump=%d frames=%d enumerate=%d dummies=%d active=%d" % (
+    seen = "dump=%d frames=%d enumerate=%d dummies=%d active=%d" % (
         dump, len(sys._current_frames()), len(threads), dummies, threading.active_count())
+    if os.environ.get("WAITING_ATEXITS"):
+        seen += " atexits=%d" % len(threading._threading_atexits)
+    return seen
 
 
 def wake(signum, frame):
