@@ -74,7 +74,8 @@ WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
 	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
 	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so \
-	$(BUILD)/test/workloads/libgil_guard.so $(BUILD)/test/workloads/libkey_dtor.so
+	$(BUILD)/test/workloads/libgil_guard.so $(BUILD)/test/workloads/libkey_dtor.so \
+	$(BUILD)/test/workloads/fakecuda/libcuda.so.1
 BENCHES := $(BENCH_SRC:test/bench/%.c=$(BUILD)/test/bench/%) $(BUILD)/test/bench/libempty.so
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD := $(BUILD)/roundtrim
@@ -160,6 +161,12 @@ $(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.
 		test/workloads/tasks.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -pthread
+
+# A stand-in CUDA driver under the driver's own soname, which the stand-in torch loads
+# (test_python.c).
+$(BUILD)/test/workloads/fakecuda/libcuda.so.1: test/workloads/dso/fake_cuda.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o $@ $<
 
 # A C library whose pthread key's destructor calls into Python (test_python.c): the interpreter's
 # two calls are left undefined, found in the process that loads it.

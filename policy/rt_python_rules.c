@@ -99,7 +99,7 @@ rt_python_cuda_runs(enum rt_python_gc step)
 }
 
 enum rt_python_cuda
-rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized)
+rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized, bool capturing)
 {
 	if (!option)
 		return RT_PYTHON_CUDA_OFF;
@@ -110,18 +110,22 @@ rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized)
 	 * fork child must not touch the parent's CUDA state. */
 	if (!cuda_initialized)
 		return RT_PYTHON_CUDA_NOT_INITIALIZED;
+	/* Freeing device memory from a thread that captures a CUDA graph (global mode, PyTorch's
+	 * default) invalidates the capture, and the program's capture_end then raises. */
+	if (capturing)
+		return RT_PYTHON_CUDA_CAPTURING;
 	return RT_PYTHON_CUDA_EMPTY;
 }
 
 bool
-rt_python_cuda_off_main(int initialized, int64_t devices, int64_t reserved)
+rt_python_cuda_off_main(bool initialized, int devices, bool context_active)
 {
 	/* The CUDA runtime's current device is per thread, and a thread that never chose one is on
 	 * device 0: empty_cache() from such a thread in a process on device 1 would create a
-	 * context on device 0. With one visible device that is the program's own device, and
-	 * memory reserved on it proves its context exists already: the thread creates nothing and
-	 * changes no device the program's threads see. */
-	return initialized == 1 && devices == 1 && reserved > 0;
+	 * context on device 0. With one visible device that is the program's own device, and its
+	 * active primary context (PyTorch's) proves that the thread creates nothing and changes
+	 * no device the program's threads see. */
+	return initialized && devices == 1 && context_active;
 }
 
 const char *
@@ -140,6 +144,8 @@ rt_python_cuda_word(enum rt_python_cuda cuda)
 		return "emptied";
 	case RT_PYTHON_CUDA_MAIN_ONLY:
 		return "main-thread-only";
+	case RT_PYTHON_CUDA_CAPTURING:
+		return "capturing";
 	case RT_PYTHON_CUDA_ERROR:
 	case RT_PYTHON_CUDA_EMPTY:
 		break;
@@ -239,12 +245,12 @@ rt_python_called(uint32_t word, uint32_t generation, uint32_t *next)
 }
 
 bool
-rt_python_claim(uint32_t word, uint32_t generation, bool cuda, uint32_t *next)
+rt_python_claim(uint32_t word, uint32_t generation, bool owe, uint32_t *next)
 {
 	if (!rt_python_own(word, generation) || rt_python_word_state(word) != RT_PYTHON_ARMED)
 		return false;
-	*next = rt_python_moved(word, RT_PYTHON_RUNNING);
-	if (cuda && rt_python_word_queued(word))
+	*next = rt_python_moved(word, RT_PYTHON_RUNNING) & ~RT_PYTHON_WORD_CUDA_OWED;
+	if (owe && rt_python_word_queued(word))
 		*next |= RT_PYTHON_WORD_CUDA_OWED;
 	return true;
 }

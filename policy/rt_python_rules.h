@@ -44,6 +44,7 @@ enum rt_python_cuda {
 	RT_PYTHON_CUDA_MAIN_ONLY, /* the library's thread ran the steps: the CUDA step is the main
 	                           * thread's, at the next round it takes */
 	RT_PYTHON_CUDA_EMPTY,     /* a step, not an outcome: call empty_cache now */
+	RT_PYTHON_CUDA_CAPTURING, /* the thread captures a CUDA graph: the next round empties */
 };
 
 enum rt_python_plan rt_python_plan(const struct rt_python_readings *r);
@@ -67,15 +68,18 @@ enum rt_python_end rt_python_gc_end(enum rt_python_gc step);
 bool rt_python_cuda_runs(enum rt_python_gc step);
 
 /* The CUDA step, with the GIL held, from what is known so far: torch_imported is read only
- * when the option is on, cuda_initialized only when torch is imported. Returns the outcome to
+ * when the option is on, cuda_initialized only when torch is imported, capturing (the calling
+ * thread's stream captures a CUDA graph) only when CUDA is initialised. Returns the outcome to
  * report, or RT_PYTHON_CUDA_EMPTY when empty_cache() is to be called (then EMPTIED or ERROR). */
-enum rt_python_cuda rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized);
+enum rt_python_cuda rt_python_cuda_step(bool option, bool torch_imported, bool cuda_initialized,
+                                        bool capturing);
 const char *rt_python_cuda_word(enum rt_python_cuda cuda);
 
 /* Whether the library's thread may run the CUDA step itself rather than owe it to the main
- * thread, from what it read with the GIL: torch.cuda.is_initialized(), device_count() and
- * memory_reserved() (-1 where a call raised). */
-bool rt_python_cuda_off_main(int initialized, int64_t devices, int64_t reserved);
+ * thread, from what it read without running any of the program's code: torch.cuda's
+ * `_initialized` flag, and the CUDA driver's count of visible devices (-1 where it could not
+ * say) and whether device 0's primary context is active. */
+bool rt_python_cuda_off_main(bool initialized, int devices, bool context_active);
 
 /* Whether the steps freed something that a release after them should return: the collection
  * found unreachable objects, or the CUDA cache was emptied (its host-side bookkeeping). */
@@ -131,10 +135,11 @@ enum rt_python_call {
 };
 enum rt_python_call rt_python_called(uint32_t word, uint32_t generation, uint32_t *next);
 /* The library's thread, with the GIL: claims an armed request of its generation (ARMED ->
- * RUNNING in *next); false when there is none (the main thread took it first). cuda: the CUDA
- * step is configured; then the queued call owes it (when a call is queued: one always is,
- * unless Py_AddPendingCall refused it). */
-bool rt_python_claim(uint32_t word, uint32_t generation, bool cuda, uint32_t *next);
+ * RUNNING in *next); false when there is none (the main thread took it first). owe: the CUDA
+ * step is configured and this thread leaves it; then the queued call owes it (when a call is
+ * queued: one always is, unless Py_AddPendingCall refused it). Otherwise nothing is owed any
+ * more, an earlier request's debt included: this thread's steps pay it, or none is due. */
+bool rt_python_claim(uint32_t word, uint32_t generation, bool owe, uint32_t *next);
 /* The one that ran the steps: RUNNING -> DONE in its own generation only (a fork made during
  * the steps leaves a child whose word has moved on). */
 bool rt_python_finish(uint32_t word, uint32_t generation, uint32_t *next);

@@ -15,6 +15,7 @@
  * holds the GIL (rt_python_run_here). */
 #include "rt_python.h"
 #include "rt_config.h"
+#include "rt_cuda.h"
 #include "rt_out.h"
 #include "rt_python_rules.h"
 #include "rt_worker_life.h"
@@ -95,6 +96,10 @@ struct rt_python_api {
 	void (*err_fetch)(rt_pyobj *, rt_pyobj *, rt_pyobj *);
 	void (*err_restore)(rt_pyobj, rt_pyobj, rt_pyobj);
 	rt_pyobj none; /* _Py_NoneStruct: sys.modules maps a blocked import to None */
+	/* For the library's thread's CUDA question, which runs none of the program's code; without
+	 * them the CUDA step stays with the main thread. */
+	rt_pyobj (*module_dict)(rt_pyobj); /* PyModule_GetDict: borrowed */
+	rt_pyobj true_object;              /* _Py_TrueStruct */
 	/* For the library's thread; without all of them the steps stay on the main thread. */
 	int (*gil_ensure)(void); /* PyGILState_Ensure: an enum, returned as an int */
 	void (*gil_release)(int);
@@ -277,6 +282,8 @@ rt_python_resolve(void)
 	*(void **)&a.err_fetch = rt_python_sym("PyErr_Fetch");
 	*(void **)&a.err_restore = rt_python_sym("PyErr_Restore");
 	a.none = rt_python_sym("_Py_NoneStruct");
+	*(void **)&a.module_dict = rt_python_sym("PyModule_GetDict");
+	a.true_object = rt_python_sym("_Py_TrueStruct");
 	*(void **)&a.gil_ensure = rt_python_sym("PyGILState_Ensure");
 	*(void **)&a.gil_release = rt_python_sym("PyGILState_Release");
 	*(void **)&a.thread_ident = rt_python_sym("PyThread_get_thread_ident");
@@ -346,63 +353,55 @@ rt_python_call_method(rt_pyobj obj, const char *name, bool want_truth)
 	return truth;
 }
 
-/* obj.name() as a number; -1 when anything raised or the result is no integer of C's. */
-static int64_t
-rt_python_call_number(rt_pyobj obj, const char *name)
-{
-	int64_t number = -1;
-	rt_pyobj fn = rt_py.getattr(obj, name);
-	rt_pyobj result = fn ? rt_py.call(fn, NULL) : NULL;
-	if (result)
-		number = (int64_t)rt_py.as_long_long(result);
-	if (result)
-		rt_py.decref(result);
-	if (fn)
-		rt_py.decref(fn);
-	if (number < 0)
-		rt_py.err_clear();
-	return number;
-}
-
 /* On the library's thread, with the GIL: whether it may run the CUDA step itself
- * (rt_python_cuda_off_main). Reads torch's state only where the program imported torch. */
+ * (rt_python_cuda_off_main), from what the driver said before the GIL and torch.cuda's own
+ * `_initialized`, read from its module's dictionary: no code of the program's runs (a
+ * torch.cuda function may be the program's own, wait on the program's locks or start threads),
+ * and nothing waits on PyTorch's allocator with the GIL held. */
 static bool
-rt_python_cuda_here(void)
+rt_python_cuda_here(struct rt_cuda_state driver)
 {
-	rt_pyobj torch = rt_python_module("torch");
-	rt_pyobj cuda = torch ? rt_python_module("torch.cuda") : NULL;
-	bool here = false;
-	if (cuda) {
-		int initialized = rt_python_call_method(cuda, "is_initialized", true);
-		int64_t devices =
-		    initialized == 1 ? rt_python_call_number(cuda, "device_count") : -1;
-		int64_t reserved =
-		    devices == 1 ? rt_python_call_number(cuda, "memory_reserved") : -1;
-		here = rt_python_cuda_off_main(initialized, devices, reserved);
-		rt_py.decref(cuda);
-	}
-	if (torch)
-		rt_py.decref(torch);
-	return here;
+	if (!rt_py.module_dict || !rt_py.true_object || driver.devices < 0)
+		return false;
+	rt_pyobj cuda = rt_python_module("torch.cuda");
+	if (!cuda)
+		return false;
+	rt_pyobj dict = rt_py.module_dict(cuda);
+	rt_pyobj initialized = dict ? rt_py.dict_get(dict, "_initialized") : NULL;
+	if (!dict)
+		rt_py.err_clear();
+	rt_py.decref(cuda);
+	return rt_python_cuda_off_main(initialized == rt_py.true_object, driver.devices,
+	                               driver.context_active);
 }
 
 static enum rt_python_cuda
 rt_python_cuda(bool option)
 {
 	if (!option)
-		return rt_python_cuda_step(false, false, false);
+		return rt_python_cuda_step(false, false, false, false);
 	rt_pyobj torch = rt_python_module("torch");
 	rt_pyobj cuda = torch ? rt_python_module("torch.cuda") : NULL;
 	enum rt_python_cuda outcome;
 	int initialized = cuda ? rt_python_call_method(cuda, "is_initialized", true) : 0;
-	if (initialized < 0)
+	/* A CUDA graph captured on this thread (a pending call between two bytecodes of a
+	 * `with torch.cuda.graph()` block): empty_cache()'s calls would invalidate the capture. */
+	int capturing = initialized == 1 && !rt_py_thread_self
+	                    ? rt_python_call_method(cuda, "is_current_stream_capturing", true)
+	                    : 0;
+	if (initialized < 0 || capturing < 0)
 		outcome = RT_PYTHON_CUDA_ERROR;
 	else
-		outcome = rt_python_cuda_step(true, cuda != NULL, initialized == 1);
-	if (outcome == RT_PYTHON_CUDA_EMPTY)
+		outcome = rt_python_cuda_step(true, cuda != NULL, initialized == 1, capturing == 1);
+	if (outcome == RT_PYTHON_CUDA_EMPTY) {
+		/* On the library's thread: a capture in global mode on a thread of the program's
+		 * would otherwise forbid the step's calls, and fail with them. */
+		int mode = rt_py_thread_self ? rt_cuda_relaxed_begin() : -1;
 		outcome = rt_python_call_method(cuda, "empty_cache", false) < 0
 		              ? RT_PYTHON_CUDA_ERROR
 		              : RT_PYTHON_CUDA_EMPTIED;
+		rt_cuda_relaxed_end(mode);
+	}
 	if (cuda)
 		rt_py.decref(cuda);
 	if (torch)
@@ -752,6 +751,16 @@ rt_python_hook_exit(void)
 	if (done) {
 		rt_py.decref(done);
 		atomic_store(&rt_py_exit_hooked, true);
+	} else if (fn) {
+		rt_py.err_clear();
+		/* Refused once threading._shutdown has begun: the exit is under way, and no step of
+		 * the library's thread may start in it (a collection there can hang the exit). */
+		rt_pyobj down = rt_py.getattr(threading, "_SHUTTING_DOWN");
+		if (down && down == rt_py.true_object)
+			atomic_store(&rt_py_exiting, true);
+		if (down)
+			rt_py.decref(down);
+		rt_py.err_clear();
 	} else
 		rt_py.err_clear();
 	if (fn)
@@ -791,6 +800,10 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * states down between this check and the GIL's request (PyGILState_Ensure then crashes in
 	 * PyThreadState_New), and a finished interpreter's mark is cleared by its own end
 	 * (rt_python_exit_over). */
+	/* The driver is asked without the GIL: its calls never hold up the program's threads. */
+	struct rt_cuda_state driver = {.devices = -1};
+	if (atomic_load(&rt_py_cuda_option))
+		driver = rt_cuda_read();
 	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
 		rt_python_thread_unbusy();
 		return false;
@@ -806,14 +819,13 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	bool cuda = atomic_load(&rt_py_cuda_option);
 	uint32_t word = atomic_load(&rt_py_word), next;
 	bool cuda_here = false;
-	if (cuda && !atomic_load(&rt_py_exiting) &&
-	    rt_python_claim(word, generation, false, &next)) {
-		/* Whether this thread can take the CUDA step too, asked only of a request it may
-		 * claim. The question runs torch's Python code, during which the GIL may pass to
-		 * the main thread and the program begin to exit: the exit's wait is hooked before,
-		 * and the word and the exit are read again after it. */
+	if (!atomic_load(&rt_py_exiting) && rt_python_claim(word, generation, false, &next)) {
+		/* A request it may claim: the exit's wait is hooked first (a refusal, threading's
+		 * shutdown begun, marks the exit begun, and the thread leaves). The hook runs
+		 * threading's Python code, during which the GIL may pass to the main thread: the
+		 * word and the exit are read again after it. */
 		rt_python_hook_exit();
-		cuda_here = rt_python_cuda_here();
+		cuda_here = cuda && rt_python_cuda_here(driver);
 		word = atomic_load(&rt_py_word);
 	}
 	bool claimed = false;

@@ -17,6 +17,11 @@ alone, announces a round through its FIFO and reads the device's memory as the d
                 with the library (the program announces the round through the FIFO) against
                 the same program calling NVFlare's cleanup (gc.collect(), empty_cache()) at
                 the round's end, and against no cleanup; goal <= 1.00
+  capture       a thread of the program's captures CUDA graphs in a loop (global capture mode,
+                PyTorch's default; each old graph deleted, so its memory pool is freeable)
+                while the main thread waits in a read and rounds come: the library's thread
+                empties the cache meanwhile and no capture fails (with the native allocator
+                and with backend:cudaMallocAsync)
   exits         EXITS programs announce a round and exit while the library's thread empties
                 their cache or collects, or just before or after: each exits with its own
                 status, in time, and says nothing on stderr
@@ -60,6 +65,9 @@ def child(mode):
     if mode == "between":
         between(torch, sys.argv[3])
         return
+    if mode == "capture":
+        capture(torch)
+        return
     if mode == "untouched":
         say("ready")
         sys.stdin.readline()
@@ -84,6 +92,39 @@ def child(mode):
 
 
 BETWEEN_ROUNDS = 3
+CAPTURE_ROUNDS = 6
+
+
+def capture(torch):
+    import threading
+
+    x = torch.ones(1 << 20, device="cuda")
+    block = torch.empty(GIB, dtype=torch.uint8, device="cuda")
+    del block
+    torch.cuda.synchronize()
+    done, errors, stop = [0], [], threading.Event()
+
+    def capturer():
+        try:
+            while not stop.is_set():
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = x
+                    for _ in range(300):
+                        y = y * 1.0001
+                g.replay()
+                done[0] += 1
+                del g, y
+        except Exception as error:  # what the program would die of
+            errors.append(repr(error).replace("\n", " ")[:240])
+
+    t = threading.Thread(target=capturer)
+    t.start()
+    os.write(1, b"ready\n")
+    sys.stdin.readline()
+    stop.set()
+    t.join()
+    os.write(1, ("captures=%d error=%s\n" % (done[0], errors[0] if errors else "none")).encode())
 
 
 def between(torch, cleanup):
@@ -140,8 +181,8 @@ def device_used_mib():
 
 
 class Program:
-    def __init__(self, tmp, mode, library, option, arg=DEADLINE_S):
-        env = dict(os.environ)
+    def __init__(self, tmp, mode, library, option, arg=DEADLINE_S, more=None):
+        env = dict(os.environ, **(more or {}))
         for name in list(env):
             if name.startswith(("ROUNDTRIM_", "NVFLARE_")) or name == "LD_PRELOAD":
                 del env[name]
@@ -311,6 +352,26 @@ def case_between(tmp, library):
                                   a / n for a, n in zip(used["none"], used["nvflare"])), 3))
 
 
+def case_capture(tmp, library):
+    seen, ok = {}, True
+    for backend in ("native", "cudaMallocAsync"):
+        more = {} if backend == "native" else {"PYTORCH_CUDA_ALLOC_CONF": "backend:" + backend}
+        p = Program(tmp, "capture", library, True, more=more)
+        p.line()
+        for _ in range(CAPTURE_ROUNDS):
+            p.round()
+            time.sleep(0.7)  # rounds at the pace of a storm, while the captures go on
+        after = p.answer()
+        status = p.end()
+        with open(p.stats) as f:
+            cuda = [json.loads(l)["cuda"] for l in f if '"trigger":"python"' in l]
+        error = after.split("error=", 1)[1]
+        seen[backend] = dict(captures=int(field(after, "captures")), error=error, cuda=cuda,
+                             status=status)
+        ok = ok and error == "none" and status == 0 and "emptied" in cuda
+    return ok, seen
+
+
 EXITS = 96
 EXITS_AT_ONCE = 8
 
@@ -370,7 +431,7 @@ def main():
     if probe.stdout.strip() != "True":
         print("cuda_step: skipped: this python's torch sees no CUDA device")
         return 77
-    cases = [case_control, case_busy, case_off, case_waiting, case_untouched, case_between, case_exits]
+    cases = [case_control, case_busy, case_off, case_waiting, case_untouched, case_between, case_capture, case_exits]
     only = os.environ.get("CUDA_STEP_CASES")
     if only:
         cases = [c for c in cases if c.__name__[len("case_"):] in only.split(",")]

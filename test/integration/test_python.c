@@ -255,15 +255,15 @@ Test(python, not_python_reports_no_python_fields)
 /* CUDA: empty_cache() is called only with the option on and CUDA initialised; torch is never
  * imported for the program, and nothing is left in __main__. */
 static void
-cuda_case(const char *option, const char *initialized, const char *arg, const char *word,
-          bool called)
+cuda_case_with(const char *option, const char *initialized, const char *arg, const char *word,
+               bool called, const char *more)
 {
 	struct py_run run;
 	char line[1024], answer[256], log_env[PATH_MAX + 16], log[PATH_MAX], init_env[64], buf[256];
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
 	snprintf(init_env, sizeof(init_env), "FAKETORCH_CUDA_INITIALIZED=%s", initialized);
-	const char *extra[] = {log_env, init_env, option, NULL};
+	const char *extra[] = {log_env, init_env, option, more, NULL};
 	py_start(&run, "torch_user.py", arg, extra, "ready");
 	py_round_and_steps(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"collected\"");
@@ -277,6 +277,21 @@ cuda_case(const char *option, const char *initialized, const char *arg, const ch
 	py_ask(&run, answer, sizeof(answer));
 	cr_assert_str_eq(answer, arg ? "torch=False main=-" : "torch=True main=-");
 	py_finish(&run);
+}
+
+static void
+cuda_case(const char *option, const char *initialized, const char *arg, const char *word,
+          bool called)
+{
+	cuda_case_with(option, initialized, arg, word, called, NULL);
+}
+
+/* The pending call runs between two bytecodes of a `with torch.cuda.graph()` block: freeing
+ * there would invalidate the program's capture (its capture_end would raise). */
+Test(python, cuda_step_leaves_a_graph_capture_on_the_main_thread_alone)
+{
+	cuda_case_with("NVFLARE_CUDA_EMPTY_CACHE=true", "1", NULL, "capturing", false,
+	               "FAKETORCH_CAPTURING=1");
 }
 
 Test(python, cuda_emptied_when_on_and_initialized)
@@ -415,27 +430,38 @@ Test(python, steps_while_the_main_thread_reads)
 }
 
 /* The CUDA step while the main thread reads: the library's thread collects, and empties the
- * cache itself only with one visible device that holds memory (its context exists: nothing is
- * created). Otherwise it leaves that step (main-thread-only), and once the read returns the main
- * thread's queued call, finding the steps taken, still empties the cache, before any bytecode of
- * the program's, and posts its own record. Either way the cache is emptied once. */
+ * cache itself only where the driver shows one visible device whose primary context exists (it
+ * creates nothing), under a relaxed stream-capture mode (a capture of the program's on another
+ * thread is not disturbed), asking nothing of torch's own functions before. Otherwise it leaves
+ * that step (main-thread-only), and once the read returns the main thread's queued call,
+ * finding the steps taken, still empties the cache, before any bytecode of the program's, and
+ * posts its own record. Either way the cache is emptied once a request. `context`: the stand-in
+ * driver's FAKECUDA_CONTEXT; rounds: one, or two with the context made between them (the
+ * first's debt must not be paid twice). */
 static void
-cuda_while_reading(const char *devices, const char *reserved, bool on_the_librarys_thread)
+cuda_while_reading(const char *devices, const char *context, int rounds,
+                   bool on_the_librarys_thread)
 {
 	struct py_run run;
 	char line[1024], answer[256], dump[PATH_MAX], log[PATH_MAX], log_env[PATH_MAX + 16];
-	char torch_env[PATH_MAX + 16], devices_env[64], reserved_env[64], buf[512];
+	char torch_env[PATH_MAX + 16], devices_env[64], context_env[PATH_MAX + 32];
+	char driver_env[PATH_MAX + 32], made[PATH_MAX], buf[1024];
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
+	snprintf(made, sizeof(made), "%s/context", th_tmpdir());
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
 	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
-	snprintf(devices_env, sizeof(devices_env), "FAKETORCH_DEVICES=%s", devices);
-	snprintf(reserved_env, sizeof(reserved_env), "FAKETORCH_RESERVED=%s", reserved);
+	snprintf(devices_env, sizeof(devices_env), "FAKECUDA_DEVICES=%s", devices);
+	snprintf(context_env, sizeof(context_env), "FAKECUDA_CONTEXT=%s",
+	         rounds == 2 ? made : context);
+	snprintf(driver_env, sizeof(driver_env), "FAKECUDA_LIB=%s",
+	         th_workload("fakecuda/libcuda.so.1"));
 	const char *extra[] = {"ROUNDTRIM_AUTO=off",
 	                       "NVFLARE_CUDA_EMPTY_CACHE=true",
 	                       "FAKETORCH_CUDA_INITIALIZED=1",
 	                       devices_env,
-	                       reserved_env,
+	                       context_env,
+	                       driver_env,
 	                       log_env,
 	                       torch_env,
 	                       PY_AWAIT_THREAD,
@@ -446,12 +472,20 @@ cuda_while_reading(const char *devices, const char *reserved, bool on_the_librar
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_eq(strncmp(answer, "collected 100 by=Dummy-", 23), 0, "%s", answer);
 	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
+	if (rounds == 2) {
+		th_expect_in(line, "\"cuda\":\"main-thread-only\"");
+		th_write_file(made, "");
+		py_round(&run, 2, line, sizeof(line));
+		py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
+	}
 	th_expect_in(line, on_the_librarys_thread ? "\"cuda\":\"emptied\""
 	                                          : "\"cuda\":\"main-thread-only\"");
 	ssize_t n = th_read_file(log, buf, sizeof(buf));
-	bool emptied = n > 0 && strstr(buf, "empty_cache other\n");
+	bool emptied = n > 0 && strstr(buf, "empty_cache other mode=2\n");
 	cr_assert_eq(emptied, on_the_librarys_thread, "log: %s", n > 0 ? buf : "(none)");
 	cr_assert(n <= 0 || !strstr(buf, "empty_cache main"), "%s", buf);
+	/* Nothing of torch's own ran on the library's thread before the step itself. */
+	cr_assert(n <= 0 || !strstr(buf, "device_count"), "%s", buf);
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
 	n = th_read_file(log, buf, sizeof(buf));
@@ -460,7 +494,7 @@ cuda_while_reading(const char *devices, const char *reserved, bool on_the_librar
 	cr_assert(first && !strstr(first + 1, "empty_cache "), "emptied %s: %s",
 	          first ? "twice" : "never", buf);
 	if (!on_the_librarys_thread) {
-		cr_assert(strstr(buf, "empty_cache main\n"), "%s", buf);
+		cr_assert(strstr(buf, "empty_cache main mode=0\n"), "%s", buf);
 		char stats[PATH_MAX];
 		snprintf(stats, sizeof(stats), "%s/%d.jsonl", th_tmpdir(), run.proc.pid);
 		cr_assert(
@@ -474,18 +508,25 @@ cuda_while_reading(const char *devices, const char *reserved, bool on_the_librar
 /* Two visible devices: the library's thread, on device 0, could create a context there. */
 Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
 {
-	cuda_while_reading("2", "1048576", false);
+	cuda_while_reading("2", "1", 1, false);
 }
 
-/* Nothing reserved yet: nothing proves that the one device has a context. */
-Test(python, cuda_step_stays_with_the_main_thread_while_nothing_is_reserved)
+/* No primary context on the one device: the thread's first CUDA call would create it. */
+Test(python, cuda_step_stays_with_the_main_thread_while_no_context_exists)
 {
-	cuda_while_reading("1", "0", false);
+	cuda_while_reading("1", "0", 1, false);
 }
 
-Test(python, cuda_step_runs_on_the_librarys_thread_with_one_device_that_holds_memory)
+Test(python, cuda_step_runs_on_the_librarys_thread_with_one_device_whose_context_exists)
 {
-	cuda_while_reading("1", "1048576", true);
+	cuda_while_reading("1", "1", 1, true);
+}
+
+/* The first round's step is owed to the main thread; the second's thread, the context there now,
+ * empties the cache itself and pays that debt: the main thread must not empty it again. */
+Test(python, cuda_step_owed_by_an_earlier_round_is_paid_once)
+{
+	cuda_while_reading("1", NULL, 2, true);
 }
 
 /* The exit's wait is hooked by the first steps that run, on whichever thread: steps that the main
@@ -511,6 +552,32 @@ Test(python, steps_on_the_main_thread_hook_the_exit_wait)
 	th_write(&run.proc, "?\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "no answer");
 	cr_assert(strstr(answer, " atexits=1"), "the exit does not wait: %s", answer);
+	py_finish(&run);
+}
+
+/* A first round that reaches the library's thread after the program's exit began (threading's
+ * shutdown run, an atexit callback waiting in a read): the exit's wait can no longer be hooked,
+ * and the thread takes no step in the exit (a collection there can hang it); the main thread's
+ * queued call runs them once the callback comes back to bytecode. Before, the thread collected
+ * during the exit. */
+Test(python, a_first_round_during_the_exit_leaves_the_steps_to_the_main_thread)
+{
+	struct py_run run;
+	char line[1024], answer[256];
+	const char *extra[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
+	py_start_args(&run, "round_at_exit.py", NULL, NULL, extra, "ready");
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "at-exit");
+	py_round(&run, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"pending\"");
+	/* Twenty graces: the library's thread would have collected by now. */
+	cr_assert_not(
+	    th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
+	    "collected during the exit: %s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, "collected on main");
 	py_finish(&run);
 }
 

@@ -115,25 +115,25 @@ Test(python_rules, a_release_follows_steps_that_freed_something)
 Test(python_rules, cuda_step)
 {
 	/* Off: nothing about torch is even looked at. */
-	cr_assert_eq(rt_python_cuda_step(false, true, true), RT_PYTHON_CUDA_OFF);
-	cr_assert_eq(rt_python_cuda_step(true, false, true), RT_PYTHON_CUDA_NO_TORCH);
-	cr_assert_eq(rt_python_cuda_step(true, true, false), RT_PYTHON_CUDA_NOT_INITIALIZED);
-	cr_assert_eq(rt_python_cuda_step(true, true, true), RT_PYTHON_CUDA_EMPTY);
+	cr_assert_eq(rt_python_cuda_step(false, true, true, false), RT_PYTHON_CUDA_OFF);
+	cr_assert_eq(rt_python_cuda_step(true, false, true, false), RT_PYTHON_CUDA_NO_TORCH);
+	cr_assert_eq(rt_python_cuda_step(true, true, false, false), RT_PYTHON_CUDA_NOT_INITIALIZED);
+	cr_assert_eq(rt_python_cuda_step(true, true, true, false), RT_PYTHON_CUDA_EMPTY);
+	/* Inside a graph capture on the calling thread: left for the next round. */
+	cr_assert_eq(rt_python_cuda_step(true, true, true, true), RT_PYTHON_CUDA_CAPTURING);
 }
 
-Test(python_rules, cuda_off_main_only_on_one_device_that_holds_memory)
+Test(python_rules, cuda_off_main_only_on_one_device_whose_context_exists)
 {
-	cr_assert(rt_python_cuda_off_main(1, 1, 1));
-	cr_assert(rt_python_cuda_off_main(1, 1, INT64_MAX));
+	cr_assert(rt_python_cuda_off_main(true, 1, true));
 	/* Another device is visible: the thread's device 0 may not be the program's. */
-	cr_assert_not(rt_python_cuda_off_main(1, 2, 1 << 20));
-	/* Nothing reserved: no proof that a context exists yet. */
-	cr_assert_not(rt_python_cuda_off_main(1, 1, 0));
-	cr_assert_not(rt_python_cuda_off_main(0, 1, 1 << 20));
-	cr_assert_not(rt_python_cuda_off_main(-1, 1, 1 << 20));
-	cr_assert_not(rt_python_cuda_off_main(1, -1, 1 << 20));
-	cr_assert_not(rt_python_cuda_off_main(1, 0, 1 << 20));
-	cr_assert_not(rt_python_cuda_off_main(1, 1, -1));
+	cr_assert_not(rt_python_cuda_off_main(true, 2, true));
+	/* No context yet: the thread's first call would create it. */
+	cr_assert_not(rt_python_cuda_off_main(true, 1, false));
+	cr_assert_not(rt_python_cuda_off_main(false, 1, true));
+	/* The driver could not say. */
+	cr_assert_not(rt_python_cuda_off_main(true, -1, true));
+	cr_assert_not(rt_python_cuda_off_main(true, 0, true));
 }
 
 Test(python_rules, cuda_words)
@@ -144,6 +144,7 @@ Test(python_rules, cuda_words)
 	cr_assert_str_eq(rt_python_cuda_word(RT_PYTHON_CUDA_NOT_INITIALIZED), "not-initialized");
 	cr_assert_str_eq(rt_python_cuda_word(RT_PYTHON_CUDA_EMPTIED), "emptied");
 	cr_assert_str_eq(rt_python_cuda_word(RT_PYTHON_CUDA_ERROR), "error");
+	cr_assert_str_eq(rt_python_cuda_word(RT_PYTHON_CUDA_CAPTURING), "capturing");
 	/* A step is never a reported outcome. */
 	cr_assert_str_eq(rt_python_cuda_word(RT_PYTHON_CUDA_EMPTY), "error");
 }
@@ -257,6 +258,19 @@ Test(python_word, the_cuda_step_a_thread_left_is_the_queued_calls)
 	/* A fork child's call owes nothing to its parent's thread. */
 	cr_assert_eq(rt_python_called(w(RT_PYTHON_IDLE) | Q | C, GEN + 1, &next),
 	             RT_PYTHON_CALL_STALE);
+}
+
+/* An earlier request's debt, still on the word when the next request arms, is paid by a thread
+ * that runs the CUDA step itself: the queued call must not empty the cache a second time. */
+Test(python_word, a_thread_that_runs_the_cuda_step_itself_clears_an_earlier_debt)
+{
+	uint32_t next = 0;
+	cr_assert(rt_python_claim(w(RT_PYTHON_ARMED) | Q | C, GEN, false, &next));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING) | Q);
+	cr_assert_eq(rt_python_called(w(RT_PYTHON_DONE) | Q, GEN, &next), RT_PYTHON_CALL_TAKEN);
+	/* One that leaves it again owes it once. */
+	cr_assert(rt_python_claim(w(RT_PYTHON_ARMED) | Q | C, GEN, true, &next));
+	cr_assert_eq(next, w(RT_PYTHON_RUNNING) | Q | C);
 }
 
 /* The main thread came first: the thread, once it has the GIL, finds nothing to run. */

@@ -1,9 +1,16 @@
-"""torch.cuda stand-in. FAKETORCH_CUDA_INITIALIZED: "1" initialised, "raise" raises, else not.
-FAKETORCH_DEVICES: what device_count() returns (1 unless set); FAKETORCH_RESERVED: what
-memory_reserved() returns (0 unless set). Each call appends its name and a newline to the file
-FAKETORCH_LOG names; empty_cache adds " main" or " other", the thread it ran on."""
+"""torch.cuda stand-in. FAKETORCH_CUDA_INITIALIZED: "1" initialised, "raise" raises, else not
+(torch's `_initialized` flag says the same). FAKETORCH_CAPTURING="1": the calling thread's stream
+captures a CUDA graph. FAKECUDA_LIB: a stand-in driver (test/workloads/dso/fake_cuda.c) loaded
+at import, as PyTorch loads libcuda. Each call appends its name and a newline to the file
+FAKETORCH_LOG names; empty_cache adds " main" or " other", the thread it ran on, and
+" mode=M", that thread's stream-capture mode in the stand-in driver ("-" without one)."""
+import ctypes
 import os
 import threading
+
+_state = os.environ.get("FAKETORCH_CUDA_INITIALIZED", "0")
+_initialized = _state == "1"
+_driver = ctypes.CDLL(os.environ["FAKECUDA_LIB"]) if os.environ.get("FAKECUDA_LIB") else None
 
 
 def _record(name):
@@ -15,23 +22,18 @@ def _record(name):
 
 def is_initialized():
     _record("is_initialized")
-    state = os.environ.get("FAKETORCH_CUDA_INITIALIZED", "0")
-    if state == "raise":
+    if _state == "raise":
         raise RuntimeError("faketorch: is_initialized raised on purpose")
-    return state == "1"
+    return _initialized
 
 
-def device_count():
-    _record("device_count")
-    return int(os.environ.get("FAKETORCH_DEVICES", "1"))
-
-
-def memory_reserved():
-    _record("memory_reserved")
-    return int(os.environ.get("FAKETORCH_RESERVED", "0"))
+def is_current_stream_capturing():
+    _record("is_current_stream_capturing")
+    return os.environ.get("FAKETORCH_CAPTURING") == "1"
 
 
 def empty_cache():
     # get_ident(), not current_thread(): the latter would leave a Dummy on a foreign thread.
     where = "main" if threading.get_ident() == threading.main_thread().ident else "other"
-    _record("empty_cache " + where)
+    mode = _driver.fakecuda_capture_mode() if _driver else "-"
+    _record("empty_cache %s mode=%s" % (where, mode))
