@@ -106,7 +106,8 @@ struct rt_arena_ops {
 	                  uint64_t *out);
 	/* The only writes to glibc's memory besides the mutex, both with the arena's lock held:
 	 * a word of a chunk or of the arena (release ordering), and the compare-and-swap that
-	 * takes a chunk off a fastbin's head as _int_malloc does (free() pushes without the lock). */
+	 * takes a chunk off a fastbin's head as _int_malloc does (free() pushes without the lock).
+	 */
 	void (*store)(void *ctx, uintptr_t addr, uint64_t value);
 	bool (*cas)(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired);
 	/* The arena's mutex, taken and given back as glibc's __libc_lock_lock/unlock do; unlock
@@ -134,10 +135,10 @@ struct rt_arena_ops {
 struct rt_arena_budget {
 	int64_t hold_ns;      /* a budget lasts this long... */
 	unsigned hold_chunks; /* ...or this many chunks looked at (and bounds a fastbin count) */
-	int64_t run_ns;       /* after renewals this long, the lock is dropped and the core yielded */
-	size_t piece_bytes;   /* the most one release call covers */
-	unsigned restarts;    /* a bin that lost its place is walked again at most this often */
-	unsigned max_arenas;  /* the ring is followed this far at most */
+	int64_t run_ns;     /* after renewals this long, the lock is dropped and the core yielded */
+	size_t piece_bytes; /* the most one release call covers */
+	unsigned restarts;  /* a bin that lost its place is walked again at most this often */
+	unsigned max_arenas; /* the ring is followed this far at most */
 };
 
 /* The defaults that make one hold cost about a tenth of a millisecond on a current x86 core. */
@@ -178,7 +179,7 @@ struct rt_arena_view {
 	struct rt_arena_range near; /* the heap that held the last address looked up */
 	bool sizes_below; /* every heap starts above its length: no chunk's size is an address */
 	struct rt_arena_range heaps[RT_ARENA_MAX_HEAPS]; /* sorted by start */
-	uintptr_t heaps_of; /* the thread arena whose heaps these are, once read */
+	uintptr_t heaps_of;                  /* the thread arena whose heaps these are, once read */
 	uintptr_t again[RT_ARENA_MAX_HEAPS]; /* its heaps as last read, read again at a rehold */
 	uint64_t again_info[RT_ARENA_MAX_HEAPS][RT_ARENA_HEAP_INFO_SIZE / 8];
 	uint64_t walks; /* bin walks begun, the current one's number */

@@ -274,7 +274,9 @@ rt_config_read(struct rt_config *cfg, const struct rt_platform *platform, rt_loo
 	    role->gc_rounds ? role->gc_rounds : rt_settings[RT_SETTING_GC_ROUNDS].default_value;
 	cfg->gc_rounds =
 	    (uint32_t)rt_config_scalar(r, RT_SETTING_GC_ROUNDS, def_gc_rounds, def_gc_rounds, NULL);
-	cfg->cuda_empty_cache = rt_config_value(r, RT_SETTING_CUDA_EMPTY_CACHE) != 0;
+	const uint64_t cuda = rt_config_value(r, RT_SETTING_CUDA_EMPTY_CACHE);
+	cfg->cuda_empty_cache = cuda != RT_CUDA_WHERE_OFF;
+	cfg->cuda_waiting = cuda == RT_CUDA_WHERE_WAITING;
 	cfg->profile = rt_config_value(r, RT_SETTING_PROFILE) != 0;
 
 	rt_config_signal(r, cfg);

@@ -27,6 +27,7 @@ struct rt_config {
 	bool matched;          /* program matches ROUNDTRIM_MATCH */
 	uint32_t gc_rounds;    /* act on rounds that are multiples of this; 0 = never */
 	bool cuda_empty_cache; /* for the Python actions */
+	bool cuda_waiting;     /* ROUNDTRIM_CUDA_EMPTY_CACHE=waiting: the library's thread too */
 	bool profile;          /* one [RSS] line per round */
 	bool python;           /* ROUNDTRIM_PYTHON: Python steps on (issue 4) */
 	bool python_main_only; /* ROUNDTRIM_PYTHON=main: never from a thread of ours (issue 24) */

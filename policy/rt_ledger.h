@@ -37,9 +37,9 @@ struct rt_batch {
 	bool due;         /* some round among them is a multiple of N */
 	bool trim;
 	bool stats;
-	bool announced;               /* some of its rounds came through the FIFO, the signal or the API */
-	bool trim_asked;              /* a trim came through the FIFO or the API (not a trigger's) */
-	uint64_t detected;            /* rounds the library found itself */
+	bool announced;    /* some of its rounds came through the FIFO, the signal or the API */
+	bool trim_asked;   /* a trim came through the FIFO or the API (not a trigger's) */
+	uint64_t detected; /* rounds the library found itself */
 	uint32_t confidence_permille; /* how sure it was of the last of them */
 	const char *trigger;          /* the last source that added to it */
 	/* The record of Python steps that ran on the main thread after their round's action

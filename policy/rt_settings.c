@@ -18,7 +18,11 @@ static const char *const *const rt_switch_words[] = {rt_off_words, rt_on_words};
 /* NVFlare's own words: cuda_empty_cache takes only true/false, profile also 1/0, yes/no. */
 static const char *const rt_true_words[] = {"true", NULL};
 static const char *const rt_false_words[] = {"false", NULL};
-static const char *const *const rt_truth_words[] = {rt_false_words, rt_true_words};
+/* Indexed by enum rt_cuda_where: NVFlare's two words, and one of ours. */
+static const char *const rt_waiting_words[] = {"waiting", NULL};
+static const char *const *const rt_cuda_words[] = {rt_false_words, rt_true_words, rt_waiting_words};
+_Static_assert(sizeof(rt_cuda_words) / sizeof(rt_cuda_words[0]) == RT_CUDA_WHERE_COUNT,
+               "a place a word");
 static const char *const rt_profile_on_words[] = {"true", "1", "yes", NULL};
 static const char *const rt_profile_off_words[] = {"false", "0", "no", NULL};
 static const char *const *const rt_profile_words[] = {rt_profile_off_words, rt_profile_on_words};
@@ -113,11 +117,13 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .twin = "NVFLARE_CUDA_EMPTY_CACHE",
             .twin_rule = RT_TWIN_TRUE,
             .twin_client_only = true,
-            RT_WORDS(rt_truth_words),
-            .values = "`true`, `false`",
-            .default_value = 0,
+            RT_WORDS(rt_cuda_words),
+            .values = "`true`, `false`, `waiting`",
+            .default_value = RT_CUDA_WHERE_OFF,
             .default_text = "`false`",
-            .doc = "torch.cuda.empty_cache() in the Python steps",
+            .doc = "torch.cuda.empty_cache() in the Python steps; `waiting`: also from the "
+                   "library's thread while the main thread waits (never where the program "
+                   "captures CUDA graphs off its main thread)",
             .option = "--cuda-empty-cache",
             .flag_value = "true",
             .patch = true,

@@ -20,6 +20,14 @@ enum rt_python_where {
 	RT_PYTHON_WHERE_MAIN, /* the main thread only */
 	RT_PYTHON_WHERE_COUNT
 };
+/* ROUNDTRIM_CUDA_EMPTY_CACHE: whether the Python steps empty PyTorch's CUDA cache, and whether the
+ * library's thread may too, while the main thread waits in a C call. */
+enum rt_cuda_where {
+	RT_CUDA_WHERE_OFF,
+	RT_CUDA_WHERE_ON,      /* `true`: in the steps of the main thread or of an API call */
+	RT_CUDA_WHERE_WAITING, /* also on the library's thread (rt_python_cuda_off_main) */
+	RT_CUDA_WHERE_COUNT
+};
 
 enum rt_setting_id {
 	RT_SETTING_DISABLE,

@@ -3,19 +3,17 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 
-/* The driver API's types, as cuda.h declares them (CUresult, CUdevice, CUstreamCaptureMode:
- * int-sized enums and an int). */
+/* The driver API's types, as cuda.h declares them (CUresult, CUdevice: an int-sized enum and an
+ * int). */
 typedef int rt_cu_result;
 typedef int rt_cu_device;
 #define RT_CU_SUCCESS 0
-#define RT_CU_CAPTURE_RELAXED 2
 
 struct rt_cuda_api {
 	rt_cu_result (*device_count)(int *);             /* cuDeviceGetCount */
 	rt_cu_result (*device_get)(rt_cu_device *, int); /* cuDeviceGet */
 	rt_cu_result (*primary_state)(rt_cu_device, unsigned *,
-	                              int *);         /* cuDevicePrimaryCtxGetState */
-	rt_cu_result (*exchange_capture_mode)(int *); /* cuThreadExchangeStreamCaptureMode */
+	                              int *); /* cuDevicePrimaryCtxGetState */
 };
 
 static struct rt_cuda_api rt_cuda;
@@ -35,7 +33,6 @@ rt_cuda_find(void)
 	*(void **)&a.device_count = dlsym(driver, "cuDeviceGetCount");
 	*(void **)&a.device_get = dlsym(driver, "cuDeviceGet");
 	*(void **)&a.primary_state = dlsym(driver, "cuDevicePrimaryCtxGetState");
-	*(void **)&a.exchange_capture_mode = dlsym(driver, "cuThreadExchangeStreamCaptureMode");
 	if (!a.device_count || !a.device_get || !a.primary_state)
 		return false;
 	rt_cuda = a;
@@ -58,21 +55,4 @@ rt_cuda_read(void)
 	    rt_cuda.primary_state(device, &flags, &active) == RT_CU_SUCCESS)
 		state.context_active = active != 0;
 	return state;
-}
-
-int
-rt_cuda_relaxed_begin(void)
-{
-	int mode = RT_CU_CAPTURE_RELAXED;
-	if (!rt_cuda_find() || !rt_cuda.exchange_capture_mode ||
-	    rt_cuda.exchange_capture_mode(&mode) != RT_CU_SUCCESS)
-		return -1;
-	return mode;
-}
-
-void
-rt_cuda_relaxed_end(int previous)
-{
-	if (previous >= 0)
-		rt_cuda.exchange_capture_mode(&previous);
 }

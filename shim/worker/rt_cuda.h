@@ -1,5 +1,5 @@
 /* rt_cuda: the CUDA driver as the library's thread may ask it, without creating anything: the
- * devices a program sees, whether device 0's context exists, and the thread's capture mode. */
+ * devices a program sees and whether device 0's context exists. */
 #ifndef RT_CUDA_H
 #define RT_CUDA_H
 
@@ -15,12 +15,5 @@ struct rt_cuda_state {
 /* Without the GIL: the driver the program loaded, never one loaded here (a process that did not
  * load libcuda says -1 devices). Creates no context and binds none to the calling thread. */
 struct rt_cuda_state rt_cuda_read(void);
-
-/* Around a CUDA step on a thread of the library's: its stream-capture mode made relaxed, so that
- * the program's capture of a CUDA graph in global mode (PyTorch's default) on another thread
- * does not forbid, nor fail on, the step's calls; rt_cuda_relaxed_end restores the mode that
- * rt_cuda_relaxed_begin returned. A no-op where the driver lacks the call. */
-int rt_cuda_relaxed_begin(void);
-void rt_cuda_relaxed_end(int previous);
 
 #endif

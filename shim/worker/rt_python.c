@@ -142,6 +142,8 @@ static struct rt_python_api rt_py;
 static atomic_int rt_py_state;
 static _Atomic uint32_t rt_py_word;
 static atomic_bool rt_py_cuda_option;
+/* ROUNDTRIM_CUDA_EMPTY_CACHE=waiting: the library's thread may run the CUDA step too. */
+static atomic_bool rt_py_cuda_waiting;
 /* The worker's own: the last round the armed request serves, and when it was armed
  * (CLOCK_MONOTONIC, µs; 0: none armed by this worker since its last answer). */
 static uint64_t rt_py_round;
@@ -393,15 +395,10 @@ rt_python_cuda(bool option)
 		outcome = RT_PYTHON_CUDA_ERROR;
 	else
 		outcome = rt_python_cuda_step(true, cuda != NULL, initialized == 1, capturing == 1);
-	if (outcome == RT_PYTHON_CUDA_EMPTY) {
-		/* On the library's thread: a capture in global mode on a thread of the program's
-		 * would otherwise forbid the step's calls, and fail with them. */
-		int mode = rt_py_thread_self ? rt_cuda_relaxed_begin() : -1;
+	if (outcome == RT_PYTHON_CUDA_EMPTY)
 		outcome = rt_python_call_method(cuda, "empty_cache", false) < 0
 		              ? RT_PYTHON_CUDA_ERROR
 		              : RT_PYTHON_CUDA_EMPTIED;
-		rt_cuda_relaxed_end(mode);
-	}
 	if (cuda)
 		rt_py.decref(cuda);
 	if (torch)
@@ -802,7 +799,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * (rt_python_exit_over). */
 	/* The driver is asked without the GIL: its calls never hold up the program's threads. */
 	struct rt_cuda_state driver = {.devices = -1};
-	if (atomic_load(&rt_py_cuda_option))
+	if (atomic_load(&rt_py_cuda_waiting))
 		driver = rt_cuda_read();
 	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
 		rt_python_thread_unbusy();
@@ -825,7 +822,7 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 		 * threading's Python code, during which the GIL may pass to the main thread: the
 		 * word and the exit are read again after it. */
 		rt_python_hook_exit();
-		cuda_here = cuda && rt_python_cuda_here(driver);
+		cuda_here = cuda && atomic_load(&rt_py_cuda_waiting) && rt_python_cuda_here(driver);
 		word = atomic_load(&rt_py_word);
 	}
 	bool claimed = false;
@@ -1377,6 +1374,7 @@ rt_python_hand_off(const struct rt_config *cfg, uint64_t round, struct rt_python
 		return;
 	}
 	atomic_store(&rt_py_cuda_option, cfg->cuda_empty_cache);
+	atomic_store(&rt_py_cuda_waiting, cfg->cuda_waiting);
 	rt_py_main_only = cfg->python_main_only || !atomic_load(&rt_py_thread_wanted);
 	uint32_t word = atomic_load(&rt_py_word), next = 0;
 	enum rt_python_ask ask;

@@ -7,26 +7,29 @@ alone, announces a round through its FIFO and reads the device's memory as the d
 
   control       no library: 4 GiB freed by the program stay in PyTorch's cache (the proof that
                 the other cases measure the library)
-  busy          the main thread runs bytecode: its queued call empties the cache
+  busy          ROUNDTRIM_CUDA_EMPTY_CACHE=true, the main thread runs bytecode: its queued call
+                empties the cache
   off           the option unset: nothing is emptied
-  waiting       the main thread waits in a read: the library's thread empties the cache (one
-                visible device holding memory), before the read returns; no context is created
-  untouched     torch imported, CUDA never used: rounds create no context on the device
-  between       a client that trains a fresh model each round on the GPU, leaves it in reference
-                cycles and waits 3 s in time.sleep: the device's memory 1.5 s into each wait
-                with the library (the program announces the round through the FIFO) against
-                the same program calling NVFlare's cleanup (gc.collect(), empty_cache()) at
-                the round's end, and against no cleanup; goal <= 1.00
-  capture       a thread of the program's captures CUDA graphs in a loop (global capture mode,
-                PyTorch's default; each old graph deleted, so its memory pool is freeable)
-                while the main thread waits in a read and rounds come: the library's thread
-                empties the cache meanwhile and no capture fails (with the native allocator
-                and with backend:cudaMallocAsync)
-  exits         EXITS programs announce a round and exit while the library's thread empties
-                their cache or collects, or just before or after: each exits with its own
-                status, in time, and says nothing on stderr
+  waiting       =waiting, the main thread waits in a read: the library's thread empties the
+                cache (one visible device, its context there), before the read returns
+  untouched     =waiting, torch imported, CUDA never used: no context is created on the device
+  between       =waiting, a client that trains a fresh model each round on the GPU, leaves it
+                in reference cycles and waits 3 s in time.sleep: the device's memory 1.5 s into
+                each wait with the library (the program announces the round through the FIFO)
+                against the same program calling NVFlare's cleanup (gc.collect(),
+                empty_cache()) at the round's end, and against no cleanup; goal <= 1.00
+  capture       =true, a thread of the program's captures CUDA graphs in a loop (global
+                capture mode, PyTorch's default; each old graph deleted, so its memory pool is
+                freeable) while the main thread waits in a read and rounds come: the library's
+                thread collects and leaves the cache, and no capture fails (with the native
+                allocator and with backend:cudaMallocAsync; with =waiting the library's
+                emptying invalidated the cudaMallocAsync capture and the program terminated)
+  exits         =waiting, EXITS programs announce a round and exit while the library's thread
+                empties their cache or collects, or just before or after: each exits with its
+                own status, in time, and says nothing on stderr
 
-CUDA_STEP_CASES=a,b runs those cases alone. Exits 0 when every case holds, 1 when one does not, 77 (skipped) where torch sees no CUDA device.
+CUDA_STEP_CASES=a,b runs those cases alone. Exits 0 when every case holds, 1 when one does not,
+77 (skipped) where torch sees no CUDA device.
 Prints one line per case and writes them as JSON lines to OUT_DIR/cuda_step.jsonl when given.
 """
 import json
@@ -93,6 +96,7 @@ def child(mode):
 
 BETWEEN_ROUNDS = 3
 CAPTURE_ROUNDS = 6
+CAPTURE_GAP_S = 0.7
 
 
 def capture(torch):
@@ -102,11 +106,12 @@ def capture(torch):
     block = torch.empty(GIB, dtype=torch.uint8, device="cuda")
     del block
     torch.cuda.synchronize()
-    done, errors, stop = [0], [], threading.Event()
+    done, errors = [0], []
+    end = time.monotonic() + CAPTURE_ROUNDS * CAPTURE_GAP_S + 1.0
 
     def capturer():
         try:
-            while not stop.is_set():
+            while time.monotonic() < end:
                 g = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(g):
                     y = x
@@ -117,14 +122,16 @@ def capture(torch):
                 del g, y
         except Exception as error:  # what the program would die of
             errors.append(repr(error).replace("\n", " ")[:240])
+        # Said by this thread once it captures no more: the main thread, still in its read,
+        # then takes the CUDA step it is owed with no capture under way.
+        os.write(1, ("captures=%d error=%s\n" % (done[0], errors[0] if errors else "none"))
+                 .encode())
 
     t = threading.Thread(target=capturer)
     t.start()
     os.write(1, b"ready\n")
     sys.stdin.readline()
-    stop.set()
     t.join()
-    os.write(1, ("captures=%d error=%s\n" % (done[0], errors[0] if errors else "none")).encode())
 
 
 def between(torch, cleanup):
@@ -191,7 +198,7 @@ class Program:
                        ROUNDTRIM_STATS=tmp + "/%p.jsonl", ROUNDTRIM_AUTO="off",
                        ROUNDTRIM_GC_ROUNDS="1")
             if option:
-                env["ROUNDTRIM_CUDA_EMPTY_CACHE"] = "true"
+                env["ROUNDTRIM_CUDA_EMPTY_CACHE"] = option
         self.proc = subprocess.Popen([sys.executable, __file__, "--child", mode, str(arg)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                      text=True, bufsize=1)
@@ -241,6 +248,15 @@ class Program:
         return self.proc.wait(timeout=60)
 
 
+def in_read(pid):
+    """Whether the program's main thread sits in read(2) (system call 0 on x86_64)."""
+    try:
+        with open("/proc/%d/task/%d/syscall" % (pid, pid)) as f:
+            return f.read().split()[0] == "0"
+    except (OSError, IndexError):
+        return False
+
+
 def wait_for(condition, what):
     end = time.monotonic() + DEADLINE_S
     while not condition():
@@ -265,7 +281,7 @@ def case_control(tmp, library):
 
 
 def case_busy(tmp, library):
-    p = Program(tmp, "busy", library, True)
+    p = Program(tmp, "busy", library, "true")
     ready = p.line()
     before = device_used_mib()
     sent = p.round()
@@ -297,7 +313,7 @@ def case_off(tmp, library):
 
 
 def case_waiting(tmp, library):
-    p = Program(tmp, "waiting", library, True)
+    p = Program(tmp, "waiting", library, "waiting")
     p.line()
     before = device_used_mib()
     p.round()
@@ -317,7 +333,7 @@ def case_waiting(tmp, library):
 
 
 def case_untouched(tmp, library):
-    p = Program(tmp, "untouched", library, True)
+    p = Program(tmp, "untouched", library, "waiting")
     p.line()
     before = device_used_mib()
     p.round()
@@ -336,7 +352,8 @@ def case_untouched(tmp, library):
 def case_between(tmp, library):
     used = {}
     for cleanup in ("none", "nvflare", "library"):
-        p = Program(tmp, "between", library if cleanup == "library" else None, True, cleanup)
+        p = Program(tmp, "between", library if cleanup == "library" else None, "waiting",
+                    cleanup)
         samples = []
         for _ in range(BETWEEN_ROUNDS):
             p.line()
@@ -356,19 +373,22 @@ def case_capture(tmp, library):
     seen, ok = {}, True
     for backend in ("native", "cudaMallocAsync"):
         more = {} if backend == "native" else {"PYTORCH_CUDA_ALLOC_CONF": "backend:" + backend}
-        p = Program(tmp, "capture", library, True, more=more)
+        p = Program(tmp, "capture", library, "true", more=more)
         p.line()
+        # Every round while the main thread reads: none of its queued calls runs during them.
+        wait_for(lambda: in_read(p.proc.pid), "main thread in its read")
         for _ in range(CAPTURE_ROUNDS):
             p.round()
-            time.sleep(0.7)  # rounds at the pace of a storm, while the captures go on
-        after = p.answer()
+            time.sleep(CAPTURE_GAP_S)  # rounds at the pace of a storm, while the captures go on
+        after = p.line()
+        p.proc.stdin.write("\n")
         status = p.end()
         with open(p.stats) as f:
             cuda = [json.loads(l)["cuda"] for l in f if '"trigger":"python"' in l]
         error = after.split("error=", 1)[1]
         seen[backend] = dict(captures=int(field(after, "captures")), error=error, cuda=cuda,
                              status=status)
-        ok = ok and error == "none" and status == 0 and "emptied" in cuda
+        ok = ok and error == "none" and status == 0 and "main-thread-only" in cuda
     return ok, seen
 
 
@@ -388,7 +408,7 @@ def case_exits(tmp, library):
             i = pending.pop()
             env = dict(os.environ, LD_PRELOAD=library, ROUNDTRIM_FIFO=tmp + "/%p.fifo",
                        ROUNDTRIM_STATS=tmp + "/%p.jsonl", ROUNDTRIM_AUTO="off",
-                       ROUNDTRIM_GC_ROUNDS="1", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+                       ROUNDTRIM_GC_ROUNDS="1", ROUNDTRIM_CUDA_EMPTY_CACHE="waiting")
             # The FIFO must exist before the program writes it: it does once the library
             # started, long before torch is imported.
             proc = subprocess.Popen([sys.executable, __file__, "--child", "exit",

@@ -569,6 +569,23 @@ Test(config, cuda_empty_cache_values)
 	cr_assert(cfg.cuda_empty_cache);
 }
 
+/* Our own third word: the library's thread may empty the cache too. NVFlare's variable knows
+ * only true. */
+Test(config, cuda_empty_cache_waiting_is_ours_alone)
+{
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "waiting"}));
+	expect_no_diag();
+	cr_assert(cfg.cuda_empty_cache);
+	cr_assert(cfg.cuda_waiting);
+	read_env(ENV({"ROUNDTRIM_CUDA_EMPTY_CACHE", "true"}));
+	cr_assert(cfg.cuda_empty_cache);
+	cr_assert_not(cfg.cuda_waiting);
+	read_env(ENV({"NVFLARE_CUDA_EMPTY_CACHE", "waiting"}));
+	expect_no_diag();
+	cr_assert_not(cfg.cuda_empty_cache);
+	cr_assert_not(cfg.cuda_waiting);
+}
+
 Test(config, cuda_empty_cache_only_true_false)
 {
 	/* NVFlare accepts only true and false here; 1 is not a spelling of true. */

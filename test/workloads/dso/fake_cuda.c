@@ -1,17 +1,13 @@
 /* A stand-in for the CUDA driver (libcuda.so.1) in the tests: the calls the library makes, from
  * FAKECUDA_DEVICES (the visible devices; 1 unless set) and FAKECUDA_CONTEXT ("1": device 0's
- * primary context is active; a path: active while that file exists). The stream-capture mode is per
- * thread, as the driver's is; fakecuda_capture_mode() tells the stand-in torch which one its caller
- * has. Loaded by the stand-in torch (faketorch) as the program's PyTorch loads the real one. */
+ * primary context is active; a path: active while that file exists). Loaded by the stand-in
+ * torch (faketorch) as the program's PyTorch loads the real one. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define FAKE_SUCCESS 0
-#define FAKE_NOT_INITIALIZED 3
-
-static __thread int fake_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
 
 static int
 fake_env(const char *name, int fallback)
@@ -43,19 +39,4 @@ cuDevicePrimaryCtxGetState(int device, unsigned *flags, int *active)
 	          (strcmp(context, "1") == 0 || (*context == '/' && access(context, F_OK) == 0));
 	*active = device == 0 && on;
 	return FAKE_SUCCESS;
-}
-
-__attribute__((visibility("default"))) int
-cuThreadExchangeStreamCaptureMode(int *mode)
-{
-	int previous = fake_mode;
-	fake_mode = *mode;
-	*mode = previous;
-	return FAKE_SUCCESS;
-}
-
-__attribute__((visibility("default"))) int
-fakecuda_capture_mode(void)
-{
-	return fake_mode;
 }

@@ -2,8 +2,7 @@
 (torch's `_initialized` flag says the same). FAKETORCH_CAPTURING="1": the calling thread's stream
 captures a CUDA graph. FAKECUDA_LIB: a stand-in driver (test/workloads/dso/fake_cuda.c) loaded
 at import, as PyTorch loads libcuda. Each call appends its name and a newline to the file
-FAKETORCH_LOG names; empty_cache adds " main" or " other", the thread it ran on, and
-" mode=M", that thread's stream-capture mode in the stand-in driver ("-" without one)."""
+FAKETORCH_LOG names; empty_cache adds " main" or " other", the thread it ran on."""
 import ctypes
 import os
 import threading
@@ -35,5 +34,4 @@ def is_current_stream_capturing():
 def empty_cache():
     # get_ident(), not current_thread(): the latter would leave a Dummy on a foreign thread.
     where = "main" if threading.get_ident() == threading.main_thread().ident else "other"
-    mode = _driver.fakecuda_capture_mode() if _driver else "-"
-    _record("empty_cache %s mode=%s" % (where, mode))
+    _record("empty_cache " + where)
