@@ -121,9 +121,9 @@ const struct rt_setting rt_settings[RT_SETTING_COUNT] = {
             .values = "`true`, `false`, `waiting`",
             .default_value = RT_CUDA_WHERE_OFF,
             .default_text = "`false`",
-            .doc = "torch.cuda.empty_cache() in the Python steps; `waiting`: also from the "
-                   "library's thread while the main thread waits (never where the program "
-                   "captures CUDA graphs off its main thread)",
+            .doc = "torch.cuda.empty_cache() in the Python steps; waiting: also from the "
+                   "library's thread while the main thread waits (not for programs that "
+                   "capture CUDA graphs off their main thread)",
             .option = "--cuda-empty-cache",
             .flag_value = "true",
             .patch = true,

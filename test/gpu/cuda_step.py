@@ -312,14 +312,19 @@ def case_off(tmp, library):
         reserved_after=kept, cuda=record["cuda"])
 
 
-def case_waiting(tmp, library):
-    p = Program(tmp, "waiting", library, "waiting")
-    p.line()
+def announce(p):
+    """A round for a program that waits in its read: the device's memory before it and once
+    its steps are recorded (the program still in its read), and the steps' record."""
     before = device_used_mib()
     p.round()
     record = p.steps()
-    # Still in its read: the driver has not answered yet.
-    during = device_used_mib()
+    return before, record, device_used_mib()
+
+
+def case_waiting(tmp, library):
+    p = Program(tmp, "waiting", library, "waiting")
+    p.line()
+    before, record, during = announce(p)
     after = p.answer()
     status = p.end()
     reserved = int(field(after, "reserved"))
@@ -335,10 +340,7 @@ def case_waiting(tmp, library):
 def case_untouched(tmp, library):
     p = Program(tmp, "untouched", library, "waiting")
     p.line()
-    before = device_used_mib()
-    p.round()
-    record = p.steps()
-    during = device_used_mib()
+    before, record, during = announce(p)
     after = p.answer()
     p.proc.stdin.write("\n")
     status = p.end()

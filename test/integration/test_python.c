@@ -563,6 +563,21 @@ Test(python, steps_on_the_main_thread_hook_the_exit_wait)
 	py_finish(&run);
 }
 
+/* The main thread sits in a read, and the steps must wait for it: no line for twenty graces (the
+ * library's thread would have collected by then; `why` says what a line there means), then the
+ * read ends, and the first line is `first`. */
+static void
+py_steps_wait_for_the_main_thread(struct py_run *run, const char *why, const char *first)
+{
+	char answer[256];
+	cr_assert_not(
+	    th_read_line(&run->proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
+	    "%s: %s", why, answer);
+	th_write(&run->proc, "\n");
+	cr_assert(th_read_line(&run->proc, answer, sizeof(answer), TH_TIMEOUT_MS));
+	cr_assert_str_eq(answer, first);
+}
+
 /* A first round that reaches the library's thread after the program's exit began (threading's
  * shutdown run, an atexit callback waiting in a read): the exit's wait can no longer be hooked,
  * and the thread takes no step in the exit (a collection there can hang it); the main thread's
@@ -579,13 +594,7 @@ Test(python, a_first_round_during_the_exit_leaves_the_steps_to_the_main_thread)
 	cr_assert_str_eq(answer, "at-exit");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
-	/* Twenty graces: the library's thread would have collected by now. */
-	cr_assert_not(
-	    th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
-	    "collected during the exit: %s", answer);
-	th_write(&run.proc, "\n");
-	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	cr_assert_str_eq(answer, "collected on main");
+	py_steps_wait_for_the_main_thread(&run, "collected during the exit", "collected on main");
 	py_finish(&run);
 }
 
@@ -600,13 +609,8 @@ Test(python, main_only_leaves_the_steps_to_the_main_thread)
 	py_start_args(&run, "waiting.py", "read", dump, main_only, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
-	/* Twenty graces: the library's thread would have collected by now. */
-	cr_assert_not(
-	    th_read_line(&run.proc, answer, sizeof(answer), 20 * RT_PYTHON_GRACE_US / 1000),
-	    "collected while the main thread read: %s", answer);
-	th_write(&run.proc, "\n");
-	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	cr_assert_str_eq(answer, "collected 100 by=MainThread");
+	py_steps_wait_for_the_main_thread(&run, "collected while the main thread read",
+	                                  "collected 100 by=MainThread");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer,
 	                 "woke next=Thread-1 dump=1 frames=1 enumerate=1 dummies=0 active=1");
