@@ -99,7 +99,11 @@ struct rt_python_api {
 	/* For the library's thread's CUDA question, which runs none of the program's code; without
 	 * them the CUDA step stays with the main thread. */
 	rt_pyobj (*module_dict)(rt_pyobj); /* PyModule_GetDict: borrowed */
-	rt_pyobj true_object;              /* _Py_TrueStruct */
+	/* The calling thread's interpreter and the main one: the exit's wait is hooked only in
+	 * the main one (a subinterpreter's end runs its own threading's exit calls). */
+	void *(*this_interp)(void);  /* PyInterpreterState_Get */
+	void *(*first_interp)(void); /* PyInterpreterState_Main */
+	rt_pyobj true_object;        /* _Py_TrueStruct */
 	/* For the library's thread; without all of them the steps stay on the main thread. */
 	int (*gil_ensure)(void); /* PyGILState_Ensure: an enum, returned as an int */
 	void (*gil_release)(int);
@@ -144,6 +148,9 @@ static _Atomic uint32_t rt_py_word;
 static atomic_bool rt_py_cuda_option;
 /* ROUNDTRIM_CUDA_EMPTY_CACHE=waiting: the library's thread may run the CUDA step too. */
 static atomic_bool rt_py_cuda_waiting;
+/* A hold of the GIL found torch's CUDA initialised in this process (a fork child starts without:
+ * torch marks CUDA unusable there): only then does the library's thread ask the driver. */
+static atomic_bool rt_py_cuda_seen;
 /* The worker's own: the last round the armed request serves, and when it was armed
  * (CLOCK_MONOTONIC, µs; 0: none armed by this worker since its last answer). */
 static uint64_t rt_py_round;
@@ -285,6 +292,8 @@ rt_python_resolve(void)
 	*(void **)&a.err_restore = rt_python_sym("PyErr_Restore");
 	a.none = rt_python_sym("_Py_NoneStruct");
 	*(void **)&a.module_dict = rt_python_sym("PyModule_GetDict");
+	*(void **)&a.this_interp = rt_python_sym("PyInterpreterState_Get");
+	*(void **)&a.first_interp = rt_python_sym("PyInterpreterState_Main");
 	a.true_object = rt_python_sym("_Py_TrueStruct");
 	*(void **)&a.gil_ensure = rt_python_sym("PyGILState_Ensure");
 	*(void **)&a.gil_release = rt_python_sym("PyGILState_Release");
@@ -363,18 +372,19 @@ rt_python_call_method(rt_pyobj obj, const char *name, bool want_truth)
 static bool
 rt_python_cuda_here(struct rt_cuda_state driver)
 {
-	if (!rt_py.module_dict || !rt_py.true_object || driver.devices < 0)
+	if (!rt_py.module_dict || !rt_py.true_object)
 		return false;
 	rt_pyobj cuda = rt_python_module("torch.cuda");
 	if (!cuda)
 		return false;
 	rt_pyobj dict = rt_py.module_dict(cuda);
-	rt_pyobj initialized = dict ? rt_py.dict_get(dict, "_initialized") : NULL;
+	bool initialized = dict && rt_py.dict_get(dict, "_initialized") == rt_py.true_object;
 	if (!dict)
 		rt_py.err_clear();
 	rt_py.decref(cuda);
-	return rt_python_cuda_off_main(initialized == rt_py.true_object, driver.devices,
-	                               driver.context_active);
+	if (initialized)
+		atomic_store(&rt_py_cuda_seen, true);
+	return rt_python_cuda_off_main(initialized, driver.devices, driver.context_active);
 }
 
 static enum rt_python_cuda
@@ -735,7 +745,14 @@ rt_python_exit_over(void)
 static void
 rt_python_hook_exit(void)
 {
-	if (!rt_py.exit_wait || atomic_load(&rt_py_exit_hooked))
+	/* Nothing to wait for where the library's thread takes no steps (ROUNDTRIM_PYTHON=main);
+	 * and only the main interpreter's exit is the program's: a subinterpreter's end runs its
+	 * own threading's exit calls, and a thread it started must not hook the process's. */
+	if (!rt_py.exit_wait || atomic_load(&rt_py_exit_hooked) ||
+	    !atomic_load(&rt_py_thread_wanted))
+		return;
+	if (!rt_py.this_interp || !rt_py.first_interp ||
+	    rt_py.this_interp() != rt_py.first_interp())
 		return;
 	if (!atomic_load(&rt_py_exit_over_armed)) {
 		if (rt_py.at_exit(rt_python_exit_over) != 0)
@@ -797,9 +814,13 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	 * states down between this check and the GIL's request (PyGILState_Ensure then crashes in
 	 * PyThreadState_New), and a finished interpreter's mark is cleared by its own end
 	 * (rt_python_exit_over). */
-	/* The driver is asked without the GIL: its calls never hold up the program's threads. */
+	/* The driver is asked without the GIL (its calls never hold up the program's threads),
+	 * and only once torch was seen to use CUDA in this process: never in a fork child that
+	 * has not, nor in a program without torch's CUDA. The first such request leaves the step
+	 * to the main thread. */
 	struct rt_cuda_state driver = {.devices = -1};
-	if (atomic_load(&rt_py_cuda_waiting))
+	if (atomic_load(&rt_py_cuda_waiting) && atomic_load(&rt_py_cuda_seen) &&
+	    !atomic_load(&rt_py_exiting) && rt_py.is_initialized() && !rt_py.is_finalizing())
 		driver = rt_cuda_read();
 	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
 		rt_python_thread_unbusy();
@@ -1562,6 +1583,7 @@ rt_python_forget_parent(void)
 	rt_py_armed_us = 0;
 	rt_py_watch = (struct rt_python_watch){0};
 	atomic_store(&rt_py_cuda_posted, false);
+	atomic_store(&rt_py_cuda_seen, false);
 	/* The parent's thread is not in the child: the child's start wants its own, and a start
 	 * call of the parent's in the copied queue finds another generation. */
 	atomic_store(&rt_py_thread_wanted, false);

@@ -436,8 +436,9 @@ Test(python, steps_while_the_main_thread_reads)
  * returns the main thread's queued call, finding the steps taken, still empties the cache,
  * before any bytecode of the program's, and posts its own record. Either way the cache is
  * emptied once a request. `option`: ROUNDTRIM_CUDA_EMPTY_CACHE's value; `context`: the stand-in
- * driver's FAKECUDA_CONTEXT; rounds: one, or two with the context made between them (the
- * first's debt must not be paid twice). */
+ * driver's FAKECUDA_CONTEXT, NULL for one made between the rounds; rounds: one, or two, the
+ * first owed to the main thread (the library's thread asks the driver only once it has seen
+ * torch's CUDA initialised, at the first), the second's debt not paid twice. */
 static void
 cuda_while_reading(const char *option, const char *devices, const char *context, int rounds,
                    bool on_the_librarys_thread)
@@ -446,6 +447,9 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 	char line[1024], answer[256], dump[PATH_MAX], log[PATH_MAX], log_env[PATH_MAX + 16];
 	char torch_env[PATH_MAX + 16], devices_env[64], context_env[PATH_MAX + 32];
 	char driver_env[PATH_MAX + 32], made[PATH_MAX], buf[1024], option_env[64];
+	char calls[PATH_MAX], calls_env[PATH_MAX + 16];
+	snprintf(calls, sizeof(calls), "%s/driver.log", th_tmpdir());
+	snprintf(calls_env, sizeof(calls_env), "FAKECUDA_LOG=%s", calls);
 	snprintf(option_env, sizeof(option_env), "ROUNDTRIM_CUDA_EMPTY_CACHE=%s", option);
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
@@ -453,8 +457,7 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
 	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
 	snprintf(devices_env, sizeof(devices_env), "FAKECUDA_DEVICES=%s", devices);
-	snprintf(context_env, sizeof(context_env), "FAKECUDA_CONTEXT=%s",
-	         rounds == 2 ? made : context);
+	snprintf(context_env, sizeof(context_env), "FAKECUDA_CONTEXT=%s", context ? context : made);
 	snprintf(driver_env, sizeof(driver_env), "FAKECUDA_LIB=%s",
 	         th_workload("fakecuda/libcuda.so.1"));
 	const char *extra[] = {"ROUNDTRIM_AUTO=off",
@@ -463,6 +466,7 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 	                       devices_env,
 	                       context_env,
 	                       driver_env,
+	                       calls_env,
 	                       log_env,
 	                       torch_env,
 	                       PY_AWAIT_THREAD,
@@ -475,9 +479,16 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 	py_steps_pid(th_tmpdir(), run.proc.pid, 1, line, sizeof(line));
 	if (rounds == 2) {
 		th_expect_in(line, "\"cuda\":\"main-thread-only\"");
-		th_write_file(made, "");
+		/* Before a hold of the GIL saw torch's CUDA initialised, the driver is not asked.
+		 */
+		cr_assert_leq(th_read_file(calls, buf, sizeof(buf)), 0, "the driver asked at once");
+		if (!context)
+			th_write_file(made, "");
 		py_round(&run, 2, line, sizeof(line));
 		py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
+		/* `true` never asks it: the step is the program's threads' alone. */
+		ssize_t asked = th_read_file(calls, buf, sizeof(buf));
+		cr_assert_eq(asked > 0, strcmp(option, "waiting") == 0, "driver calls: %zd", asked);
 	}
 	th_expect_in(line, on_the_librarys_thread ? "\"cuda\":\"emptied\""
 	                                          : "\"cuda\":\"main-thread-only\"");
@@ -509,25 +520,25 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 /* Two visible devices: the library's thread, on device 0, could create a context there. */
 Test(python, cuda_step_runs_on_the_main_thread_after_the_librarys_steps)
 {
-	cuda_while_reading("waiting", "2", "1", 1, false);
+	cuda_while_reading("waiting", "2", "1", 2, false);
 }
 
 /* No primary context on the one device: the thread's first CUDA call would create it. */
 Test(python, cuda_step_stays_with_the_main_thread_while_no_context_exists)
 {
-	cuda_while_reading("waiting", "1", "0", 1, false);
+	cuda_while_reading("waiting", "1", "0", 2, false);
 }
 
 /* `true`, NVFlare's word, the default way: the program's own threads alone empty the cache (a
  * program's CUDA graph captured on another thread would not survive the library's emptying). */
 Test(python, cuda_step_true_stays_with_the_main_thread_on_one_device)
 {
-	cuda_while_reading("true", "1", "1", 1, false);
+	cuda_while_reading("true", "1", "1", 2, false);
 }
 
 Test(python, cuda_step_waiting_runs_on_the_librarys_thread_with_one_device_whose_context_exists)
 {
-	cuda_while_reading("waiting", "1", "1", 1, true);
+	cuda_while_reading("waiting", "1", "1", 2, true);
 }
 
 /* The first round's step is owed to the main thread; the second's thread, the context there now,
@@ -540,13 +551,15 @@ Test(python, cuda_step_owed_by_an_earlier_round_is_paid_once)
 /* The exit's wait is hooked by the first steps that run, on whichever thread: steps that the main
  * thread took hook it too, so that a later first request of the library's thread, sent while
  * the main thread sits in a C call, finds the program's exit waiting for it (before, only the
- * library's thread hooked it, and its first GIL request could meet an exit with no wait). */
-Test(python, steps_on_the_main_thread_hook_the_exit_wait)
+ * library's thread hooked it, and its first GIL request could meet an exit with no wait). With
+ * ROUNDTRIM_PYTHON=main there is no such request, and nothing is hooked. */
+static void
+main_steps_hook(const char *python, const char *atexits)
 {
 	struct py_run run;
 	char line[1024], answer[256], dump[PATH_MAX];
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
-	const char *extra[] = {"ROUNDTRIM_AUTO=off", "WAITING_ATEXITS=1", NULL};
+	const char *extra[] = {"ROUNDTRIM_AUTO=off", "WAITING_ATEXITS=1", python, NULL};
 	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
@@ -559,8 +572,18 @@ Test(python, steps_on_the_main_thread_hook_the_exit_wait)
 	th_expect_in(line, "\"python\":\"collected\"");
 	th_write(&run.proc, "?\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "no answer");
-	cr_assert(strstr(answer, " atexits=1"), "the exit does not wait: %s", answer);
+	cr_assert(strstr(answer, atexits), "%s", answer);
 	py_finish(&run);
+}
+
+Test(python, steps_on_the_main_thread_hook_the_exit_wait)
+{
+	main_steps_hook("ROUNDTRIM_PYTHON=on", " atexits=1");
+}
+
+Test(python, main_only_hooks_no_exit_wait)
+{
+	main_steps_hook("ROUNDTRIM_PYTHON=main", " atexits=0");
 }
 
 /* The main thread sits in a read, and the steps must wait for it: no line for twenty graces (the
@@ -595,6 +618,31 @@ Test(python, a_first_round_during_the_exit_leaves_the_steps_to_the_main_thread)
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	py_steps_wait_for_the_main_thread(&run, "collected during the exit", "collected on main");
+	py_finish(&run);
+}
+
+/* A thread that a subinterpreter started ran the steps (roundtrim.trim()), and the subinterpreter
+ * ended: the exit's wait belongs to the main interpreter alone, so that end neither marked the
+ * process's exit begun (before, the library's thread then took no step again, for good) nor kept
+ * the main interpreter's exit from being hooked. */
+Test(python, a_subinterpreters_thread_and_end_leave_the_exit_wait_to_the_main_interpreter)
+{
+	struct py_run run;
+	char answer[256], pydir[PATH_MAX + 32];
+	snprintf(pydir, sizeof(pydir), "ROUNDTRIM_PYDIR=%s/scripts/python", RT_SOURCE_DIR);
+	const char *extra[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, pydir, NULL};
+	py_start_args(&run, "subinterp_trim.py", NULL, NULL, extra, "ready");
+	/* The trim's own record first: a round that came before it would join it. */
+	cr_assert(
+	    th_wait_line(run.stats, "\"trigger\":\"api\"", answer, sizeof(answer), TH_TIMEOUT_MS),
+	    "the subinterpreter's trim was not served");
+	cr_assert(th_fifo_write(run.fifo, "round\n", 6), "FIFO %s not served", run.fifo);
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
+	          "nothing collected while the main thread read");
+	cr_assert_eq(strncmp(answer, "collected 100 by=Dummy-", 23), 0, "%s", answer);
+	th_write(&run.proc, "\n");
+	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
+	cr_assert_str_eq(answer, "woke atexits=1");
 	py_finish(&run);
 }
 
@@ -646,6 +694,7 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 		th_close_stdin(&run.proc);
 		cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "exit %d (%s) hung", i, hows[i % 3]);
 		char err[8192];
+		th_kill(&run.proc);
 		th_read_stderr(&run.proc, err, sizeof(err));
 		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
 		          "exit %d (%s): status %d, stderr: %s", i, hows[i % 3], run.proc.status,
@@ -673,6 +722,7 @@ py_exits_during_the_librarys_steps(const char *how, const char *extra, const cha
 		cr_assert_str_eq(line, "in-steps");
 		th_close_stdin(&run.proc);
 		cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "exit %d hung", i);
+		th_kill(&run.proc);
 		th_read_stderr(&run.proc, err, sizeof(err));
 		cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 3,
 		          "exit %d: status %d, stderr: %s", i, run.proc.status, err);
