@@ -529,6 +529,55 @@ Test(python, cuda_step_stays_with_the_main_thread_while_no_context_exists)
 	cuda_while_reading("waiting", "1", "0", 2, false);
 }
 
+/* A fork child of a process whose torch uses CUDA (a DataLoader worker): torch marks CUDA unusable
+ * there, and the child's library's thread never asks the driver, though its parent's did. */
+Test(python, cuda_waiting_asks_no_driver_in_a_fork_child)
+{
+	struct py_run run;
+	char line[1024], buf[2048], calls[PATH_MAX], calls_env[PATH_MAX + 16],
+	    driver_env[PATH_MAX + 32];
+	char torch_env[PATH_MAX + 16], needle[64];
+	snprintf(calls, sizeof(calls), "%s/driver.log", th_tmpdir());
+	snprintf(calls_env, sizeof(calls_env), "FAKECUDA_LOG=%s", calls);
+	snprintf(driver_env, sizeof(driver_env), "FAKECUDA_LIB=%s",
+	         th_workload("fakecuda/libcuda.so.1"));
+	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
+	const char *extra[] = {"ROUNDTRIM_AUTO=off",
+	                       "ROUNDTRIM_CUDA_EMPTY_CACHE=waiting",
+	                       "ROUNDTRIM_CHILD_START=0",
+	                       "FAKETORCH_CUDA_INITIALIZED=1",
+	                       "FAKECUDA_CONTEXT=1",
+	                       driver_env,
+	                       calls_env,
+	                       torch_env,
+	                       PY_AWAIT_THREAD,
+	                       NULL};
+	py_start_args(&run, "fork_cuda.py", NULL, NULL, extra, "ready");
+	/* Two rounds in the parent: the first sees torch's CUDA, the second asks the driver. */
+	for (int round = 1; round <= 2; round++) {
+		py_round(&run, round, line, sizeof(line));
+		py_steps_pid(th_tmpdir(), run.proc.pid, round, line, sizeof(line));
+	}
+	th_expect_in(line, "\"cuda\":\"emptied\"");
+	snprintf(needle, sizeof(needle), "pid=%d\n", run.proc.pid);
+	cr_assert(th_read_file(calls, buf, sizeof(buf)) > 0 && strstr(buf, needle),
+	          "the parent never asked the driver");
+	th_write(&run.proc, "\n");
+	int child = 0;
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "no child");
+	cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
+	py_round_pid(th_tmpdir(), child, 1, line, sizeof(line));
+	py_steps_pid(th_tmpdir(), child, 1, line, sizeof(line));
+	th_expect_in(line, "\"cuda\":\"main-thread-only\"");
+	snprintf(needle, sizeof(needle), "pid=%d\n", child);
+	cr_assert(th_read_file(calls, buf, sizeof(buf)) > 0 && !strstr(buf, needle),
+	          "the child asked the driver: %s", buf);
+	kill(child, SIGUSR1);
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_str_eq(line, "done 0");
+	py_finish(&run);
+}
+
 /* `true`, NVFlare's word, the default way: the program's own threads alone empty the cache (a
  * program's CUDA graph captured on another thread would not survive the library's emptying). */
 Test(python, cuda_step_true_stays_with_the_main_thread_on_one_device)

@@ -1,10 +1,11 @@
 /* A stand-in for the CUDA driver (libcuda.so.1) in the tests: the calls the library makes, from
  * FAKECUDA_DEVICES (the visible devices; 1 unless set) and FAKECUDA_CONTEXT ("1": device 0's
  * primary context is active; a path: active while that file exists). Each call appends its name
- * and a newline to the file FAKECUDA_LOG names. Loaded by the stand-in torch (faketorch) as the
- * program's PyTorch loads the real one. */
+ * and " pid=PID" as a line to the file FAKECUDA_LOG names. Loaded by the stand-in torch (faketorch)
+ * as the program's PyTorch loads the real one. */
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,7 +19,9 @@ fake_note(const char *call)
 	int fd = path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
 	if (fd < 0)
 		return;
-	if (write(fd, call, strlen(call)) < 0 || write(fd, "\n", 1) < 0) {
+	char line[96];
+	int n = snprintf(line, sizeof(line), "%s pid=%d\n", call, (int)getpid());
+	if (n > 0 && write(fd, line, (size_t)n) < 0) {
 	}
 	close(fd);
 }

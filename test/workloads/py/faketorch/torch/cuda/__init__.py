@@ -1,5 +1,5 @@
 """torch.cuda stand-in. FAKETORCH_CUDA_INITIALIZED: "1" initialised, "raise" raises, else not
-(torch's `_initialized` flag says the same). FAKETORCH_CAPTURING="1": the calling thread's stream
+(torch's `_initialized` flag says the same; False in a fork child, as torch makes it). FAKETORCH_CAPTURING="1": the calling thread's stream
 captures a CUDA graph. FAKECUDA_LIB: a stand-in driver (test/workloads/dso/fake_cuda.c) loaded
 at import, as PyTorch loads libcuda. Each call appends its name and a newline to the file
 FAKETORCH_LOG names; empty_cache adds " main" or " other", the thread it ran on."""
@@ -10,6 +10,15 @@ import threading
 _state = os.environ.get("FAKETORCH_CUDA_INITIALIZED", "0")
 _initialized = _state == "1"
 _driver = ctypes.CDLL(os.environ["FAKECUDA_LIB"]) if os.environ.get("FAKECUDA_LIB") else None
+
+
+def _after_fork():
+    # As PyTorch's own hook: CUDA cannot be used in a fork child.
+    global _initialized
+    _initialized = False
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _record(name):
