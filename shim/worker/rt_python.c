@@ -806,14 +806,6 @@ rt_python_thread_unbusy(void)
 static bool
 rt_python_take(uint32_t generation, uint32_t thread_gen)
 {
-	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
-	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
-	 * the thread stands down for good, as if CPython had ended it: no later round may send
-	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. An exit
-	 * begun is a reason too: once the exit wait has run, Py_FinalizeEx may tear the thread
-	 * states down between this check and the GIL's request (PyGILState_Ensure then crashes in
-	 * PyThreadState_New), and a finished interpreter's mark is cleared by its own end
-	 * (rt_python_exit_over). */
 	/* The driver is asked without the GIL (its calls never hold up the program's threads),
 	 * and only once torch was seen to use CUDA in this process: never in a fork child that
 	 * has not, nor in a program without torch's CUDA. The first such request leaves the step
@@ -822,6 +814,14 @@ rt_python_take(uint32_t generation, uint32_t thread_gen)
 	if (atomic_load(&rt_py_cuda_waiting) && atomic_load(&rt_py_cuda_seen) &&
 	    !atomic_load(&rt_py_exiting) && rt_py.is_initialized() && !rt_py.is_finalizing())
 		driver = rt_cuda_read();
+	/* Asked last thing before the GIL: finalisation only narrows from here (facts: CPython
+	 * then ends a thread that asks for the GIL; this thread has nothing to undo). Declined,
+	 * the thread stands down for good, as if CPython had ended it: no later round may send
+	 * it again through a finalisation (or an embedder's Py_Finalize) that never ends. An exit
+	 * begun is a reason too: once the exit wait has run, Py_FinalizeEx may tear the thread
+	 * states down between this check and the GIL's request (PyGILState_Ensure then crashes in
+	 * PyThreadState_New), and a finished interpreter's mark is cleared by its own end
+	 * (rt_python_exit_over). */
 	if (!rt_py.is_initialized() || rt_py.is_finalizing() || atomic_load(&rt_py_exiting)) {
 		rt_python_thread_unbusy();
 		return false;
