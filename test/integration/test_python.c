@@ -822,6 +822,9 @@ py_ctrl_c_during_the_exits_wait(const char *how, const char *extra)
 	struct py_run run;
 	char line[256], err[8192];
 	signal(SIGPIPE, SIG_IGN);
+	/* A runner started in the background by a shell without job control ignores SIGINT, and so
+	 * would the program (CPython installs no handler for an ignored SIGINT). */
+	signal(SIGINT, SIG_DFL);
 	py_start(&run, "exit_during.py", how, manual, "ready");
 	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
