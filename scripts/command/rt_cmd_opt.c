@@ -38,6 +38,13 @@ rt_cmd_opt_no_value(const struct rt_cmd_opt *opt)
 		rt_cmd_usage_error("option %s takes no value", opt->name);
 }
 
+const char *
+rt_cmd_opt_setting_value(const struct rt_setting *s, const struct rt_cmd_opt *opt, int argc,
+                         char **argv, int *i)
+{
+	return s->option_arg ? rt_cmd_opt_value(opt, argc, argv, i) : opt->value;
+}
+
 int
 rt_cmd_opt_pid(const char *text)
 {

@@ -22,6 +22,11 @@ bool rt_cmd_opt_is(const struct rt_cmd_opt *opt, const char *name);
 const char *rt_cmd_opt_value(const struct rt_cmd_opt *opt, int argc, char **argv, int *i);
 /* A usage error when a flag was given "=value". */
 void rt_cmd_opt_no_value(const struct rt_cmd_opt *opt);
+/* A settings row's option: its value (rt_cmd_opt_value) where the row takes one; for a flag,
+ * NULL (the row's flag_value), or another of the row's values attached with '='
+ * (--cuda-empty-cache=waiting), never the next word, which may be the command. */
+const char *rt_cmd_opt_setting_value(const struct rt_setting *s, const struct rt_cmd_opt *opt,
+                                     int argc, char **argv, int *i);
 
 /* "--option ARG" for a settings row that has an option, as the help texts show it. */
 void rt_cmd_opt_usage(const struct rt_setting *s, char *out, size_t size);

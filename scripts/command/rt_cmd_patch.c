@@ -106,11 +106,7 @@ rt_cmd_patch_setting(const struct rt_setting *s, const struct rt_cmd_opt *opt, i
                      char **argv, int *i, struct rt_cmd_patch_args *a)
 {
 	unsigned id = (unsigned)(s - rt_settings);
-	const char *arg = NULL;
-	if (s->option_arg)
-		arg = rt_cmd_opt_value(opt, argc, argv, i);
-	else
-		rt_cmd_opt_no_value(opt);
+	const char *arg = rt_cmd_opt_setting_value(s, opt, argc, argv, i);
 	const struct rt_setting_platform platform = {SIGRTMIN, SIGRTMAX};
 	enum rt_parse_result r =
 	    rt_setting_option_value(s, arg, NULL, &platform, a->texts[id], sizeof(a->texts[id]));

@@ -54,13 +54,9 @@ static void
 rt_cmd_run_option(const struct rt_setting *s, const struct rt_cmd_opt *opt, int argc, char **argv,
                   int *i, struct rt_cmd_run_var *var)
 {
-	const char *arg = NULL;
+	const char *arg = rt_cmd_opt_setting_value(s, opt, argc, argv, i);
 	char cwd[PATH_MAX];
 	bool have_cwd = getcwd(cwd, sizeof(cwd)) != NULL;
-	if (s->option_arg)
-		arg = rt_cmd_opt_value(opt, argc, argv, i);
-	else
-		rt_cmd_opt_no_value(opt);
 	const struct rt_setting_platform platform = {SIGRTMIN, SIGRTMAX};
 	var->setting = s;
 	enum rt_parse_result r = rt_setting_option_value(s, arg, have_cwd ? cwd : NULL, &platform,

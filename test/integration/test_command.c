@@ -356,6 +356,15 @@ Test(command, run_takes_every_value_the_library_takes)
 	                         "$ROUNDTRIM_PROFILE\""),
 	             0, "%s", err);
 	cr_assert_str_eq(out, "1 true 1\n");
+	/* A flag takes another of its row's values attached: the library's third word. */
+	const char *attached[] = {"--cuda-empty-cache=waiting", "--profile=0", NULL};
+	cr_assert_eq(run_sh(attached, "echo \"$ROUNDTRIM_CUDA_EMPTY_CACHE $ROUNDTRIM_PROFILE\""), 0,
+	             "%s", err);
+	cr_assert_str_eq(out, "waiting 0\n");
+	const char *refused[] = {"--cuda-empty-cache=1", NULL};
+	cr_assert_eq(run_sh(refused, "echo ran"), 125, "%s", err);
+	th_expect_in(err, "roundtrim: --cuda-empty-cache 1: not a valid value");
+	cr_assert_str_eq(out, "");
 }
 
 /* What the library would refuse (and replace, with a warning naming its variable) is refused
