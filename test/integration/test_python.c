@@ -429,6 +429,25 @@ Test(python, steps_while_the_main_thread_reads)
 	waiting_case("read");
 }
 
+/* The stand-in torch (WAITING_TORCH) and its stand-in driver, which logs its calls to
+ * `calls`: the environment of a program that uses CUDA, in th_tmpdir(). */
+struct fake_cuda {
+	char calls[PATH_MAX];
+	char calls_env[PATH_MAX + 16];
+	char driver_env[PATH_MAX + 32];
+	char torch_env[PATH_MAX + 16];
+};
+
+static void
+fake_cuda_env(struct fake_cuda *f)
+{
+	snprintf(f->calls, sizeof(f->calls), "%s/driver.log", th_tmpdir());
+	snprintf(f->calls_env, sizeof(f->calls_env), "FAKECUDA_LOG=%s", f->calls);
+	snprintf(f->driver_env, sizeof(f->driver_env), "FAKECUDA_LIB=%s",
+	         th_workload("fakecuda/libcuda.so.1"));
+	snprintf(f->torch_env, sizeof(f->torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
+}
+
 /* The CUDA step while the main thread reads: the library's thread collects, and empties the
  * cache itself only with ROUNDTRIM_CUDA_EMPTY_CACHE=waiting and where the driver shows one
  * visible device whose primary context exists (it creates nothing), asking nothing of torch's
@@ -444,33 +463,21 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
                    bool on_the_librarys_thread)
 {
 	struct py_run run;
+	struct fake_cuda f;
 	char line[1024], answer[256], dump[PATH_MAX], log[PATH_MAX], log_env[PATH_MAX + 16];
-	char torch_env[PATH_MAX + 16], devices_env[64], context_env[PATH_MAX + 32];
-	char driver_env[PATH_MAX + 32], made[PATH_MAX], buf[1024], option_env[64];
-	char calls[PATH_MAX], calls_env[PATH_MAX + 16];
-	snprintf(calls, sizeof(calls), "%s/driver.log", th_tmpdir());
-	snprintf(calls_env, sizeof(calls_env), "FAKECUDA_LOG=%s", calls);
+	char devices_env[64], context_env[PATH_MAX + 32], made[PATH_MAX], buf[1024], option_env[64];
+	fake_cuda_env(&f);
 	snprintf(option_env, sizeof(option_env), "ROUNDTRIM_CUDA_EMPTY_CACHE=%s", option);
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	snprintf(log, sizeof(log), "%s/torch.log", th_tmpdir());
 	snprintf(made, sizeof(made), "%s/context", th_tmpdir());
 	snprintf(log_env, sizeof(log_env), "FAKETORCH_LOG=%s", log);
-	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
 	snprintf(devices_env, sizeof(devices_env), "FAKECUDA_DEVICES=%s", devices);
 	snprintf(context_env, sizeof(context_env), "FAKECUDA_CONTEXT=%s", context ? context : made);
-	snprintf(driver_env, sizeof(driver_env), "FAKECUDA_LIB=%s",
-	         th_workload("fakecuda/libcuda.so.1"));
-	const char *extra[] = {"ROUNDTRIM_AUTO=off",
-	                       option_env,
-	                       "FAKETORCH_CUDA_INITIALIZED=1",
-	                       devices_env,
-	                       context_env,
-	                       driver_env,
-	                       calls_env,
-	                       log_env,
-	                       torch_env,
-	                       PY_AWAIT_THREAD,
-	                       NULL};
+	const char *extra[] = {"ROUNDTRIM_AUTO=off", option_env,  "FAKETORCH_CUDA_INITIALIZED=1",
+	                       devices_env,          context_env, f.driver_env,
+	                       f.calls_env,          log_env,     f.torch_env,
+	                       PY_AWAIT_THREAD,      NULL};
 	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
@@ -481,13 +488,14 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 		th_expect_in(line, "\"cuda\":\"main-thread-only\"");
 		/* Before a hold of the GIL saw torch's CUDA initialised, the driver is not asked.
 		 */
-		cr_assert_leq(th_read_file(calls, buf, sizeof(buf)), 0, "the driver asked at once");
+		cr_assert_leq(th_read_file(f.calls, buf, sizeof(buf)), 0,
+		              "the driver asked at once");
 		if (!context)
 			th_write_file(made, "");
 		py_round(&run, 2, line, sizeof(line));
 		py_steps_pid(th_tmpdir(), run.proc.pid, 2, line, sizeof(line));
 		/* `true` never asks it: the step is the program's threads' alone. */
-		ssize_t asked = th_read_file(calls, buf, sizeof(buf));
+		ssize_t asked = th_read_file(f.calls, buf, sizeof(buf));
 		cr_assert_eq(asked > 0, strcmp(option, "waiting") == 0, "driver calls: %zd", asked);
 	}
 	th_expect_in(line, on_the_librarys_thread ? "\"cuda\":\"emptied\""
@@ -534,22 +542,17 @@ Test(python, cuda_step_stays_with_the_main_thread_while_no_context_exists)
 Test(python, cuda_waiting_asks_no_driver_in_a_fork_child)
 {
 	struct py_run run;
-	char line[1024], buf[2048], calls[PATH_MAX], calls_env[PATH_MAX + 16],
-	    driver_env[PATH_MAX + 32];
-	char torch_env[PATH_MAX + 16], needle[64];
-	snprintf(calls, sizeof(calls), "%s/driver.log", th_tmpdir());
-	snprintf(calls_env, sizeof(calls_env), "FAKECUDA_LOG=%s", calls);
-	snprintf(driver_env, sizeof(driver_env), "FAKECUDA_LIB=%s",
-	         th_workload("fakecuda/libcuda.so.1"));
-	snprintf(torch_env, sizeof(torch_env), "WAITING_TORCH=%sfaketorch", PY_DIR);
+	struct fake_cuda f;
+	char line[1024], buf[2048], needle[64];
+	fake_cuda_env(&f);
 	const char *extra[] = {"ROUNDTRIM_AUTO=off",
 	                       "ROUNDTRIM_CUDA_EMPTY_CACHE=waiting",
 	                       "ROUNDTRIM_CHILD_START=0",
 	                       "FAKETORCH_CUDA_INITIALIZED=1",
 	                       "FAKECUDA_CONTEXT=1",
-	                       driver_env,
-	                       calls_env,
-	                       torch_env,
+	                       f.driver_env,
+	                       f.calls_env,
+	                       f.torch_env,
 	                       PY_AWAIT_THREAD,
 	                       NULL};
 	py_start_args(&run, "fork_cuda.py", NULL, NULL, extra, "ready");
@@ -560,7 +563,7 @@ Test(python, cuda_waiting_asks_no_driver_in_a_fork_child)
 	}
 	th_expect_in(line, "\"cuda\":\"emptied\"");
 	snprintf(needle, sizeof(needle), "pid=%d\n", run.proc.pid);
-	cr_assert(th_read_file(calls, buf, sizeof(buf)) > 0 && strstr(buf, needle),
+	cr_assert(th_read_file(f.calls, buf, sizeof(buf)) > 0 && strstr(buf, needle),
 	          "the parent never asked the driver");
 	th_write(&run.proc, "\n");
 	int child = 0;
@@ -570,7 +573,7 @@ Test(python, cuda_waiting_asks_no_driver_in_a_fork_child)
 	py_steps_pid(th_tmpdir(), child, 1, line, sizeof(line));
 	th_expect_in(line, "\"cuda\":\"main-thread-only\"");
 	snprintf(needle, sizeof(needle), "pid=%d\n", child);
-	cr_assert(th_read_file(calls, buf, sizeof(buf)) > 0 && !strstr(buf, needle),
+	cr_assert(th_read_file(f.calls, buf, sizeof(buf)) > 0 && !strstr(buf, needle),
 	          "the child asked the driver: %s", buf);
 	kill(child, SIGUSR1);
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));

@@ -6,14 +6,13 @@ writes "collected 100 by=NAME" (NAME: threading's name for the thread it runs on
 library's thread (librarythread), prints "ready" and waits in a read of stdin (one C call) until
 a line comes, then prints "woke atexits=N" (N: the callbacks in the main interpreter's threading
 exit calls). EOF ends it. Uses CPython 3.11's private _xxsubinterpreters."""
-import gc
 import os
 import sys
 import threading
-import weakref
 
 import _xxsubinterpreters as interpreters
 
+import cycles
 import librarythread
 
 sub = interpreters.create(isolated=False)
@@ -26,26 +25,7 @@ interpreters.run_string(sub, (
     "t.join()\n") % os.environ["ROUNDTRIM_PYDIR"])
 interpreters.destroy(sub)
 
-N = 100
-gone = []
-
-
-class Node:
-    pass
-
-
-def finalized():
-    gone.append(1)
-    if len(gone) == N:
-        os.write(1, ("collected %d by=%s\n" % (N, threading.current_thread().name)).encode())
-
-
-gc.disable()
-for _ in range(N):
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    weakref.finalize(a, finalized)
-del a, b
+cycles.make(100)
 librarythread.await_it()
 print("ready", flush=True)
 sys.stdin.buffer.readline()

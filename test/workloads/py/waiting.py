@@ -1,7 +1,7 @@
 """waiting MODE: the main thread waits in one C call with the collector disabled, as an FL
 client waits for its next model.
 
-Makes N unreachable reference cycles after gc.disable() (only a full collection frees them),
+Makes N unreachable reference cycles after gc.disable() (cycles.make: only a full collection frees them),
 each with a weakref.finalize callback; the callback that finds all N gone writes "collected N
 by=NAME" to stdout, NAME being threading.current_thread().name where it runs (a Dummy thread
 for a thread Python does not know). Prints "ready", then waits until it is woken: MODE "sleep",
@@ -17,14 +17,13 @@ threading's exit calls, the library's exit wait among them once hooked). Then it
 first imports torch from there (a stand-in), as a program that uses CUDA. Before "ready" it
 waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
 import faulthandler
-import gc
 import os
 import signal
 import sys
 import threading
 import time
-import weakref
 
+import cycles
 import librarythread
 import mainloop
 
@@ -33,22 +32,10 @@ if os.environ.get("WAITING_TORCH"):
     import torch  # noqa: F401
 
 N = 100
-gone = []
-
-
-class Node:
-    pass
 
 
 class Woken(Exception):
     pass
-
-
-def finalized():
-    gone.append(1)
-    if len(gone) == N:
-        name = threading.current_thread().name
-        os.write(1, ("collected %d by=%s\n" % (N, name)).encode())
 
 
 def look(dump_path):
@@ -93,12 +80,7 @@ def wait(mode):
 
 def main():
     mode, dump_path = sys.argv[1], sys.argv[2]
-    gc.disable()
-    for _ in range(N):
-        a, b = Node(), Node()
-        a.other, b.other = b, a
-        weakref.finalize(a, finalized)
-    del a, b
+    cycles.make(N)
     librarythread.await_it()
     if mode != "event":
         print("ready", flush=True)
