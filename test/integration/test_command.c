@@ -213,6 +213,30 @@ Test(command, round_refuses_inactive_library_but_serves_the_other_targets)
 	expect_unharmed(&good.proc);
 }
 
+/* Whether every task of pid is stopped (state T in /proc/PID/task/TID/stat): kill(SIGSTOP)
+ * returns before the kernel has stopped them all. */
+static bool
+all_stopped(pid_t pid)
+{
+	char path[64], stat[512];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return false;
+	bool stopped = true;
+	for (struct dirent *e; stopped && (e = readdir(dir));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char file[PATH_MAX];
+		snprintf(file, sizeof(file), "%s/%s/stat", path, e->d_name);
+		ssize_t n = th_read_file(file, stat, sizeof(stat));
+		const char *end = n > 0 ? strrchr(stat, ')') : NULL;
+		stopped = end && end[1] == ' ' && (end[2] == 'T' || end[2] == 't');
+	}
+	closedir(dir);
+	return stopped;
+}
+
 Test(command, wait_is_bounded_when_the_target_cannot_answer)
 {
 	struct th_probe run;
@@ -220,6 +244,10 @@ Test(command, wait_is_bounded_when_the_target_cannot_answer)
 	const char *args[] = {"idle", NULL};
 	th_start_probe(&run, args, NULL, line, sizeof(line));
 	cr_assert_eq(kill(run.proc.pid, SIGSTOP), 0);
+	for (int i = 0; !all_stopped(run.proc.pid); i++) {
+		cr_assert_lt(i, TH_TIMEOUT_MS, "the target never stopped");
+		usleep(1000);
+	}
 	cr_assert_eq(ROUNDTRIM("round", "--wait", "--timeout", "0.3", th_pid_text(run.proc.pid)),
 	             1);
 	th_expect_in(err, "no answer within 0.3s");
