@@ -33,8 +33,11 @@ rt_cuda_find(void)
 	*(void **)&a.device_count = dlsym(driver, "cuDeviceGetCount");
 	*(void **)&a.device_get = dlsym(driver, "cuDeviceGet");
 	*(void **)&a.primary_state = dlsym(driver, "cuDevicePrimaryCtxGetState");
-	if (!a.device_count || !a.device_get || !a.primary_state)
+	if (!a.device_count || !a.device_get || !a.primary_state) {
+		/* A stub without them: give back the reference, or each request would add one. */
+		dlclose(driver);
 		return false;
+	}
 	rt_cuda = a;
 	atomic_store_explicit(&rt_cuda_found, true, memory_order_release);
 	return true;
