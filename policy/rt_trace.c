@@ -5,6 +5,7 @@
 #define RT_TRACE_FIELDS 9
 /* Format 1 ended after cpu_us. */
 #define RT_TRACE_FIELDS_V1 8
+#define RT_TRACE_HEADER_START "# rt_trace "
 #define RT_TRACE_FIRST_OPTIONAL 4
 
 static uint64_t *
@@ -89,17 +90,41 @@ rt_trace_parse_field(const char **p, bool optional, uint64_t *out)
 	return true;
 }
 
+/* A header line's format: the number after RT_TRACE_HEADER_START, followed by ':'; 0 for a
+ * number not known here. */
+static unsigned
+rt_trace_header_format(const char *line)
+{
+	const char *p = line + sizeof(RT_TRACE_HEADER_START) - 1;
+	uint64_t format;
+	if (!rt_trace_parse_field(&p, false, &format) || *p != ':')
+		return 0;
+	return format == 1 || format == RT_TRACE_FORMAT ? (unsigned)format : 0;
+}
+
 enum rt_trace_line
-rt_trace_parse(const char *line, struct rt_reading *reading)
+rt_trace_parse(struct rt_trace_reader *reader, const char *line, struct rt_reading *reading)
 {
 	const char *p = line;
-	if (*p == '#' || *p == '\0' || (*p == '\n' && p[1] == '\0'))
+	if (*p == '#') {
+		const char *h = RT_TRACE_HEADER_START;
+		size_t n = 0;
+		while (h[n] && line[n] == h[n])
+			n++;
+		if (!h[n])
+			reader->format = rt_trace_header_format(line);
 		return RT_TRACE_SKIP;
+	}
+	if (*p == '\0' || (*p == '\n' && p[1] == '\0'))
+		return RT_TRACE_SKIP;
+	int fields = reader->format == 1                 ? RT_TRACE_FIELDS_V1
+	             : reader->format == RT_TRACE_FORMAT ? RT_TRACE_FIELDS
+	                                                 : 0;
+	if (fields == 0)
+		return RT_TRACE_BAD;
 	struct rt_reading parsed;
 	parsed.bytes_sent = RT_TRACE_UNKNOWN;
-	for (int i = 0; i < RT_TRACE_FIELDS; i++) {
-		if (i == RT_TRACE_FIELDS_V1 && (*p == '\0' || *p == '\n'))
-			break;
+	for (int i = 0; i < fields; i++) {
 		if (i > 0 && *p++ != ' ')
 			return RT_TRACE_BAD;
 		if (!rt_trace_parse_field(&p, i >= RT_TRACE_FIRST_OPTIONAL,

@@ -37,10 +37,23 @@ enum rt_trace_line {
 	RT_TRACE_BAD,     /* anything else: the reading is left alone */
 };
 
-/* The first line of a trace file, a comment that names the format and its fields. */
+/* The first line of a trace file, a comment that names the format (RT_TRACE_FORMAT) and its
+ * fields. Format 1 ended after cpu_us. */
+#define RT_TRACE_FORMAT 2
 #define RT_TRACE_HEADER                                                                            \
 	"# rt_trace 2: t_us allocations bytes_requested frees bytes_freed live_bytes rss_kib "     \
 	"cpu_us bytes_sent\n"
+
+/* What a reader of one file has learnt from its lines so far: the format its header named
+ * (RT_TRACE_FORMAT until a header says otherwise; 0 after a header of a format not known here,
+ * whose readings are then all bad). */
+struct rt_trace_reader {
+	unsigned format;
+};
+#define RT_TRACE_READER_INIT                                                                       \
+	{                                                                                          \
+		RT_TRACE_FORMAT                                                                    \
+	}
 
 /* Writes one reading as its fields in the order of struct rt_reading, separated by one blank,
  * ending in a newline (decimal, "-" for an unknown optional field). Returns the length without the
@@ -48,9 +61,12 @@ enum rt_trace_line {
  * thread. */
 size_t rt_trace_format(char *buf, size_t size, const struct rt_reading *reading);
 
-/* Reads one line as rt_trace_format writes it (the newline is optional). The four cumulative
- * fields and t_us must be numbers; "-" is accepted only for the optional ones. A line of format
- * 1, without bytes_sent, reads with bytes_sent unknown. */
-enum rt_trace_line rt_trace_parse(const char *line, struct rt_reading *reading);
+/* Reads one line of a file as rt_trace_format writes it (the newline is optional), in the
+ * format the file's header named (a header line is skipped after it sets reader's format). The
+ * four cumulative fields and t_us must be numbers; "-" is accepted only for the optional ones. A
+ * reading of format 1 has one field fewer and reads with bytes_sent unknown; a line cut short or
+ * a field too many in either format is bad. */
+enum rt_trace_line rt_trace_parse(struct rt_trace_reader *reader, const char *line,
+                                  struct rt_reading *reading);
 
 #endif

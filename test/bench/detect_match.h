@@ -129,12 +129,13 @@ dm_trace_load(const char *path, struct dm_trace *trace)
 			fclose(f);
 		return false;
 	}
+	struct rt_trace_reader reader = RT_TRACE_READER_INIT;
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (trace->n == cap)
 			trace->readings =
 			    realloc(trace->readings, (cap *= 2) * sizeof(*trace->readings));
-		switch (rt_trace_parse(line, &trace->readings[trace->n])) {
+		switch (rt_trace_parse(&reader, line, &trace->readings[trace->n])) {
 		case RT_TRACE_READING:
 			trace->n++;
 			break;
