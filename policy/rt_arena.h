@@ -130,11 +130,13 @@ struct rt_arena_ops {
 	int64_t (*now_ns)(void *ctx);
 };
 
-/* A lock hold's budget, and how much one release call gives back. A hold ends as soon as a
- * thread waits for the lock; a spent budget is renewed while nobody waits (res->renewed). */
+/* A lock hold's budget, and how much one release call gives back. A hold ends once a thread
+ * waits for the lock and the hold is waited_hold_ns old; a spent budget is renewed while nobody
+ * waits (res->renewed). */
 struct rt_arena_budget {
-	int64_t hold_ns;      /* a budget lasts this long... */
-	unsigned hold_chunks; /* ...or this many chunks looked at (and bounds a fastbin count) */
+	int64_t hold_ns;        /* a budget lasts this long... */
+	int64_t waited_hold_ns; /* a hold that a thread waits for ends once this old (0: at once) */
+	unsigned hold_chunks;   /* ...or this many chunks looked at (and bounds a fastbin count) */
 	int64_t run_ns;     /* after renewals this long, the lock is dropped and the core yielded */
 	size_t piece_bytes; /* the most one release call covers */
 	unsigned restarts;  /* a bin that lost its place is walked again at most this often */

@@ -279,6 +279,11 @@ loss_text() {
 	follow=$(evals "$workload" "$collector" "$kind" | eval_field delay_us followup | median 2>/dev/null || true)
 	garbage="the trainer's model, gradients and optimizer state"
 	[[ $workload != cycles ]] || garbage+=", the $CYCLES_MIB MiB of cycles"
+	if [[ -n $follow ]] && ((${follow%.*} < READ_AT_US)); then
+		text+=" The release came at once and the collection during the wait, on the library's thread (the main thread sits in one C call), with a release after it $(fmt "$(awk -v v="$follow" 'BEGIN { print v / 1e6 }')" 2) s after the round's end (median), before the RSS was read: both sides return every free page, and what is left above the anchor is the library's own memory (its code, data and thread stacks)."
+		echo "$text"
+		return
+	fi
 	text+=" The release comes at once, but the collection is a pending call that CPython runs only when the main thread comes back to bytecode: the round's unreachable cycles ($garbage) stay through the blocking wait"
 	if [[ -n $follow ]]; then
 		text+=", and the release after the collection came $(fmt "$(awk -v v="$follow" 'BEGIN { print v / 1e6 }')" 2) s after the round's end (median), once the wait was over."
