@@ -309,24 +309,9 @@ rt_python_watch(struct rt_python_watch *w, bool initialized)
 	return again ? RT_PYTHON_SEEN_NEW : RT_PYTHON_SEEN_UP;
 }
 
-size_t
-rt_python_thread_id_word(const uint64_t *words, size_t n, uint64_t self)
-{
-	size_t found = n;
-	for (size_t i = 0; i < n; i++) {
-		if (words[i] != self)
-			continue;
-		if (found != n)
-			return n;
-		found = i;
-	}
-	return found;
-}
-
 bool
 rt_python_gil_proven_free(const void *now, const void *first, const void *ours, const void *mine,
-                          bool shared, enum rt_python_maker maker)
+                          bool shared)
 {
-	return !now || now != first || now == ours ||
-	       (shared && mine && now != mine && maker != RT_PYTHON_MAKER_CALLER);
+	return !now || now != first || now == ours || (shared && mine && now != mine);
 }

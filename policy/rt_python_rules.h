@@ -4,7 +4,6 @@
 #define RT_PYTHON_RULES_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 /* What is read before the steps are asked for (by the worker, without the GIL) or run (by the
@@ -162,35 +161,18 @@ uint32_t rt_python_forget(uint32_t word);
 bool rt_python_take_over(bool main_only, enum rt_python_state state, uint64_t waited_us,
                          uint64_t grace_us, bool thread_out, bool declined);
 
-/* Which thread made the thread state CPython shows current, by the id it carries (its
- * PyThreadState.thread_id, pthread_self()'s value on the thread that made it): the calling
- * thread, another, or unknown (the state's layout was not found, or it could not be read). */
-enum rt_python_maker {
-	RT_PYTHON_MAKER_UNKNOWN,
-	RT_PYTHON_MAKER_CALLER,
-	RT_PYTHON_MAKER_OTHER,
-};
-
-/* The word of a thread state that holds the id of the thread that made it: the only one among
- * the first n words of the calling thread's own state (`words`) equal to its id (`self`); n
- * where none or more than one is (the layout is then taken as unknown). The same word in every
- * version, 3.8 to 3.11 (where rt_python_gil_proven_free needs it), without naming one. */
-size_t rt_python_thread_id_word(const uint64_t *words, size_t n, uint64_t self);
-
 /* Program thread: whether, by the thread state CPython shows current now (`now`), the caller
  * provably does not hold the GIL: none is current, or the library's thread's is (`ours`,
  * published while it holds the GIL: CPython 3.11 shows the holder's, whichever thread it is),
  * or another than at the caller's first look (`first`): a caller that held the GIL would keep
  * it, and its state current, for as long as it waits. Or, where the current state is the
  * holder's (`shared`: before 3.12) and the process has one interpreter, a state other than the
- * caller's own (`mine`, its thread's first state; NULL where it has none) that the caller did
- * not make (`maker`): a thread holds the GIL with one of its own states, its first or a second
- * one it made and swapped in (an embedder's per-task state), so a state another thread made is
- * that thread's, which holds the GIL. Where the maker is unknown, a state other than the
- * caller's first is taken for another thread's (roundtrim(7) names the case that misleads).
- * From 3.12 the current state is the calling thread's own: none is the proof. */
+ * caller's own (`mine`, its thread's first state; NULL where it has none): in one interpreter
+ * a thread holds the GIL with its own first state, unless it made itself a second one and
+ * swapped it in (roundtrim(7) names the case), so that one is another thread's, which holds
+ * the GIL. From 3.12 the current state is the calling thread's own: none is the proof. */
 bool rt_python_gil_proven_free(const void *now, const void *first, const void *ours,
-                               const void *mine, bool shared, enum rt_python_maker maker);
+                               const void *mine, bool shared);
 
 /* Where the C API is a shared libpython's, the library's thread starts only in an interpreter
  * that is up: a program that exports the C API without ever initializing Python (gdb, vim

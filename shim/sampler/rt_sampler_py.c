@@ -19,7 +19,6 @@
  * report shows the native frames only. */
 #include "rt_out.h"
 #include "rt_probe.h"
-#include "rt_proc.h"
 #include "rt_sampler.h"
 
 #include <dlfcn.h>
@@ -27,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* CPython 3.11: offsetof(PyThreadState, cframe), offsetof(_PyCFrame, current_frame),
@@ -66,8 +66,9 @@ rt_sampler_py_read(void *dst, uintptr_t addr, size_t len, bool direct)
 		memcpy(dst, (const void *)addr, len);
 		return true;
 	}
-	return rt_proc_read_self(atomic_load_explicit(&rt_spy.pid, memory_order_relaxed), dst, addr,
-	                         len);
+	struct iovec local = {dst, len}, remote = {(void *)addr, len};
+	return process_vm_readv(atomic_load_explicit(&rt_spy.pid, memory_order_relaxed), &local, 1,
+	                        &remote, 1, 0) == (ssize_t)len;
 }
 
 static bool

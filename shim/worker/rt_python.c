@@ -21,7 +21,6 @@
 #include "rt_worker_life.h"
 
 #include "rt_pages.h"
-#include "rt_probe.h"
 #include "rt_proc.h"
 #include "rt_tasks.h"
 
@@ -188,10 +187,6 @@ static atomic_uint rt_py_thread_busy;
  * state is the process's (3.11), seeing it current tells a program thread that it does not hold
  * the GIL (rt_python_gil_free). */
 static _Atomic(void *) rt_py_thread_tstate;
-/* The word of a thread state that holds the id of the thread that made it (rt_python_maker_of),
- * plus one; 0 before the first look; RT_PY_STATE_WORDS + 1 where it was not found. */
-#define RT_PY_STATE_WORDS 40
-static _Atomic size_t rt_py_thread_id_word;
 /* The futex word the worker bumps to send the current thread to a request, and whether one is
  * out on a request (set by the worker, cleared by the thread as its last step or when it is sent
  * away; a thread CPython ended at finalisation leaves it set, and nothing asks again). */
@@ -1262,30 +1257,6 @@ rt_python_gil_maybe_held(void)
 	       !rt_py.this_tstate || !rt_py.current_tstate || rt_python_gil_held();
 }
 
-/* Which thread made the state `now` (rt_python_maker), by the word of the caller's own state
- * `mine` that holds its id, found once. The reads go through the kernel: `now` may be freed
- * under them by the thread it belongs to. */
-static enum rt_python_maker
-rt_python_maker_of(const void *now, const void *mine)
-{
-	size_t word = atomic_load_explicit(&rt_py_thread_id_word, memory_order_relaxed);
-	pid_t task = (pid_t)syscall(SYS_gettid);
-	uint64_t self = (uint64_t)pthread_self(), id;
-	if (word == 0) {
-		uint64_t words[RT_PY_STATE_WORDS];
-		word = RT_PY_STATE_WORDS;
-		if (!rt_probe_kills(SYS_process_vm_readv) &&
-		    rt_proc_read_self(task, words, (uintptr_t)mine, sizeof(words)))
-			word = rt_python_thread_id_word(words, RT_PY_STATE_WORDS, self);
-		atomic_store_explicit(&rt_py_thread_id_word, word + 1, memory_order_relaxed);
-		word++;
-	}
-	if (word > RT_PY_STATE_WORDS ||
-	    !rt_proc_read_self(task, &id, (uintptr_t)now + (word - 1) * sizeof(id), sizeof(id)))
-		return RT_PYTHON_MAKER_UNKNOWN;
-	return id == self ? RT_PYTHON_MAKER_CALLER : RT_PYTHON_MAKER_OTHER;
-}
-
 /* Whether the calling thread provably does not hold the GIL (rt_python_gil_proven_free). */
 static bool
 rt_python_gil_free(void *first)
@@ -1293,13 +1264,9 @@ rt_python_gil_free(void *first)
 	/* Interpreters join the list at its head; the main one, the first, stays at its tail. */
 	void *main = rt_py.main_interp ? rt_py.main_interp() : NULL;
 	bool shared = main && rt_py.head_interp() == main;
-	void *now = rt_py.current_tstate(), *ours = atomic_load(&rt_py_thread_tstate);
-	void *mine = rt_py.this_tstate();
-	/* The maker is asked only where the answer rests on it. */
-	enum rt_python_maker maker = RT_PYTHON_MAKER_UNKNOWN;
-	if (shared && mine && now && now == first && now != ours && now != mine)
-		maker = rt_python_maker_of(now, mine);
-	return rt_python_gil_proven_free(now, first, ours, mine, shared, maker);
+	return rt_python_gil_proven_free(rt_py.current_tstate(), first,
+	                                 atomic_load(&rt_py_thread_tstate), rt_py.this_tstate(),
+	                                 shared);
 }
 
 static void

@@ -1057,42 +1057,6 @@ Test(python, setns_holding_the_gil_does_not_wait_for_the_librarys_steps, .timeou
 	py_call_during_steps("pydll", "setns", "setns=EINVAL", "fin-done");
 }
 
-/* The same holding the GIL with a second thread state of the caller's own swapped in (an
- * embedder's per-task state: uWSGI, mod_wsgi): CPython 3.11 shows that state current, neither the
- * caller's first nor the library's, and it was taken for another thread's, which would let the
- * GIL go: the caller waited for the steps' end while the library's thread waited for the GIL it
- * held, and every thread of the program stood still for the bound, 2 s (review-exit2 F3). The
- * state's maker, the caller, is read from the state: the call does not wait (EINVAL at once, as
- * with its first state). */
-Test(python, setns_holding_the_gil_with_a_second_state_does_not_wait, .timeout = 60)
-{
-	py_need_namespaces();
-	struct py_run run;
-	char line[1024], answer[256], err[8192];
-	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
-	py_start_args(&run, "newuser.py", "swap", th_workload("libforeign_thread.so"), manual,
-	              "ready");
-	py_round(&run, 1, line, sizeof(line));
-	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
-	          "the library's thread never ran the steps");
-	cr_assert_str_eq(answer, "in-steps");
-	th_write(&run.proc, "\n");
-	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
-	          "the program's call did not come back");
-	cr_assert_str_eq(answer, "setns=EINVAL");
-	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	int waited_ms = -1;
-	cr_assert_eq(sscanf(answer, "waited-ms=%d", &waited_ms), 1, "%s", answer);
-	/* Half the bound the caller waited before: a freeze of every thread, not a speed. */
-	cr_assert_lt(waited_ms, 1000, "the call held the GIL and waited %d ms", waited_ms);
-	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
-	cr_assert_str_eq(answer, "fin-done");
-	th_close_stdin(&run.proc);
-	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS), "python did not exit");
-	th_read_stderr(&run.proc, err, sizeof(err));
-	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
-}
-
 /* The same setns through a C extension's call that works 20 ms with the GIL let go first, while
  * another thread of the program runs bytecode, and so holds the GIL all along (nobody else asks
  * for it while the library's thread sleeps in its finalizer): CPython 3.11 shows that thread's

@@ -346,21 +346,15 @@ Test(python_word, a_declined_request_is_not_taken_over)
 Test(python_word, the_gil_is_proven_free_only_by_what_a_holder_could_not_show)
 {
 	static int mine, ours, other;
-	cr_assert(
-	    rt_python_gil_proven_free(NULL, &mine, &ours, &mine, false, RT_PYTHON_MAKER_UNKNOWN),
-	    "none current");
-	cr_assert(
-	    rt_python_gil_proven_free(&ours, &ours, &ours, &mine, false, RT_PYTHON_MAKER_UNKNOWN),
-	    "the library's thread holds it");
-	cr_assert(
-	    rt_python_gil_proven_free(&other, &mine, &ours, &mine, false, RT_PYTHON_MAKER_UNKNOWN),
-	    "the holder changed");
-	cr_assert_not(
-	    rt_python_gil_proven_free(&mine, &mine, &ours, &mine, false, RT_PYTHON_MAKER_UNKNOWN),
-	    "the same state all along");
-	cr_assert_not(
-	    rt_python_gil_proven_free(&mine, &mine, NULL, &mine, false, RT_PYTHON_MAKER_UNKNOWN),
-	    "no thread of ours");
+	cr_assert(rt_python_gil_proven_free(NULL, &mine, &ours, &mine, false), "none current");
+	cr_assert(rt_python_gil_proven_free(&ours, &ours, &ours, &mine, false),
+	          "the library's thread holds it");
+	cr_assert(rt_python_gil_proven_free(&other, &mine, &ours, &mine, false),
+	          "the holder changed");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, &ours, &mine, false),
+	              "the same state all along");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, NULL, &mine, false),
+	              "no thread of ours");
 }
 
 /* Where CPython shows the holder's state (before 3.12) and the process has one interpreter,
@@ -370,52 +364,14 @@ Test(python_word, the_gil_is_proven_free_only_by_what_a_holder_could_not_show)
 Test(python_word, another_threads_state_proves_the_gil_free_in_one_interpreter)
 {
 	static int mine, ours, other;
-	cr_assert(
-	    rt_python_gil_proven_free(&other, &other, &ours, &mine, true, RT_PYTHON_MAKER_UNKNOWN),
-	    "another thread's state all along");
-	cr_assert_not(
-	    rt_python_gil_proven_free(&mine, &mine, &ours, &mine, true, RT_PYTHON_MAKER_UNKNOWN),
-	    "the caller's own state");
-	cr_assert_not(
-	    rt_python_gil_proven_free(&other, &other, &ours, NULL, true, RT_PYTHON_MAKER_UNKNOWN),
-	    "the caller has no state");
-	cr_assert_not(
-	    rt_python_gil_proven_free(&other, &other, &ours, &mine, false, RT_PYTHON_MAKER_UNKNOWN),
-	    "3.12+, or more than one interpreter");
-}
-
-/* A state the caller made itself and swapped in (an embedder's per-task state) holds the GIL
- * for it: no proof, where another thread's state is one (review-exit2 F3: a 2 s freeze of every
- * thread). */
-Test(python_word, a_second_state_the_caller_made_proves_nothing)
-{
-	static int mine, ours, second;
-	cr_assert_not(
-	    rt_python_gil_proven_free(&second, &second, &ours, &mine, true, RT_PYTHON_MAKER_CALLER),
-	    "the caller's own second state");
-	cr_assert(
-	    rt_python_gil_proven_free(&second, &second, &ours, &mine, true, RT_PYTHON_MAKER_OTHER),
-	    "another thread's state");
-	cr_assert(
-	    rt_python_gil_proven_free(&second, &mine, &ours, &mine, true, RT_PYTHON_MAKER_CALLER),
-	    "the holder changed since the first look");
-	cr_assert(
-	    rt_python_gil_proven_free(&ours, &ours, &ours, &mine, true, RT_PYTHON_MAKER_CALLER),
-	    "the library's thread holds it");
-}
-
-/* The thread id's word is the one word of the caller's state equal to its id; none where no
- * word is, or where two are (the layout is not taken on a guess). */
-Test(python_word, the_thread_id_is_the_one_word_that_equals_the_callers_id)
-{
-	const uint64_t self = 0x7f1234567640;
-	uint64_t words[8] = {1, 2, 3, 4, self, 6, 7, 8};
-	cr_assert_eq(rt_python_thread_id_word(words, 8, self), 4);
-	words[4] = 5;
-	cr_assert_eq(rt_python_thread_id_word(words, 8, self), 8, "none");
-	words[1] = words[6] = self;
-	cr_assert_eq(rt_python_thread_id_word(words, 8, self), 8, "two");
-	cr_assert_eq(rt_python_thread_id_word(words, 0, self), 0, "no words");
+	cr_assert(rt_python_gil_proven_free(&other, &other, &ours, &mine, true),
+	          "another thread's state all along");
+	cr_assert_not(rt_python_gil_proven_free(&mine, &mine, &ours, &mine, true),
+	              "the caller's own state");
+	cr_assert_not(rt_python_gil_proven_free(&other, &other, &ours, NULL, true),
+	              "the caller has no state");
+	cr_assert_not(rt_python_gil_proven_free(&other, &other, &ours, &mine, false),
+	              "3.12+, or more than one interpreter");
 }
 
 /* The thread starts once the interpreter is up, from one queued call; before that the worker

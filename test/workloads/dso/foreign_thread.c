@@ -3,11 +3,9 @@
  * unshared its filesystem context, which sends the library's Python thread away: the new thread
  * reuses the stack, and so the pthread_t, that the library's thread left in glibc's cache, and
  * the library's next thread reuses the new thread's in turn. Also a C extension's call that
- * works a while with the GIL let go before its setns(2), and one that makes its setns(2) holding
- * the GIL with a second thread state of its own. */
+ * works a while with the GIL let go before its setns(2). */
 #include "../tasks.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -35,32 +33,4 @@ foreign_work_then_setns(int fd, unsigned us)
 {
 	usleep(us);
 	return setns(fd, CLONE_NEWNS);
-}
-
-/* The interpreter's calls, found in the process that loads this library (through ctypes.PyDLL:
- * the GIL held). */
-extern void *PyThreadState_Get(void);
-extern void *PyThreadState_GetInterpreter(void *);
-extern void *PyThreadState_New(void *);
-extern void *PyThreadState_Swap(void *);
-extern void PyThreadState_Clear(void *);
-extern void PyThreadState_Delete(void *);
-
-/* As an embedder's per-task state (uWSGI's, mod_wsgi's): makes a second thread state for the
- * calling thread, which holds the GIL, swaps it in, calls setns(fd, CLONE_NEWNS), swaps the
- * first back and deletes the second; returns setns's result, errno kept. */
-__attribute__((visibility("default"))) int
-swapped_state_setns(int fd)
-{
-	void *first = PyThreadState_Get();
-	void *second = PyThreadState_New(PyThreadState_GetInterpreter(first));
-	if (!second)
-		return -1;
-	PyThreadState_Swap(second);
-	int ret = setns(fd, CLONE_NEWNS), saved_errno = errno;
-	PyThreadState_Swap(first);
-	PyThreadState_Clear(second);
-	PyThreadState_Delete(second);
-	errno = saved_errno;
-	return ret;
 }

@@ -11,17 +11,11 @@ PY_AWAIT_TASKS says so (librarythread), prints "ready", then waits for a line of
 C call). Then calls unshare(CLONE_NEWUSER), or setns(open("/proc/self/ns/mnt"), CLONE_NEWNS),
 through ctypes.CDLL, which lets the GIL go, or with first argument "pydll" through ctypes.PyDLL,
 which holds it (as CPython holds it around pthread_create and fork), and prints "unshare=R" or
-"setns=R" (R: 0, or the errno's name). With first argument "swap" and the path of
-libforeign_thread.so second, the setns goes through its swapped_state_setns, through ctypes.PyDLL:
-the GIL held with a second thread state of the caller's own swapped in (as an embedder's per-task
-state); it prints "setns=R" and then "waited-ms=M", the call's duration in milliseconds. EOF ends
-it, with status 0 and no finalisation."""
+"setns=R" (R: 0, or the errno's name). EOF ends it, with status 0 and no finalisation."""
 import ctypes
 import errno
 import os
 import sys
-
-import time
 
 import librarythread
 import slowsteps
@@ -38,16 +32,6 @@ def main():
     librarythread.await_it()
     print("ready", flush=True)
     sys.stdin.buffer.readline()
-    if sys.argv[1:2] == ["swap"]:
-        swap = ctypes.PyDLL(sys.argv[2], use_errno=True)
-        start = time.monotonic()
-        name, rc = "setns", swap.swapped_state_setns(fd)
-        waited_ms = (time.monotonic() - start) * 1000
-        print("setns=" + ("0" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")),
-              flush=True)
-        print("waited-ms=%d" % waited_ms, flush=True)
-        sys.stdin.buffer.readline()
-        os._exit(0)
     if sys.argv[2:] == ["setns"]:
         name, rc = "setns", libc.setns(fd, CLONE_NEWNS)
     else:
