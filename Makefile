@@ -73,7 +73,6 @@ INTEGRATION := $(BUILD)/test/integration-tests
 WORKLOAD_PROGRAMS := $(WORKLOAD_SRC:test/workloads/%.c=$(BUILD)/test/workloads/%)
 WORKLOADS := $(WORKLOAD_PROGRAMS) \
 	$(BUILD)/test/workloads/libstress_dso.so $(BUILD)/test/workloads/libthread_hook.so \
-	$(BUILD)/test/workloads/libsend_via.so \
 	$(BUILD)/test/workloads/libifunc_alloc.so $(BUILD)/test/workloads/libforeign_thread.so \
 	$(BUILD)/test/workloads/libgil_guard.so $(BUILD)/test/workloads/libkey_dtor.so \
 	$(BUILD)/test/workloads/fakecuda/libcuda.so.1
@@ -156,11 +155,6 @@ $(BUILD)/test/workloads/libstress_dso.so: test/workloads/dso/stress_dso.c test/w
 $(BUILD)/test/workloads/libthread_hook.so: test/workloads/dso/thread_hook.c
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $< -ldl
-
-# A second preload whose send goes through sendto (test_auto.c).
-$(BUILD)/test/workloads/libsend_via.so: test/workloads/dso/send_via.c
-	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -shared -fvisibility=hidden -o $@ $<
 
 # A C library, loaded through ctypes, whose thread calls into Python (test_python.c).
 $(BUILD)/test/workloads/libforeign_thread.so: test/workloads/dso/foreign_thread.c \

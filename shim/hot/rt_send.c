@@ -24,29 +24,11 @@ rt_send_resolve(void)
 		rt_send_find((enum rt_send_call)call);
 }
 
-/* The descriptor of the call of the family this thread is inside, -1 outside any. Another
- * preload's send that passes its call on through sendto (musl's way) reaches this library's
- * sendto from inside its send, on the same descriptor: the bytes are counted once, by the
- * outermost call. A signal handler's send on another descriptor, which may interrupt any of
- * them, is its own and counts. */
-static __thread int rt_send_inside = -1;
-
-/* Before the real call: the descriptor of the call this one may be inside. */
-static int
-rt_send_enter(int fd)
-{
-	int outer = rt_send_inside;
-	rt_send_inside = fd;
-	return outer;
-}
-
-/* After it. No lock: send is async-signal-safe (signal-safety(7)) and a handler's call must stay
- * so. */
+/* No lock: send is async-signal-safe (signal-safety(7)) and a handler's call must stay so. */
 static void
-rt_send_leave(int fd, int outer, uint64_t bytes)
+rt_send_count(uint64_t bytes)
 {
-	rt_send_inside = outer;
-	if (bytes && outer != fd)
+	if (bytes)
 		rt_tally_count_sent(bytes);
 }
 
@@ -62,9 +44,9 @@ send(int fd, const void *buf, size_t len, int flags)
 {
 	ssize_t (*real)(int, const void *, size_t, int);
 	*(void **)&real = rt_send_find(RT_SEND);
-	int outer = rt_send_enter(fd);
 	ssize_t n = real ? real(fd, buf, len, flags) : rt_send_missing();
-	rt_send_leave(fd, outer, n > 0 ? (uint64_t)n : 0);
+	if (n > 0)
+		rt_send_count((uint64_t)n);
 	return n;
 }
 
@@ -73,9 +55,9 @@ sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to
 {
 	ssize_t (*real)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 	*(void **)&real = rt_send_find(RT_SENDTO);
-	int outer = rt_send_enter(fd);
 	ssize_t n = real ? real(fd, buf, len, flags, to, to_len) : rt_send_missing();
-	rt_send_leave(fd, outer, n > 0 ? (uint64_t)n : 0);
+	if (n > 0)
+		rt_send_count((uint64_t)n);
 	return n;
 }
 
@@ -84,9 +66,9 @@ sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	ssize_t (*real)(int, const struct msghdr *, int);
 	*(void **)&real = rt_send_find(RT_SENDMSG);
-	int outer = rt_send_enter(fd);
 	ssize_t n = real ? real(fd, msg, flags) : rt_send_missing();
-	rt_send_leave(fd, outer, n > 0 ? (uint64_t)n : 0);
+	if (n > 0)
+		rt_send_count((uint64_t)n);
 	return n;
 }
 
@@ -95,11 +77,10 @@ sendmmsg(int fd, struct mmsghdr *msgs, unsigned int count, int flags)
 {
 	int (*real)(int, struct mmsghdr *, unsigned int, int);
 	*(void **)&real = rt_send_find(RT_SENDMMSG);
-	int outer = rt_send_enter(fd);
 	int sent = real ? real(fd, msgs, count, flags) : (int)rt_send_missing();
 	uint64_t bytes = 0;
 	for (int i = 0; i < sent; i++)
 		bytes += msgs[i].msg_len;
-	rt_send_leave(fd, outer, bytes);
+	rt_send_count(bytes);
 	return sent;
 }

