@@ -90,16 +90,23 @@ rt_trace_parse_field(const char **p, bool optional, uint64_t *out)
 	return true;
 }
 
-/* A header line's format: the number after RT_TRACE_HEADER_START, followed by ':'; 0 for a
- * number not known here. */
+/* A comment's format, where it is a header (RT_TRACE_HEADER_START, a number, ':'): 1,
+ * RT_TRACE_FORMAT or RT_TRACE_FORMAT_UNKNOWN; RT_TRACE_FORMAT_NONE where it is no header. */
 static unsigned
 rt_trace_header_format(const char *line)
 {
-	const char *p = line + sizeof(RT_TRACE_HEADER_START) - 1;
+	const char *h = RT_TRACE_HEADER_START;
+	size_t n = 0;
+	while (h[n] && line[n] == h[n])
+		n++;
+	if (h[n])
+		return RT_TRACE_FORMAT_NONE;
+	const char *p = line + n;
 	uint64_t format;
 	if (!rt_trace_parse_field(&p, false, &format) || *p != ':')
-		return 0;
-	return format == 1 || format == RT_TRACE_FORMAT ? (unsigned)format : 0;
+		return RT_TRACE_FORMAT_NONE;
+	return format == 1 || format == RT_TRACE_FORMAT ? (unsigned)format
+	                                                : RT_TRACE_FORMAT_UNKNOWN;
 }
 
 enum rt_trace_line
@@ -107,24 +114,23 @@ rt_trace_parse(struct rt_trace_reader *reader, const char *line, struct rt_readi
 {
 	const char *p = line;
 	if (*p == '#') {
-		const char *h = RT_TRACE_HEADER_START;
-		size_t n = 0;
-		while (h[n] && line[n] == h[n])
-			n++;
-		if (!h[n])
-			reader->format = rt_trace_header_format(line);
+		unsigned format = rt_trace_header_format(line);
+		if (format != RT_TRACE_FORMAT_NONE)
+			reader->format = format;
 		return RT_TRACE_SKIP;
 	}
 	if (*p == '\0' || (*p == '\n' && p[1] == '\0'))
 		return RT_TRACE_SKIP;
-	int fields = reader->format == 1                 ? RT_TRACE_FIELDS_V1
-	             : reader->format == RT_TRACE_FORMAT ? RT_TRACE_FIELDS
-	                                                 : 0;
-	if (fields == 0)
+	if (reader->format == RT_TRACE_FORMAT_UNKNOWN)
 		return RT_TRACE_BAD;
+	/* Without a header, a reading of either format: format 1's ends after cpu_us. */
+	bool either = reader->format == RT_TRACE_FORMAT_NONE;
+	int fields = reader->format == 1 ? RT_TRACE_FIELDS_V1 : RT_TRACE_FIELDS;
 	struct rt_reading parsed;
 	parsed.bytes_sent = RT_TRACE_UNKNOWN;
 	for (int i = 0; i < fields; i++) {
+		if (either && i == RT_TRACE_FIELDS_V1 && (*p == '\0' || *p == '\n'))
+			break;
 		if (i > 0 && *p++ != ' ')
 			return RT_TRACE_BAD;
 		if (!rt_trace_parse_field(&p, i >= RT_TRACE_FIRST_OPTIONAL,

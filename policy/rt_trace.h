@@ -44,15 +44,18 @@ enum rt_trace_line {
 	"# rt_trace 2: t_us allocations bytes_requested frees bytes_freed live_bytes rss_kib "     \
 	"cpu_us bytes_sent\n"
 
-/* What a reader of one file has learnt from its lines so far: the format its header named
- * (RT_TRACE_FORMAT until a header says otherwise; 0 after a header of a format not known here,
- * whose readings are then all bad). */
+/* What a reader of one file has learnt from its lines so far: the format its header named, 1 or
+ * RT_TRACE_FORMAT; RT_TRACE_FORMAT_NONE before any header (the first recorders wrote none: a
+ * reading then has the fields of either format); RT_TRACE_FORMAT_UNKNOWN after a header of a
+ * format not known here, whose readings are all bad. */
+#define RT_TRACE_FORMAT_NONE 0u
+#define RT_TRACE_FORMAT_UNKNOWN 0xffffffffu
 struct rt_trace_reader {
 	unsigned format;
 };
 #define RT_TRACE_READER_INIT                                                                       \
 	{                                                                                          \
-		RT_TRACE_FORMAT                                                                    \
+		RT_TRACE_FORMAT_NONE                                                               \
 	}
 
 /* Writes one reading as its fields in the order of struct rt_reading, separated by one blank,
@@ -62,10 +65,11 @@ struct rt_trace_reader {
 size_t rt_trace_format(char *buf, size_t size, const struct rt_reading *reading);
 
 /* Reads one line of a file as rt_trace_format writes it (the newline is optional), in the
- * format the file's header named (a header line is skipped after it sets reader's format). The
- * four cumulative fields and t_us must be numbers; "-" is accepted only for the optional ones. A
- * reading of format 1 has one field fewer and reads with bytes_sent unknown; a line cut short or
- * a field too many in either format is bad. */
+ * format the file's header named: a header ("# rt_trace N:") sets reader's format and is
+ * skipped, as any other comment is. The four cumulative fields and t_us must be numbers; "-" is
+ * accepted only for the optional ones. A reading of format 1 has one field fewer and reads with
+ * bytes_sent unknown; once a header named the format, a line cut short or a field too many is
+ * bad. */
 enum rt_trace_line rt_trace_parse(struct rt_trace_reader *reader, const char *line,
                                   struct rt_reading *reading);
 
