@@ -2,6 +2,7 @@
  * announced rounds, the interval (never for an idle process), the RSS limit and memory pressure
  * in a real memory cgroup. */
 #include "harness.h"
+#include "rt_trace.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -183,15 +184,15 @@ idle_case(const char *preload)
 static int64_t
 trace_bytes_sent(const char *trace)
 {
-	char line[512], field[9][24];
+	char line[RT_TRACE_LINE_MAX];
+	struct rt_trace_reader reader = RT_TRACE_READER_INIT;
+	struct rt_reading reading;
 	int64_t sent = -1;
 	FILE *f = fopen(trace, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%23s %23s %23s %23s %23s %23s %23s %23s %23s", field[0], field[1],
-		           field[2], field[3], field[4], field[5], field[6], field[7],
-		           field[8]) == 9 &&
-		    field[8][0] != '-')
-			sent = strtoll(field[8], NULL, 10);
+		if (rt_trace_parse(&reader, line, &reading) == RT_TRACE_READING &&
+		    reading.bytes_sent != RT_TRACE_UNKNOWN)
+			sent = (int64_t)reading.bytes_sent;
 	if (f)
 		fclose(f);
 	return sent;
