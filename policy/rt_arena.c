@@ -739,14 +739,19 @@ rt_arena_piece_done(struct rt_arena_run *run)
 }
 
 /* The hold ends once another thread waits for the lock (glibc's waiters set the mutex word to 2;
- * after our own wait for it, it reads 2 once) and the hold is waited_hold_ns old, at the next
- * clock reading; always only once it did some work, so that every hold moves the release on.
- * Ended at the first look that saw a waiter, a hold did one chunk or piece between two
- * handovers: with a thread allocating throughout, the release took 32 times as long as
- * malloc_trim(0) (6.5 s against 0.2 s; 256 MiB of 32-2,048 B blocks, one in 16 kept, 2 cores at
- * a load of 1), for a worst malloc+free of 0.9 ms against malloc_trim's 28 ms. Half a
- * millisecond, less than a scheduler's time slice, is no longer than a waiter waits behind a
- * preempted thread. When its budget is spent and nobody waits, the budget
+ * after the worker's own wait for it, the word stays 2 for the whole hold, as glibc's own lock
+ * leaves it) and the hold is waited_hold_ns old, at the next clock reading; always only once it
+ * did some work, so that every hold moves the release on. Ended at the first look that saw a
+ * waiter, a hold did one chunk or piece between two handovers whenever a thread allocated
+ * throughout: the release took 32 times as long as malloc_trim(0) (6.5 s against 0.2 s; 256 MiB
+ * of 32-2,048 B blocks, one in 16 kept, 2 cores at a load of 1), for a worst malloc+free of
+ * 0.9 ms against malloc_trim's 28 ms; a review saw it in 4 of 24 runs, the rest 0.13-0.19 s
+ * with a worst op of 0.02-0.09 ms. Ending at once only the holds that a thread came to wait for
+ * after they began (the word read 1 at the lock) did not help: 1.5-6.7 s in 9 of 9 runs on three
+ * heaps, the allocating thread coming back within the first chunk. So every hold a thread waits
+ * for lasts half a millisecond, less than a scheduler's time slice, no longer than a waiter
+ * waits behind a preempted thread: the worst op is 0.4-0.6 ms where it was 0.02-0.09 in the
+ * runs that did not fall into it. When its budget is spent and nobody waits, the budget
  * is renewed without dropping the lock: a thread that comes to wait later is seen at the next
  * look, as in a fresh hold, and a drop would only cost a rest and a new reading of the arena
  * (the release took 2.4 to 2.8 times as long as malloc_trim with them). Only a preemption of
