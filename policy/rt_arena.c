@@ -745,8 +745,9 @@ rt_arena_piece_done(struct rt_arena_run *run)
  * waiter, a hold did one chunk or piece between two handovers whenever a thread allocated
  * throughout: the release took 32 times as long as malloc_trim(0) (6.5 s against 0.2 s; 256 MiB
  * of 32-2,048 B blocks, one in 16 kept, 2 cores at a load of 1), for a worst malloc+free of
- * 0.9 ms against malloc_trim's 28 ms; a review saw it in 4 of 24 runs, the rest 0.13-0.19 s
- * with a worst op of 0.02-0.09 ms. Ending at once only the holds that a thread came to wait for
+ * 0.9 ms against malloc_trim's 28 ms; 6 of 6 runs at a load of 1 took 5.9-6.7 s (worst op
+ * 0.46-3.2 ms), and a review at a load of 2 saw it in 4 of 24 runs, the rest 0.13-0.19 s with a
+ * worst op of 0.02-0.09 ms. Ending at once only the holds that a thread came to wait for
  * after they began (the word read 1 at the lock) did not help: 1.5-6.7 s in 9 of 9 runs on three
  * heaps, the allocating thread coming back within the first chunk. So every hold a thread waits
  * for lasts half a millisecond, less than a scheduler's time slice, no longer than a waiter
