@@ -14,11 +14,13 @@
  *   worst_op_ms=W p99_op_us=P ops=N worst_unpreempted_op_ms=U preempted_ops=K op_fault_kib=F
  * U is the worst op during which the measured thread was never preempted (no involuntary context
  * switch, from getrusage): time it spent waiting for a lock or in the kernel, not time another
- * process took its core. On a busy machine W is mostly the latter; U is what the release itself
- * costs the thread (a lock holder that is preempted still counts, as it should). F is what the
- * measured thread's ops in the window faulted in (minor faults, KiB): its own new memory, part
- * of C. A release that keeps the thread waiting lets it fault in less than one it lets run.
- * B and C leave out the pages of the bench's own log of op durations (stall_log_kib).
+ * process took its core, except the wait for a core after a wake-up from a lock's wait, which
+ * getrusage counts with neither (8.6 to 19.2 ms seen with no hold over 0.6 ms). On a busy machine W
+ * is mostly the latter; U is what the release itself costs the thread (a lock holder that is
+ * preempted still counts, as it should). F is what the measured thread's ops in the window faulted
+ * in (minor faults, KiB): its own new memory, part of C. A release that keeps the thread waiting
+ * lets it fault in less than one it lets run. B and C leave out the pages of the bench's own log of
+ * op durations (stall_log_kib).
  *
  * --min and --max set the blocks' sizes (log-uniform; 64 B..256 KiB), --keep N keeps one block in
  * N (10). --idle: thread 0 stays alive without allocating, as the others do (the release's own
