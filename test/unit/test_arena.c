@@ -1374,15 +1374,13 @@ Test(arena, a_hold_that_a_thread_waits_for_goes_on_until_waited_hold_ns)
 	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
 	             res.failure ? res.failure : "");
 	cr_assert_eq(w.bad_releases, 0);
-	cr_assert_gt(res.contended, 0);
 	cr_assert_gt(t_most_releases, 1, "no hold went on once a thread waited");
 	/* Every hold a waiter found lasted the floor, but an arena's last, which ends with the
 	 * arena's walk. */
 	cr_assert_gt(res.contended, 4);
 	cr_assert_leq(t_short_waited_holds, 2,
-	              "%u of %u holds that a thread waited for were "
-	              "shorter",
-	              t_short_waited_holds, res.contended);
+	              "%u of %u holds that a thread waited for were shorter", t_short_waited_holds,
+	              res.contended);
 	/* Past it by the clock readings of one look at most: a piece's and RT_ARENA_CLOCK_EVERY
 	 * chunks'. */
 	cr_assert_leq(t_longest_waited_hold, env.budget.waited_hold_ns + 40 * w.step, "%ld ns",
