@@ -839,11 +839,16 @@ work_hostile(const char *how, int floor, char *detail, size_t size)
 	int fds[HOSTILE_MAX];
 	struct host_file host[HOSTILE_MAX];
 	int n = library_fds(floor, fds, HOSTILE_MAX);
-	if (!strcmp(how, "closeall") && syscall(SYS_close_range, 3, ~0U, 0) != 0)
+	if (!strcmp(how, "closeall") && syscall(SYS_close_range, 3, ~0U, 0) != 0) {
+		snprintf(detail, size, "close_range: %s", strerror(errno));
 		return 1;
+	}
 	for (int i = 0; i < n; i++)
-		if (!host_file_on(&host[i], fds[i], i % 2 == 0))
+		if (!host_file_on(&host[i], fds[i], i % 2 == 0)) {
+			snprintf(detail, size, "a file of the host's on %d: %s", fds[i],
+			         strerror(errno));
 			return 1;
+		}
 	printf("hostile fds=%d\n", n);
 	if (!expect_line("check"))
 		return 1;
