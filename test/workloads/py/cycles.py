@@ -3,7 +3,7 @@
 make(n) disables the collector and leaves n unreachable reference cycles, each with a
 weakref.finalize callback; the callback that finds all n gone writes "collected N by=NAME" to
 stdout, NAME being threading.current_thread().name where it runs (a Dummy thread for a thread
-Python does not know)."""
+Python does not know). make(n, finalized) runs the caller's callback instead."""
 import gc
 import os
 import threading
@@ -14,15 +14,16 @@ class _Node:
     pass
 
 
-def make(n):
+def make(n, finalized=None):
     gone = []
 
-    def finalized():
+    def by_name():
         gone.append(1)
         if len(gone) == n:
             name = threading.current_thread().name
             os.write(1, ("collected %d by=%s\n" % (n, name)).encode())
 
+    finalized = finalized or by_name
     gc.disable()
     for _ in range(n):
         a, b = _Node(), _Node()

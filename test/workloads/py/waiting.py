@@ -1,21 +1,22 @@
-"""waiting MODE: the main thread waits in one C call with the collector disabled, as an FL
-client waits for its next model.
+"""waiting MODE: the main thread waits in one C call with the collector disabled, as an FL client
+waits for its next model.
 
-Makes N unreachable reference cycles after gc.disable() (cycles.make: only a full collection frees them),
-each with a weakref.finalize callback; the callback that finds all N gone writes "collected N
-by=NAME" to stdout, NAME being threading.current_thread().name where it runs (a Dummy thread
-for a thread Python does not know). Prints "ready", then waits until it is woken: MODE "sleep",
-time.sleep() ended by SIGUSR2; "event", threading.Event().wait() set by a thread that reads a
-line of stdin; "read", a read of stdin by the main thread itself. Woken, it prints "woke next=T "
-(T: the name threading gives the program's next unnamed thread, numbered from one counter) and
-what a program sees of threads, "dump=D frames=F enumerate=E dummies=M active=A": D the thread
-headers of a faulthandler dump of all threads (written to DUMP_PATH, the second argument), F
+Makes N unreachable reference cycles after gc.disable() (cycles.make: only a full collection frees
+them), each with a weakref.finalize callback; the callback that finds all N gone writes "collected N
+by=NAME" to stdout, NAME being threading.current_thread().name where it runs (a Dummy thread for a
+thread Python does not know). Prints "ready", then waits until it is woken: MODE "sleep",
+time.sleep() ended by SIGUSR2; "event", threading.Event().wait() set by a thread that reads a line
+of stdin; "read", a read of stdin by the main thread itself. Woken, it prints "woke next=T " (T: the
+name threading gives the program's next unnamed thread, numbered from one counter) and what a
+program sees of threads, "dump=D frames=F enumerate=E dummies=M active=A": D the thread headers of a
+faulthandler dump of all threads (written to DUMP_PATH, the second argument), F
 len(sys._current_frames()), E len(threading.enumerate()), M the Dummy threads in it and A
 threading.active_count(), with " atexits=X" where WAITING_ATEXITS is set (X the callbacks in
-threading's exit calls, the library's exit wait among them once hooked). Then it answers each further line of stdin the same way, without
-"woke ", waiting in bytecode (mainloop). EOF ends it. With WAITING_TORCH set to a directory, it
-first imports torch from there (a stand-in), as a program that uses CUDA. Before "ready" it
-waits for the library's thread where PY_AWAIT_TASKS says so (librarythread)."""
+threading's exit calls, the library's exit wait among them once hooked). Then it answers each
+further line of stdin the same way, without "woke ", waiting in bytecode (mainloop). EOF ends it.
+With WAITING_TORCH set to a directory, it first imports torch from there (a stand-in), as a program
+that uses CUDA. Before "ready" it waits for the library's thread where PY_AWAIT_TASKS says so
+(librarythread)."""
 import faulthandler
 import os
 import signal
