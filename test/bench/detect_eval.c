@@ -234,7 +234,7 @@ main(int argc, char **argv)
 			dm_replay(&trace, &truth, &params, inputs, every_us, &res);
 	}
 	if (with_list)
-		list(&truth, &res, detected != NULL);
+		list(&truth, &res, detected != NULL || server);
 	printf("%s inputs=%s truths=%zu detected=%zu matched=%zu precision=%.3f recall=%.3f "
 	       "median_delay_s=%.2f max_delay_s=%.2f false_per_min=%.2f warmup=%zu live_asks=%zu\n",
 	       name ? name : argv[argc - 1], inputs_text, res.truths, res.detected, res.matched,
