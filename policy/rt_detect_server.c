@@ -23,12 +23,22 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->round_permille = 900;
 	params->hold_us = 1000000;
 	params->rhythm_spread_permille = activity.rhythm_spread_permille;
+	params->min_send_bytes = activity.min_round_sent_bytes;
+	params->send_gap_us = 2000000;
+	params->send_gap_period_permille = 500;
 }
 
-/* A restart forgets the readings' rates and the burst under way, not what the rounds are like. */
+/* A restart forgets the readings' rates and the burst under way, not what the rounds are like;
+ * a clock gone back, the times of the broadcasts too. */
 static void
 rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 {
+	if (r->t_us < d->send_last_us) {
+		d->send_last_us = d->send_start_us = d->send_before_us = 0;
+		d->nsend_intervals = d->next_send_interval = 0;
+		d->reported_closing = d->reported_open = false;
+	}
+	d->sent = r->bytes_sent;
 	d->last = *r;
 	d->in_quiet = true;
 	d->quiet_since_us = r->t_us;
@@ -70,9 +80,41 @@ rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, 
 	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);
 }
 
-/* A round ends at t (the start of the quiet after the burst that ended it). */
+/* The readings further apart than this between two sends of a model are two broadcasts (see the
+ * header). */
+static uint64_t
+rt_detect_server_send_gap(const struct rt_detect_server *d)
+{
+	if (d->nsend_intervals < RT_DETECT_LOCK_ROUNDS)
+		return d->params.send_gap_us;
+	return rt_detect_scale(rt_detect_median(d->send_intervals_us, d->nsend_intervals),
+	                       d->params.send_gap_period_permille, 1000);
+}
+
+/* Whether a broadcast goes on at now: its last send came within the gap. */
+static bool
+rt_detect_server_in_broadcast(const struct rt_detect_server *d, uint64_t now)
+{
+	return d->send_last_us && now - d->send_last_us < rt_detect_server_send_gap(d);
+}
+
+/* Whether the round whose end would be reported at now has had its end reported: the one the
+ * broadcast under way closes (none closes before the first), or the one since the last ended.
+ * Before any broadcast, nothing tells the rounds apart. */
+static bool
+rt_detect_server_reported_this_round(const struct rt_detect_server *d, uint64_t now)
+{
+	if (!d->send_last_us)
+		return false;
+	if (rt_detect_server_in_broadcast(d, now))
+		return d->send_before_us && d->reported_closing;
+	return d->reported_open;
+}
+
+/* A round ends at t (the start of the quiet after the burst that ended it, or the broadcast
+ * that followed it), reported at now. */
 static enum rt_detect_result
-rt_detect_server_end(struct rt_detect_server *d, uint64_t t)
+rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now)
 {
 	d->confidence_permille =
 	    rt_detect_server_confidence(d, rt_detect_median(d->works, d->nworks), t);
@@ -84,9 +126,50 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t)
 	                   : 0;
 	d->boundaries++;
 	d->boundary_us = t;
+	if (rt_detect_server_in_broadcast(d, now))
+		d->reported_closing = true;
+	else
+		d->reported_open = true;
 	d->round_ended = true;
 	d->pending = false;
 	return RT_DETECT_BOUNDARY;
+}
+
+/* The work ended a round at t, seen at now: counted unless this round's end already was. */
+static enum rt_detect_result
+rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
+{
+	if (rt_detect_server_reported_this_round(d, now)) {
+		d->round_ended = true;
+		d->pending = false;
+		return RT_DETECT_NOTHING;
+	}
+	return rt_detect_server_count(d, t, now);
+}
+
+/* Follows the broadcasts (see the header). Returns true when r begins one that reports the
+ * round's end missed before it. */
+static bool
+rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *r)
+{
+	uint64_t before = d->sent, t = r->t_us;
+	d->sent = r->bytes_sent;
+	if (before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
+	    r->bytes_sent < before || r->bytes_sent - before < d->params.min_send_bytes)
+		return false;
+	bool missed = false;
+	if (!d->send_last_us || t - d->send_last_us >= rt_detect_server_send_gap(d)) {
+		d->reported_closing = d->reported_open;
+		d->reported_open = false;
+		missed = d->send_last_us && !d->reported_closing;
+		if (d->send_start_us)
+			rt_detect_server_push(d->send_intervals_us, &d->nsend_intervals,
+			                      &d->next_send_interval, t - d->send_start_us);
+		d->send_start_us = t;
+		d->send_before_us = d->send_last_us;
+	}
+	d->send_last_us = t;
+	return missed;
 }
 
 /* A round's activity is over: its work and heaviest burst join the last rounds' (see the
@@ -226,7 +309,7 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	if (typical) {
 		if (rt_detect_scale(d->round_work, 1000, 1) >=
 		    rt_detect_scale(typical, p->round_permille, 1))
-			return rt_detect_server_end(d, t);
+			return rt_detect_server_end(d, t, d->last.t_us);
 		return RT_DETECT_NOTHING;
 	}
 	if (!d->pending || w > d->pending_weight) {
@@ -237,20 +320,12 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	return RT_DETECT_NOTHING;
 }
 
-enum rt_detect_result
-rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
+/* The reading r, after the last one, weighed as the rounds' work. */
+static enum rt_detect_result
+rt_detect_server_work(struct rt_detect_server *d, const struct rt_reading *r)
 {
 	const struct rt_detect_server_params *p = &d->params;
 	const struct rt_reading *last = &d->last;
-	bool back = r->t_us < last->t_us || r->allocations < last->allocations ||
-	            r->frees < last->frees || r->bytes_requested < last->bytes_requested;
-	if (d->started && !back && r->t_us - last->t_us < p->min_interval_us)
-		return RT_DETECT_NOTHING;
-	if (!d->started || back) {
-		d->started = true;
-		rt_detect_server_restart(d, r);
-		return RT_DETECT_NOTHING;
-	}
 	uint64_t events = (r->allocations - last->allocations) + (r->frees - last->frees);
 	bool active = rt_detect_active(&d->peaks, last, r, p->quiet_permille, p->peak_half_life_us,
 	                               p->quiet_cpu_permille, p->idle_cpu_permille);
@@ -271,7 +346,7 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 			d->pending = false;
 		/* One still lighter after a second hold: the one waiting was (the model sent). */
 		if (d->pending && r->t_us - d->pending_us >= 2 * p->hold_us)
-			return rt_detect_server_end(d, d->pending_us);
+			return rt_detect_server_end(d, d->pending_us, r->t_us);
 		return RT_DETECT_NOTHING;
 	}
 	if (!d->in_quiet) {
@@ -289,6 +364,28 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 	 * burst, begun within the hold, went quiet lighter or is still lighter a hold later. */
 	if (got == RT_DETECT_NOTHING && d->pending && r->t_us - d->pending_us >= p->hold_us &&
 	    (d->quiet_since_us == d->pending_us || d->quiet_handled))
-		got = rt_detect_server_end(d, d->pending_us);
+		got = rt_detect_server_end(d, d->pending_us, r->t_us);
 	return got;
+}
+
+enum rt_detect_result
+rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
+{
+	const struct rt_reading *last = &d->last;
+	bool back = r->t_us < last->t_us || r->allocations < last->allocations ||
+	            r->frees < last->frees || r->bytes_requested < last->bytes_requested;
+	if (d->started && !back && r->t_us - last->t_us < d->params.min_interval_us)
+		return RT_DETECT_NOTHING;
+	if (!d->started || back) {
+		d->started = true;
+		rt_detect_server_restart(d, r);
+		return RT_DETECT_NOTHING;
+	}
+	/* A round's end reported at the broadcast's first send is the work's of that reading
+	 * too: rt_detect_server_end then finds it reported. */
+	enum rt_detect_result missed = rt_detect_server_broadcast(d, r)
+	                                   ? rt_detect_server_count(d, r->t_us, r->t_us)
+	                                   : RT_DETECT_NOTHING;
+	enum rt_detect_result got = rt_detect_server_work(d, r);
+	return missed == RT_DETECT_BOUNDARY ? missed : got;
 }

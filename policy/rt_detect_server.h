@@ -53,7 +53,25 @@
  *    begun within the hold is weighed first: whole, or for another hold_us).
  * The period (the median of the last intervals between round ends, after RT_DETECT_LOCK_ROUNDS
  * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
- * detector never asks for the live heap. */
+ * detector never asks for the live heap.
+ *
+ * Where the readings carry the bytes sent, the model going out marks the rounds too: once a
+ * round ends, the server sends the next model to each client as the client asks for its task,
+ * a broadcast of readings that each sent at least min_send_bytes (64 KiB, rt_detect's
+ * min_round_sent_bytes: more than a heartbeat or a poll), none further apart than
+ * send_gap_us (2 s), or send_gap_period_permille of the broadcasts' period once
+ * RT_DETECT_LOCK_ROUNDS intervals between their starts are known (the clients training lie
+ * between two broadcasts, the clients' polls within one). One round ends between the end of a
+ * broadcast and the end of the next, so:
+ *  - a round's end found by the work is not reported when one was already reported since the
+ *    last broadcast ended (or, while a broadcast goes on, since the one before it ended): a
+ *    second end in the same round;
+ *  - a broadcast that begins when none was reported since the last one ended reports the
+ *    round's end the work missed, at its first send.
+ * The first broadcast is the first round's model; after the last round none comes, and the
+ * last round's end is the work's to find. A relay (NVFlare's server parent) passes each update
+ * on as it comes and then the model: its broadcast begins before the round's end, so its ends
+ * come early in the round, one a round. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
@@ -69,6 +87,9 @@ struct rt_detect_server_params {
 	uint32_t round_permille;           /* 900 */
 	uint64_t hold_us;                  /* 1000000 */
 	uint32_t rhythm_spread_permille;   /* 250, rt_detect's */
+	uint64_t min_send_bytes;           /* 64 KiB, rt_detect's min_round_sent_bytes */
+	uint64_t send_gap_us;              /* 2000000 */
+	uint32_t send_gap_period_permille; /* 500 */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
@@ -122,6 +143,20 @@ struct rt_detect_server {
 	uint64_t intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nintervals;
 	unsigned next_interval;
+	/* The broadcasts (see the header): the bytes sent at the last reading (RT_TRACE_UNKNOWN
+	 * when not measured), the last reading that sent a model (0: none yet), when the broadcast
+	 * under way or last began, the last send of the one before (0: none), the intervals
+	 * between their starts (a ring), and whether a round's end was reported for the round the
+	 * broadcast under way or last closed, and for the round since it ended. */
+	uint64_t sent;
+	uint64_t send_last_us;
+	uint64_t send_start_us;
+	uint64_t send_before_us;
+	uint64_t send_intervals_us[RT_DETECT_SERVER_HISTORY];
+	unsigned nsend_intervals;
+	unsigned next_send_interval;
+	bool reported_closing;
+	bool reported_open;
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */

@@ -10,7 +10,8 @@
 #   freed+cpu         and the bytes freed instead (a cost in every free())
 # A server's shapes (a name with "server" in it) are scored by the server role's detector too
 # (policy/rt_detect_server, what ROUNDTRIM_ROLE=server runs), on what the library gives it:
-#   server:counts+cpu the counts and the CPU time (it never asks for the live heap)
+#   server:counts+cpu+sent the counts, the CPU time and the bytes sent where recorded (it never
+#                          asks for the live heap)
 # A detection matches a true boundary when it comes within 3 s after it and before the next.
 # "mallinfo" is how many times the detector asked for the live heap.
 #
@@ -158,12 +159,12 @@ if [[ $traces != "$out" ]]; then
 		names+=("$(basename "$trace" .trace)")
 	done
 fi
-printf '%-22s %-17s %6s %8s %9s %6s %12s %9s %9s %8s\n' workload inputs rounds detected \
+printf '%-22s %-22s %6s %8s %9s %6s %12s %9s %9s %8s\n' workload inputs rounds detected \
 	precision recall median_delay max_delay false/min mallinfo
 for name in "${names[@]}"; do
 	[[ -r $traces/$name.trace && -r $traces/$name.truth ]] || continue
 	rows=("${INPUTS[@]}")
-	[[ $name == *server* ]] && rows+=(server:counts+cpu)
+	[[ $name == *server* ]] && rows+=(server:counts+cpu+sent)
 	for inputs in "${rows[@]}"; do
 		detector=()
 		[[ $inputs == server:* ]] && detector=(--server)
@@ -171,7 +172,7 @@ for name in "${names[@]}"; do
 			"$traces/$name.trace" "$traces/$name.truth")
 		IFS=$'\t' read -r truths detected precision recall median max fpm asks < <(fields "$line" \
 			truths detected precision recall median_delay_s max_delay_s false_per_min live_asks)
-		printf '%-22s %-17s %6s %8s %9s %6s %11ss %8ss %9s %8s\n' "$name" "$inputs" "$truths" \
+		printf '%-22s %-22s %6s %8s %9s %6s %11ss %8ss %9s %8s\n' "$name" "$inputs" "$truths" \
 			"$detected" "$precision" "$recall" "$median" "$max" "$fpm" "$asks"
 	done
 done
