@@ -26,6 +26,7 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->min_send_bytes = activity.min_round_sent_bytes;
 	params->send_gap_us = 2000000;
 	params->send_gap_period_permille = 500;
+	params->broadcast_max_us = 20000000;
 }
 
 /* A restart forgets the readings' rates and the burst under way, not what the rounds are like;
@@ -98,13 +99,26 @@ rt_detect_server_in_broadcast(const struct rt_detect_server *d, uint64_t now)
 	return d->send_last_us && now - d->send_last_us < rt_detect_server_send_gap(d);
 }
 
+/* Whether the broadcasts mark the rounds at now: one was seen, and none under way has gone on
+ * longer than a model sent to each client takes (see the header). */
+static bool
+rt_detect_server_broadcasts_mark(const struct rt_detect_server *d, uint64_t now)
+{
+	if (!d->send_last_us)
+		return false;
+	uint64_t longest = d->nsend_intervals < RT_DETECT_LOCK_ROUNDS
+	                       ? d->params.broadcast_max_us
+	                       : 2 * rt_detect_median(d->send_intervals_us, d->nsend_intervals);
+	return !rt_detect_server_in_broadcast(d, now) || now - d->send_start_us < longest;
+}
+
 /* Whether the round whose end would be reported at now has had its end reported: the one the
  * broadcast under way closes (none closes before the first), or the one since the last ended.
- * Before any broadcast, nothing tells the rounds apart. */
+ * Where the broadcasts do not mark the rounds, nothing tells the rounds apart. */
 static bool
 rt_detect_server_reported_this_round(const struct rt_detect_server *d, uint64_t now)
 {
-	if (!d->send_last_us)
+	if (!rt_detect_server_broadcasts_mark(d, now))
 		return false;
 	if (rt_detect_server_in_broadcast(d, now))
 		return d->send_before_us && d->reported_closing;
@@ -161,7 +175,7 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	if (!d->send_last_us || t - d->send_last_us >= rt_detect_server_send_gap(d)) {
 		d->reported_closing = d->reported_open;
 		d->reported_open = false;
-		missed = d->send_last_us && !d->reported_closing;
+		missed = rt_detect_server_broadcasts_mark(d, t) && !d->reported_closing;
 		if (d->send_start_us)
 			rt_detect_server_push(d->send_intervals_us, &d->nsend_intervals,
 			                      &d->next_send_interval, t - d->send_start_us);

@@ -69,9 +69,11 @@
  *  - a broadcast that begins when none was reported since the last one ended reports the
  *    round's end the work missed, at its first send.
  * The first broadcast is the first round's model; after the last round none comes, and the
- * last round's end is the work's to find. A relay (NVFlare's server parent) passes each update
- * on as it comes and then the model: its broadcast begins before the round's end, so its ends
- * come early in the round, one a round. */
+ * last round's end is the work's to find. A broadcast that goes on longer than broadcast_max_us
+ * (20 s), or twice the broadcasts' period once known, is no model sent to each client (a
+ * server that streams): while it does, the rounds are the work's alone. A relay (NVFlare's server
+ * parent) passes each update on as it comes and then the model: its broadcast begins before the
+ * round's end, so its ends come early in the round, one a round. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
@@ -90,6 +92,7 @@ struct rt_detect_server_params {
 	uint64_t min_send_bytes;           /* 64 KiB, rt_detect's min_round_sent_bytes */
 	uint64_t send_gap_us;              /* 2000000 */
 	uint32_t send_gap_period_permille; /* 500 */
+	uint64_t broadcast_max_us;         /* 20000000 */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
