@@ -29,6 +29,9 @@
  * Prints one line:
  *   NAME inputs=I truths=T detected=D matched=M precision=P recall=R median_delay_s=S
  *   max_delay_s=S false_per_min=F warmup=W live_asks=A
+ * and with the bytes sent among the inputs, the delays from the update a client sent
+ * (dm_update_delays: over the matched rounds that sent one):
+ *   update_rounds=N update_median_delay_s=S update_max_delay_s=S
  * and with --list, one line per true boundary and, between them, one per candidate the detector
  * weighed (a detection or a release it did not take for a round's end: its work, its weight and
  * phase in permille, and where its quiet began against the nearest round's end), or with
@@ -236,11 +239,20 @@ main(int argc, char **argv)
 	if (with_list)
 		list(&truth, &res, detected != NULL || server);
 	printf("%s inputs=%s truths=%zu detected=%zu matched=%zu precision=%.3f recall=%.3f "
-	       "median_delay_s=%.2f max_delay_s=%.2f false_per_min=%.2f warmup=%zu live_asks=%zu\n",
+	       "median_delay_s=%.2f max_delay_s=%.2f false_per_min=%.2f warmup=%zu live_asks=%zu",
 	       name ? name : argv[argc - 1], inputs_text, res.truths, res.detected, res.matched,
 	       res.precision, res.recall, res.median_delay_s, res.max_delay_s,
 	       res.minutes > 0 ? (double)(res.detected - res.matched) / res.minutes : 0.0,
 	       res.warmup, res.live_asks);
+	if (!detected && (inputs & DM_SENT)) {
+		double median, max;
+		size_t n;
+		dm_update_delays(&trace, &truth, &res, params.min_round_sent_bytes, &median, &max,
+		                 &n);
+		printf(" update_rounds=%zu update_median_delay_s=%.2f update_max_delay_s=%.2f", n,
+		       median, max);
+	}
+	printf("\n");
 	dm_result_free(&res);
 	dm_trace_free(&trace);
 	dm_truth_free(&truth);

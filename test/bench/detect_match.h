@@ -78,6 +78,7 @@ struct dm_result {
 	size_t ndetections;
 	bool *truth_matched; /* per true boundary */
 	bool *truth_scored;
+	uint64_t *matched_at; /* per true boundary: the detection that matched it (t_us), or 0 */
 	struct dm_candidate *candidates; /* a replay's, in time order; NULL otherwise */
 	size_t ncandidates;
 };
@@ -201,6 +202,7 @@ dm_result_free(struct dm_result *result)
 	free(result->candidates);
 	free(result->truth_matched);
 	free(result->truth_scored);
+	free(result->matched_at);
 }
 
 static inline int
@@ -225,6 +227,7 @@ dm_score(const struct dm_truth *truth, uint64_t end_us, struct dm_result *res)
 {
 	res->truth_matched = calloc(truth->n + 1, sizeof(bool));
 	res->truth_scored = calloc(truth->n + 1, sizeof(bool));
+	res->matched_at = calloc(truth->n + 1, sizeof(uint64_t));
 	res->minutes = end_us > truth->start_us ? (double)(end_us - truth->start_us) / 60e6 : 0;
 	double *delays = calloc(truth->n + 1, sizeof(double));
 	size_t next = 0; /* the first detection not yet looked at */
@@ -238,6 +241,7 @@ dm_score(const struct dm_truth *truth, uint64_t end_us, struct dm_result *res)
 		if (next < res->ndetections && res->detections[next].t_us < to) {
 			delays[res->matched++] = (double)(res->detections[next].t_us - from) / 1e6;
 			res->truth_matched[b] = true;
+			res->matched_at[b] = res->detections[next].t_us;
 			next++;
 		}
 		res->truth_scored[b] = res->truth_matched[b] || b + 1 < truth->n ||
@@ -264,6 +268,46 @@ dm_score(const struct dm_truth *truth, uint64_t end_us, struct dm_result *res)
 		        ? delays[res->matched / 2]
 		        : (delays[res->matched / 2 - 1] + delays[res->matched / 2]) / 2;
 		res->max_delay_s = delays[res->matched - 1];
+	}
+	free(delays);
+}
+
+/* The delay from the update a client sent to the detection that matched its round: the median
+ * and the largest over the matched rounds in which a reading between the true boundary and the
+ * detection saw the bytes sent rise by at least min_bytes, counted from the reading before the
+ * last such one (the last byte went after it); *n: how many. The true boundary is the script's
+ * hand-off; the update leaves after it, and no release can come before the update's copy is
+ * gone. */
+static inline void
+dm_update_delays(const struct dm_trace *trace, const struct dm_truth *truth,
+                 const struct dm_result *res, uint64_t min_bytes, double *median_s, double *max_s,
+                 size_t *n)
+{
+	double *delays = calloc(truth->n + 1, sizeof(double));
+	size_t i = 1;
+	*n = 0;
+	for (size_t b = 0; b < truth->n && delays; b++) {
+		if (!res->truth_matched[b])
+			continue;
+		uint64_t from = truth->boundaries[b], at = res->matched_at[b], sent_after = 0;
+		while (i < trace->n && trace->readings[i].t_us <= from)
+			i++;
+		for (; i < trace->n && trace->readings[i].t_us <= at; i++) {
+			const struct rt_reading *r = &trace->readings[i], *before = r - 1;
+			if (r->bytes_sent != RT_TRACE_UNKNOWN &&
+			    before->bytes_sent != RT_TRACE_UNKNOWN &&
+			    r->bytes_sent >= before->bytes_sent &&
+			    r->bytes_sent - before->bytes_sent >= min_bytes)
+				sent_after = before->t_us;
+		}
+		if (sent_after)
+			delays[(*n)++] = (double)(at - sent_after) / 1e6;
+	}
+	*median_s = *max_s = 0;
+	if (*n) {
+		qsort(delays, *n, sizeof(double), dm_cmp_double);
+		*median_s = *n % 2 ? delays[*n / 2] : (delays[*n / 2 - 1] + delays[*n / 2]) / 2;
+		*max_s = delays[*n - 1];
 	}
 	free(delays);
 }
