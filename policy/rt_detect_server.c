@@ -26,7 +26,6 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->min_send_bytes = activity.min_round_sent_bytes;
 	params->send_gap_us = 2000000;
 	params->send_gap_period_permille = 500;
-	params->broadcast_max_us = 20000000;
 }
 
 /* A restart forgets the readings' rates and the burst under way, not what the rounds are like;
@@ -34,10 +33,13 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 static void
 rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 {
-	if (r->t_us < d->send_last_us) {
-		d->send_last_us = d->send_start_us = d->send_before_us = 0;
+	if (r->t_us < d->send_last_us || r->t_us < d->send_quiet_us || r->t_us < d->work_end_us) {
+		d->send_last_us = d->send_start_us = d->send_quiet_us = d->send_bytes = 0;
 		d->nsend_intervals = d->next_send_interval = 0;
-		d->reported_closing = d->reported_open = false;
+		d->nsend_totals = d->next_send_total = 0;
+		d->work_end_us = 0;
+		d->nwork_intervals = d->next_work_interval = 0;
+		d->locked = d->reported_closing = d->reported_open = false;
 	}
 	d->sent = r->bytes_sent;
 	d->last = *r;
@@ -81,15 +83,43 @@ rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, 
 	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);
 }
 
+/* The median of the last RT_DETECT_LOCK_ROUNDS values of a ring of RT_DETECT_SERVER_HISTORY, or 0
+ * when they are fewer or not even: one further than spread_permille from that median. */
+static uint64_t
+rt_detect_server_even(const uint64_t *ring, unsigned n, unsigned next, uint32_t spread_permille)
+{
+	uint64_t last[RT_DETECT_LOCK_ROUNDS];
+	if (n < RT_DETECT_LOCK_ROUNDS)
+		return 0;
+	for (unsigned j = 0; j < RT_DETECT_LOCK_ROUNDS; j++)
+		last[j] =
+		    ring[(next + RT_DETECT_SERVER_HISTORY - 1 - j) % RT_DETECT_SERVER_HISTORY];
+	uint64_t median = rt_detect_median(last, RT_DETECT_LOCK_ROUNDS);
+	uint64_t spread = rt_detect_scale(median, spread_permille, 1000);
+	for (unsigned j = 0; j < RT_DETECT_LOCK_ROUNDS; j++)
+		if (last[j] + spread < median || last[j] > median + spread)
+			return 0;
+	return median;
+}
+
+/* The broadcasts' period: the median of the intervals between their last starts, 0 while fewer
+ * than RT_DETECT_LOCK_ROUNDS are known. */
+static uint64_t
+rt_detect_server_send_period(const struct rt_detect_server *d)
+{
+	return d->nsend_intervals < RT_DETECT_LOCK_ROUNDS
+	           ? 0
+	           : rt_detect_median(d->send_intervals_us, d->nsend_intervals);
+}
+
 /* The readings further apart than this between two sends of a model are two broadcasts (see the
  * header). */
 static uint64_t
 rt_detect_server_send_gap(const struct rt_detect_server *d)
 {
-	if (d->nsend_intervals < RT_DETECT_LOCK_ROUNDS)
-		return d->params.send_gap_us;
-	return rt_detect_scale(rt_detect_median(d->send_intervals_us, d->nsend_intervals),
-	                       d->params.send_gap_period_permille, 1000);
+	uint64_t period = rt_detect_server_send_period(d);
+	return period ? rt_detect_scale(period, d->params.send_gap_period_permille, 1000)
+	              : d->params.send_gap_us;
 }
 
 /* Whether a broadcast goes on at now: its last send came within the gap. */
@@ -99,29 +129,26 @@ rt_detect_server_in_broadcast(const struct rt_detect_server *d, uint64_t now)
 	return d->send_last_us && now - d->send_last_us < rt_detect_server_send_gap(d);
 }
 
-/* Whether the broadcasts mark the rounds at now: one was seen, and none under way has gone on
- * longer than a model sent to each client takes (see the header). */
+/* Whether the broadcasts mark the rounds at now: locked on their rhythm, and the next one not
+ * overdue (none began for a period and its spread: they stopped, or one never ends). */
 static bool
 rt_detect_server_broadcasts_mark(const struct rt_detect_server *d, uint64_t now)
 {
-	if (!d->send_last_us)
-		return false;
-	uint64_t longest = d->nsend_intervals < RT_DETECT_LOCK_ROUNDS
-	                       ? d->params.broadcast_max_us
-	                       : 2 * rt_detect_median(d->send_intervals_us, d->nsend_intervals);
-	return !rt_detect_server_in_broadcast(d, now) || now - d->send_start_us < longest;
+	return d->locked && now - d->send_start_us <
+	                        rt_detect_scale(rt_detect_server_send_period(d),
+	                                        1000 + d->params.rhythm_spread_permille, 1000);
 }
 
 /* Whether the round whose end would be reported at now has had its end reported: the one the
- * broadcast under way closes (none closes before the first), or the one since the last ended.
- * Where the broadcasts do not mark the rounds, nothing tells the rounds apart. */
+ * broadcast under way closes, or the one since the last ended. Where the broadcasts do not
+ * mark the rounds, nothing tells the rounds apart. */
 static bool
 rt_detect_server_reported_this_round(const struct rt_detect_server *d, uint64_t now)
 {
 	if (!rt_detect_server_broadcasts_mark(d, now))
 		return false;
 	if (rt_detect_server_in_broadcast(d, now))
-		return d->send_before_us && d->reported_closing;
+		return d->reported_closing;
 	return d->reported_open;
 }
 
@@ -132,7 +159,7 @@ rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now)
 {
 	d->confidence_permille =
 	    rt_detect_server_confidence(d, rt_detect_median(d->works, d->nworks), t);
-	if (d->boundaries)
+	if (d->boundaries && t > d->boundary_us)
 		rt_detect_server_push(d->intervals_us, &d->nintervals, &d->next_interval,
 		                      t - d->boundary_us);
 	d->period_us = d->nintervals >= RT_DETECT_LOCK_ROUNDS
@@ -144,20 +171,22 @@ rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now)
 		d->reported_closing = true;
 	else
 		d->reported_open = true;
-	d->round_ended = true;
-	d->pending = false;
 	return RT_DETECT_BOUNDARY;
 }
 
-/* The work ended a round at t, seen at now: counted unless this round's end already was. */
+/* The work ended a round at t, seen at now: counted unless this round's end already was. Its
+ * rhythm is kept apart from the broadcasts', whose ends it does not count. */
 static enum rt_detect_result
 rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 {
-	if (rt_detect_server_reported_this_round(d, now)) {
-		d->round_ended = true;
-		d->pending = false;
+	if (d->work_end_us && t > d->work_end_us)
+		rt_detect_server_push(d->work_intervals_us, &d->nwork_intervals,
+		                      &d->next_work_interval, t - d->work_end_us);
+	d->work_end_us = t;
+	d->round_ended = true;
+	d->pending = false;
+	if (rt_detect_server_reported_this_round(d, now))
 		return RT_DETECT_NOTHING;
-	}
 	return rt_detect_server_count(d, t, now);
 }
 
@@ -166,24 +195,51 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 static bool
 rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *r)
 {
+	const struct rt_detect_server_params *p = &d->params;
 	uint64_t before = d->sent, t = r->t_us;
 	d->sent = r->bytes_sent;
 	if (before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
-	    r->bytes_sent < before || r->bytes_sent - before < d->params.min_send_bytes)
+	    r->bytes_sent < before || r->bytes_sent - before < p->min_send_bytes) {
+		d->send_quiet_us = t;
 		return false;
-	bool missed = false;
-	if (!d->send_last_us || t - d->send_last_us >= rt_detect_server_send_gap(d)) {
-		d->reported_closing = d->reported_open;
-		d->reported_open = false;
-		missed = rt_detect_server_broadcasts_mark(d, t) && !d->reported_closing;
-		if (d->send_start_us)
-			rt_detect_server_push(d->send_intervals_us, &d->nsend_intervals,
-			                      &d->next_send_interval, t - d->send_start_us);
-		d->send_start_us = t;
-		d->send_before_us = d->send_last_us;
 	}
+	/* A new broadcast after readings that sent no model for half the gap at least: a reading
+	 * late by seconds (the worker stalled) splits none. */
+	uint64_t gap = rt_detect_server_send_gap(d), sent = r->bytes_sent - before;
+	bool starts =
+	    !d->send_last_us || (t - d->send_last_us >= gap && d->send_quiet_us > d->send_last_us &&
+	                         d->send_quiet_us - d->send_last_us >= gap / 2);
 	d->send_last_us = t;
-	return missed;
+	if (!starts) {
+		d->send_bytes += sent;
+		return false;
+	}
+	if (d->send_start_us) {
+		rt_detect_server_push(d->send_intervals_us, &d->nsend_intervals,
+		                      &d->next_send_interval, t - d->send_start_us);
+		rt_detect_server_push(d->send_totals, &d->nsend_totals, &d->next_send_total,
+		                      d->send_bytes);
+	}
+	d->send_bytes = sent;
+	d->send_start_us = t;
+	/* Locked while the last broadcasts came evenly, each sent about as much (a model to each
+	 * client: within half and one and a half times their median), and the work's own ends,
+	 * where they are even too, keep the same period (sends of something else, a second
+	 * broadcast a round, a rhythm of another period: the work is not fooled by them). */
+	uint32_t spread = p->rhythm_spread_permille;
+	uint64_t period = rt_detect_server_even(d->send_intervals_us, d->nsend_intervals,
+	                                        d->next_send_interval, spread);
+	uint64_t alike =
+	    rt_detect_server_even(d->send_totals, d->nsend_totals, d->next_send_total, 500);
+	uint64_t work = rt_detect_server_even(d->work_intervals_us, d->nwork_intervals,
+	                                      d->next_work_interval, spread);
+	uint64_t off = work > period ? work - period : period - work;
+	d->locked = period && alike && (!work || off <= rt_detect_scale(period, spread, 1000));
+	d->reported_closing = d->reported_open;
+	d->reported_open = false;
+	bool worked = d->worked;
+	d->worked = false;
+	return d->locked && !d->reported_closing && worked;
 }
 
 /* A round's activity is over: its work and heaviest burst join the last rounds' (see the
@@ -296,6 +352,7 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	d->noise_start_us = 0;
 	d->noise_interval_us = 0;
 	d->noise_in_rhythm = 0;
+	d->worked = true;
 	/* A round's activity in which no round ended yet still waits for an update: a pause in it
 	 * (a slow client) closes it only when it is a longer share of the period. */
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille

@@ -55,25 +55,31 @@
  * of them) only scales the idle gap. The live heap and the bytes freed are not used: the
  * detector never asks for the live heap.
  *
- * Where the readings carry the bytes sent, the model going out marks the rounds too: once a
+ * Where the readings carry the bytes sent, the model going out can mark the rounds too: once a
  * round ends, the server sends the next model to each client as the client asks for its task,
  * a broadcast of readings that each sent at least min_send_bytes (64 KiB, rt_detect's
  * min_round_sent_bytes: more than a heartbeat or a poll), none further apart than
  * send_gap_us (2 s), or send_gap_period_permille of the broadcasts' period once
  * RT_DETECT_LOCK_ROUNDS intervals between their starts are known (the clients training lie
- * between two broadcasts, the clients' polls within one). One round ends between the end of a
- * broadcast and the end of the next, so:
- *  - a round's end found by the work is not reported when one was already reported since the
- *    last broadcast ended (or, while a broadcast goes on, since the one before it ended): a
- *    second end in the same round;
- *  - a broadcast that begins when none was reported since the last one ended reports the
- *    round's end the work missed, at its first send.
- * The first broadcast is the first round's model; after the last round none comes, and the
- * last round's end is the work's to find. A broadcast that goes on longer than broadcast_max_us
- * (20 s), or twice the broadcasts' period once known, is no model sent to each client (a
- * server that streams): while it does, the rounds are the work's alone. A relay (NVFlare's server
- * parent) passes each update on as it comes and then the model: its broadcast begins before the
- * round's end, so its ends come early in the round, one a round. */
+ * between two broadcasts, the clients' polls within one); a new one begins only after readings
+ * that sent no model for half that gap (a reading late by seconds splits none). The
+ * broadcasts mark the rounds only while locked on them: the last RT_DETECT_LOCK_ROUNDS
+ * intervals between their starts are even (each within rhythm_spread_permille of their
+ * median), the last as many broadcasts sent about as much (within half of their median: a
+ * model to each client), and the work's own last ends, where they are even too, keep the same
+ * period (sends of something else, a second broadcast a round or one of another rhythm do not
+ * lock); and only until the next broadcast is overdue by the spread (they stopped, or one never
+ * ends: a server that streams). While locked, one round ends between the end of a broadcast and
+ * the end of the next, so:
+ *  - a round's end found by the work is not reported when one was already reported for the
+ *    round the broadcast under way closes, or since the last one ended;
+ *  - a broadcast that begins when none was reported since the last one ended, after a burst
+ *    that was no noise went quiet since the last one began (the updates, their aggregation),
+ *    reports the round's end the work missed, at its first send.
+ * The first broadcasts are the first rounds' models, before any lock; after the last round
+ * none comes, and the last round's end is the work's to find. A relay (NVFlare's server parent)
+ * passes each update on as it comes and then the model: its sends seldom lock, and its rounds
+ * are then the work's. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
@@ -92,7 +98,6 @@ struct rt_detect_server_params {
 	uint64_t min_send_bytes;           /* 64 KiB, rt_detect's min_round_sent_bytes */
 	uint64_t send_gap_us;              /* 2000000 */
 	uint32_t send_gap_period_permille; /* 500 */
-	uint64_t broadcast_max_us;         /* 20000000 */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
@@ -154,12 +159,23 @@ struct rt_detect_server {
 	uint64_t sent;
 	uint64_t send_last_us;
 	uint64_t send_start_us;
-	uint64_t send_before_us;
+	uint64_t send_quiet_us; /* the last reading that sent no model */
 	uint64_t send_intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nsend_intervals;
 	unsigned next_send_interval;
+	uint64_t send_bytes; /* what the broadcast under way or last sent */
+	uint64_t send_totals[RT_DETECT_SERVER_HISTORY]; /* what the last ones sent (a ring) */
+	unsigned nsend_totals;
+	unsigned next_send_total;
+	bool locked; /* the broadcasts mark the rounds (see the header) */
 	bool reported_closing;
 	bool reported_open;
+	bool worked; /* a burst that was no noise went quiet since the last broadcast began */
+	/* The work's own ends (counted or not) and the intervals between them (a ring). */
+	uint64_t work_end_us;
+	uint64_t work_intervals_us[RT_DETECT_SERVER_HISTORY];
+	unsigned nwork_intervals;
+	unsigned next_work_interval;
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */

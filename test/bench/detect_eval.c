@@ -244,7 +244,7 @@ main(int argc, char **argv)
 	       res.precision, res.recall, res.median_delay_s, res.max_delay_s,
 	       res.minutes > 0 ? (double)(res.detected - res.matched) / res.minutes : 0.0,
 	       res.warmup, res.live_asks);
-	if (!detected && (inputs & DM_SENT)) {
+	if (!detected && !server && (inputs & DM_SENT)) {
 		double median, max;
 		size_t n;
 		dm_update_delays(&trace, &truth, &res, params.min_round_sent_bytes, &median, &max,

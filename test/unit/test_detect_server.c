@@ -10,10 +10,13 @@ struct sgen {
 	struct rt_reading r;
 	size_t boundaries;
 	size_t asks;
-	size_t step;         /* steps fed so far */
-	size_t last_fired;   /* the step whose reading returned the last boundary */
-	size_t at_reading;   /* boundaries whose end is their reading's own time (a broadcast's) */
-	uint64_t stream_kib; /* KiB sent at every step, where the readings carry the bytes sent */
+	size_t step;       /* steps fed so far */
+	size_t last_fired; /* the step whose reading returned the last boundary */
+	size_t at_reading; /* boundaries whose end is their reading's own time (a broadcast's) */
+	/* Where the readings carry the bytes sent: side_kib KiB sent every side_every steps besides
+	 * what the steps send (a stream at every step, metrics every few seconds). */
+	uint64_t side_kib;
+	size_t side_every;
 	uint64_t last_quiet; /* when the last burst fed went quiet (sgen_burst) */
 };
 
@@ -37,7 +40,8 @@ sgen_init(struct sgen *g, const struct rt_detect_server_params *p)
 	    RT_TRACE_UNKNOWN};
 	g->r = r;
 	g->boundaries = g->asks = g->step = g->last_fired = g->at_reading = 0;
-	g->stream_kib = 0;
+	g->side_kib = 0;
+	g->side_every = 1;
 	g->last_quiet = 0;
 	rt_detect_server_feed(&g->d, &g->r);
 }
@@ -52,7 +56,7 @@ sgen_step(struct sgen *g, uint64_t events, uint64_t bytes, bool busy)
 	g->r.bytes_requested += bytes;
 	g->r.cpu_us += busy ? SSTEP_US : 0;
 	if (g->r.bytes_sent != RT_TRACE_UNKNOWN)
-		g->r.bytes_sent += g->stream_kib << 10;
+		g->r.bytes_sent += g->step % g->side_every ? 0 : g->side_kib << 10;
 	enum rt_detect_result got = rt_detect_server_feed(&g->d, &g->r);
 	g->step++;
 	if (got == RT_DETECT_BOUNDARY) {
@@ -145,17 +149,35 @@ sgen_send_step(struct sgen *g, uint64_t events, uint64_t kib)
 }
 
 /* As sgen_round, with an aggregation of agg_events a step, the next model sent as 400 KiB a
- * step (counted where the readings carry the bytes sent), and nothing sent before. */
+ * step (counted where the readings carry the bytes sent; a reading late by late_steps steps
+ * after the first), and nothing sent before; then the clients train for train steps, while the
+ * server does work like a round's (a checkpoint read and written) when asked. */
 static void
-sgen_round_sent(struct sgen *g, uint64_t agg_events)
+sgen_round_sent_with(struct sgen *g, uint64_t agg_events, size_t late_steps, int train,
+                     bool checkpoint)
 {
 	sgen_burst(g, 3, 1000);
 	sgen_idle(g, 12);
 	sgen_burst(g, 4, agg_events);
 	sgen_idle(g, 12);
-	for (int i = 0; i < 3; i++)
+	sgen_send_step(g, 500, 400);
+	g->r.t_us += late_steps * SSTEP_US;
+	for (int i = 0; i < 2; i++)
 		sgen_send_step(g, 500, 400);
-	sgen_idle(g, 100);
+	if (checkpoint) {
+		sgen_idle(g, 20);
+		sgen_burst(g, 3, 1000);
+		sgen_idle(g, 12);
+		sgen_burst(g, 4, 2000);
+		train -= 39;
+	}
+	sgen_idle(g, train);
+}
+
+static void
+sgen_round_sent(struct sgen *g, uint64_t agg_events)
+{
+	sgen_round_sent_with(g, agg_events, 0, 100, false);
 }
 
 /* A server whose readings carry the bytes sent (sends), or not. */
@@ -188,7 +210,6 @@ Test(detect_server, documented_defaults)
 	cr_assert_eq(p.min_send_bytes, 64 << 10);
 	cr_assert_eq(p.send_gap_us, 2000000);
 	cr_assert_eq(p.send_gap_period_permille, 500);
-	cr_assert_eq(p.broadcast_max_us, 20000000);
 }
 
 Test(detect_server, start_up_is_no_round)
@@ -564,35 +585,88 @@ Test(detect_server, a_broadcast_reports_the_round_the_work_missed)
 	}
 }
 
-/* Work that looks like a round's (a checkpoint read and written) between two broadcasts, after
- * the round's end: one end between two broadcasts, so the rounds' count stays. Without the
- * bytes sent it counts one more. */
+/* Work that looks like a round's (a checkpoint read and written) while the clients train, once
+ * the broadcasts mark the rounds: one end between two broadcasts, so the rounds' count stays.
+ * Without the bytes sent it counts one more. */
 Test(detect_server, one_end_between_two_broadcasts)
 {
 	struct rt_detect_server_params p = sdefaults();
 	for (int sends = 0; sends <= 1; sends++) {
 		struct sgen g;
 		sgen_init_sent(&g, &p, sends);
-		for (size_t round = 1; round <= 8; round++) {
-			sgen_round_sent(&g, 2000);
-			if (round == 4) {
-				sgen_burst(&g, 3, 1000);
-				sgen_idle(&g, 12);
-				sgen_burst(&g, 4, 2000);
-				sgen_idle(&g, 100);
-			}
-		}
+		for (size_t round = 1; round <= 8; round++)
+			sgen_round_sent_with(&g, 2000, 0, 100, round == 6);
 		cr_assert_eq(g.boundaries, sends ? 8 : 9, "%s: %zu ends for 8 rounds",
 		             sends ? "with the sends" : "without", g.boundaries);
 	}
 }
 
+/* Once the broadcasts stop (the model sent some way the library does not count, or shrunk
+ * under 64 KiB), the rounds are the work's again: one round later, not never. */
+Test(detect_server, the_count_goes_on_when_the_broadcasts_stop)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	for (size_t round = 1; round <= 12; round++)
+		if (round <= 6)
+			sgen_round_sent(&g, 2000);
+		else
+			sgen_round(&g, 12, 100);
+	cr_assert_eq(g.boundaries, 12, "%zu rounds found of 12", g.boundaries);
+}
+
+/* Sends of another rhythm (100 KiB of metrics every 3 s, in 30 s rounds whose model goes out
+ * too) come evenly and alike, but the work's rounds keep another period and no work went quiet
+ * between most of them: they mark no round. */
+Test(detect_server, sends_of_another_rhythm_mark_no_round)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	g.side_kib = 100;
+	g.side_every = 60;
+	for (size_t round = 1; round <= 12; round++)
+		sgen_round_sent_with(&g, 2000, 0, 570, false);
+	cr_assert_eq(g.boundaries, 12, "%zu rounds found of 12", g.boundaries);
+}
+
+/* A reading 5 s late inside a broadcast (the worker stalled, the host throttled) splits
+ * it in none: only readings that sent no model part two broadcasts. */
+Test(detect_server, a_late_reading_splits_no_broadcast)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	for (size_t round = 1; round <= 12; round++)
+		sgen_round_sent_with(&g, 2000, round == 6 || round == 9 ? 100 : 0, 100, false);
+	cr_assert_eq(g.boundaries, 12, "%zu rounds found of 12", g.boundaries);
+}
+
+/* A clock that goes back (a restore, a reading of another clock) restarts the readings and
+ * forgets the broadcasts' times: the count goes on as the work's, then locks again. */
+Test(detect_server, a_clock_gone_back_forgets_the_broadcasts)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	for (size_t round = 1; round <= 12; round++) {
+		if (round == 7)
+			g.r.t_us -= 30000000;
+		sgen_round_sent(&g, round == 10 ? 1000 : 2000);
+	}
+	cr_assert_geq(g.boundaries, 11, "%zu rounds found of 12", g.boundaries);
+	cr_assert_leq(g.boundaries, 12, "%zu rounds found of 12", g.boundaries);
+	for (unsigned i = 0; i < g.d.nintervals; i++)
+		cr_assert_lt(g.d.intervals_us[i], 60000000, "a wrapped interval: %lu us",
+		             (unsigned long)g.d.intervals_us[i]);
+}
+
 /* A server that starts to send a model's worth every reading (it streams to its clients, or
- * serves data) has one broadcast that never ends: once it has gone on for two of the
- * broadcasts' periods, the rounds are the work's again, and the count stays within one (the
- * stream's start reports the end of the round before it, and the ends in its first two periods
- * count once). Taken for a broadcast all along, every end after its first would be a second one
- * in the round it closes (5 found of 12). */
+ * serves data) has one broadcast that never ends: once no broadcast began for a period and its
+ * spread, the rounds are the work's again, and the count stays within one. Taken for a
+ * broadcast all along, every end after its first would be a second one in the round it closes
+ * (5 found of 12). */
 Test(detect_server, a_server_that_streams_counts_the_work_s_rounds)
 {
 	struct rt_detect_server_params p = sdefaults();
@@ -600,7 +674,7 @@ Test(detect_server, a_server_that_streams_counts_the_work_s_rounds)
 	sgen_init_sent(&g, &p, true);
 	for (size_t round = 1; round <= 4; round++)
 		sgen_round_sent(&g, 2000);
-	g.stream_kib = 100;
+	g.side_kib = 100;
 	for (size_t round = 5; round <= 12; round++)
 		sgen_round(&g, 12, 100);
 	cr_assert(g.boundaries >= 11 && g.boundaries <= 12, "%zu rounds found of 12", g.boundaries);
@@ -664,11 +738,11 @@ static const struct sshape sshapes[] = {
     {"nvflare_s5_workers_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s6_4sites_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s1_sends_server_job", SSHAPE_ROUNDS, true},
-    {"nvflare_s2_sends_server_job", SSHAPE_ROUNDS, true},
+    {"nvflare_s2_sends_server_job", SSHAPE_ROUNDS, false},
     {"nvflare_s3_sends_server_job", SSHAPE_ROUNDS, true},
     {"nvflare_s4_sends_server_job", SSHAPE_ROUNDS, false},
     {"nvflare_s5_sends_server_job", SSHAPE_ROUNDS, true},
-    {"nvflare_s6_sends_server_job", SSHAPE_ROUNDS, true},
+    {"nvflare_s6_sends_server_job", SSHAPE_ROUNDS, false},
     {"nvflare_s1_sends_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s2_sends_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s3_sends_server_parent", SSHAPE_RELAY, false},
@@ -684,14 +758,15 @@ static const struct sshape sshapes[] = {
 
 /* The grid: the round's share, the idle gap's share of the period (after a round's end, and
  * while the round still waits), the first round's hold and the gap that parts two broadcasts
- * before their period is known, at, below and above their defaults; the defaults first, so that
- * a tie keeps them. */
+ * (before their period is known, and its share of the period), at, below and above their
+ * defaults; the defaults first, so that a tie keeps them. */
 static const uint32_t sgrid_round[] = {900, 800, 950};
 static const uint32_t sgrid_gap[] = {200, 100, 300};
 static const uint32_t sgrid_open_gap[] = {350, 250, 500};
 static const uint64_t sgrid_hold_us[] = {1000000, 600000, 1500000};
 static const uint64_t sgrid_send_gap_us[] = {2000000, 1000000, 3000000};
-#define NSGRID (3 * 3 * 3 * 3 * 3)
+static const uint32_t sgrid_send_gap_period[] = {500, 350, 650};
+#define NSGRID (3 * 3 * 3 * 3 * 3 * 3)
 
 static struct rt_detect_server_params
 sgrid_params(size_t i)
@@ -701,7 +776,8 @@ sgrid_params(size_t i)
 	p.gap_period_permille = sgrid_gap[i / 3 % 3];
 	p.open_gap_period_permille = sgrid_open_gap[i / 9 % 3];
 	p.hold_us = sgrid_hold_us[i / 27 % 3];
-	p.send_gap_us = sgrid_send_gap_us[i / 81];
+	p.send_gap_us = sgrid_send_gap_us[i / 81 % 3];
+	p.send_gap_period_permille = sgrid_send_gap_period[i / 243];
 	return p;
 }
 
@@ -754,23 +830,24 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 		    dm_best_without(&score[0][0], NSGRID, NSSHAPES, held, out, &best_worst);
 		struct rt_detect_server_params p = sgrid_params(best);
 		cr_log_info(
-		    "%s left out: round %u gap %u open gap %u hold %lu us send gap %lu us: "
+		    "%s left out: round %u gap %u open gap %u hold %lu us send gap %lu us %u: "
 		    "score %.3f, %zu detections for %zu rounds, precision %.3f recall %.3f, "
 		    "delay median %.2f s max %.2f s%s",
 		    sshapes[out].name, p.round_permille, p.gap_period_permille,
 		    p.open_gap_period_permille, (unsigned long)p.hold_us,
-		    (unsigned long)p.send_gap_us, score[best][out], detected[best][out],
-		    truths[out], precision[best][out], recall[best][out], median_delay[best][out],
-		    max_delay[best][out], sshapes[out].held ? "" : " (not held yet)");
+		    (unsigned long)p.send_gap_us, p.send_gap_period_permille, score[best][out],
+		    detected[best][out], truths[out], precision[best][out], recall[best][out],
+		    median_delay[best][out], max_delay[best][out],
+		    sshapes[out].held ? "" : " (not held yet)");
 		if (!sshapes[out].held)
 			continue;
 		cr_expect_geq(
 		    score[best][out], 0.95,
-		    "%s left out: chosen round %u gap %u hold %lu us send gap %lu us (worst "
+		    "%s left out: chosen round %u gap %u hold %lu us send gap %lu us %u (worst "
 		    "elsewhere %.3f) scores %.3f on it",
 		    sshapes[out].name, p.round_permille, p.gap_period_permille,
-		    (unsigned long)p.hold_us, (unsigned long)p.send_gap_us, best_worst,
-		    score[best][out]);
+		    (unsigned long)p.hold_us, (unsigned long)p.send_gap_us,
+		    p.send_gap_period_permille, best_worst, score[best][out]);
 	}
 }
 
