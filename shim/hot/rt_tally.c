@@ -147,6 +147,10 @@ rt_tally_forget_parent(void)
 	rt_tally_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rt_tally_head = NULL;
 	rt_tally_retired = (struct rt_alloc_totals){0};
+	/* What the parent sent is not the child's: a child that sent nothing would look like a
+	 * process that sent an update (rt_detect's start-up rule). */
+	atomic_store_explicit(&rt_tally_unregistered_sent, 0, memory_order_relaxed);
+	RT_TALLY_STORE(rt_t.sent, 0);
 	rt_t.registered = false;
 	rt_tally_register();
 }

@@ -225,6 +225,29 @@ Test(auto_rounds, the_readings_count_every_byte_the_send_family_sent)
 	th_kill(&run.proc);
 }
 
+/* A fork child's readings count what the child sent: its parent's bytes (the forking thread's
+ * own count, and that of threads that never allocated) would make a child that sent nothing look
+ * like a process that sent an update. */
+Test(auto_rounds, a_fork_child_counts_only_the_bytes_it_sent)
+{
+	struct th_probe run;
+	char line[2048], trace[PATH_MAX], env_trace[PATH_MAX + 32];
+	snprintf(env_trace, sizeof(env_trace), "ROUNDTRIM_TRACE=%s/%%p.trace", th_tmpdir());
+	const char *env[] = {"ROUNDTRIM_INTERVAL=100ms", env_trace, NULL};
+	th_start_workload(&run, "probe", NULL, NULL, (const char *[]){"sendfork", NULL}, env, line,
+	                  sizeof(line));
+	int child = 0;
+	cr_assert_eq(sscanf(line, "child %d sent=1000", &child), 1, "%s", line);
+	snprintf(trace, sizeof(trace), "%s/%d.trace", th_tmpdir(), child);
+	while (trace_bytes_sent(trace) < 0)
+		cr_assert(th_wait_change(trace, TH_TIMEOUT_MS), "the child wrote no reading");
+	while (trace_bytes_sent(trace) < 1000)
+		cr_assert(th_wait_change(trace, TH_TIMEOUT_MS), "the trace says %ld bytes sent",
+		          (long)trace_bytes_sent(trace));
+	cr_assert_eq(trace_bytes_sent(trace), 1000);
+	th_kill(&run.proc);
+}
+
 Test(auto_rounds, interval_leaves_an_idle_process_alone)
 {
 	idle_case(NULL);

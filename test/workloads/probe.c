@@ -32,6 +32,10 @@
  *                   that allocates nothing (1,000,000); each call's result
  *                   checked, and a send, sendmsg and sendmmsg on a closed descriptor must fail
  *                   with EBADF. Prints "sent=N errors=ok|bad", then acts as idle
+ *   sendfork        sends 1,000,000 bytes from the main thread and 1,000,000 from a thread that
+ *                   allocates nothing, then forks: the child starts its library with
+ *                   roundtrim_round(), sends 1,000 bytes and prints "child PID sent=1000", then
+ *                   waits for EOF; the parent waits for it
  *   lowfd N         after a line on stdin, N times: close stderr, open /dev/null (which must get
  *                   descriptor 2), put stderr back; prints "lowfd misses=M stderr=same|changed"
  *                   and waits for EOF
@@ -1454,6 +1458,40 @@ mode_send(void)
 	return mode_idle();
 }
 
+/* The fork child's readings count what the child sent, not what its parent had. */
+static int
+mode_sendfork(void)
+{
+	static char buf[1000000];
+	int stream[2];
+	pthread_t reader;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, stream) != 0 ||
+	    pthread_create(&reader, NULL, drain, &stream[1]) != 0 ||
+	    send_all(stream[0], buf, sizeof(buf), 0) != (long)sizeof(buf))
+		return 1;
+	struct sender only = {stream[0], 0};
+	pthread_t sender;
+	if (pthread_create(&sender, NULL, send_only, &only) != 0 ||
+	    pthread_join(sender, NULL) != 0 || only.sent != 1000000)
+		return 1;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int (*round)(void) =
+		    (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
+		if (!round || round() < 0 || send_all(stream[0], buf, 1000, 0) != 1000)
+			_exit(1);
+		printf("child %d sent=1000\n", (int)getpid());
+		wait_eof();
+		_exit(0);
+	}
+	int status = 1;
+	waitpid(pid, &status, 0);
+	close(stream[0]);
+	pthread_join(reader, NULL);
+	return status == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1465,6 +1503,8 @@ main(int argc, char **argv)
 		return mode_alloc();
 	if (!strcmp(mode, "send"))
 		return mode_send();
+	if (!strcmp(mode, "sendfork"))
+		return mode_sendfork();
 	if (!strcmp(mode, "status")) {
 		print_status();
 		return mode_idle();
