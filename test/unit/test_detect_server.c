@@ -752,6 +752,8 @@ static const struct sshape sshapes[] = {
     {"nvflare_s1_loaded_server_job", SSHAPE_ROUNDS, true},
     {"nvflare_s5_loaded_server_job", SSHAPE_ROUNDS, true},
     {"nvflare_s1_loaded_server_parent", SSHAPE_RELAY, false},
+    {"nvflare_s2_live_server_job", SSHAPE_ROUNDS, false},
+    {"nvflare_s2_live_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s5_loaded_server_parent", SSHAPE_RELAY, false},
 };
 #define NSSHAPES (sizeof(sshapes) / sizeof(sshapes[0]))
