@@ -37,6 +37,7 @@ rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 		d->send_last_us = d->send_start_us = d->send_quiet_us = d->send_bytes = 0;
 		d->nsend_intervals = d->next_send_interval = 0;
 		d->nsend_totals = d->next_send_total = 0;
+		d->nends_between = d->next_ends_between = d->work_ends = 0;
 		d->work_end_us = 0;
 		d->nwork_intervals = d->next_work_interval = 0;
 		d->locked = d->reported_closing = d->reported_open = false;
@@ -129,6 +130,16 @@ rt_detect_server_in_broadcast(const struct rt_detect_server *d, uint64_t now)
 	return d->send_last_us && now - d->send_last_us < rt_detect_server_send_gap(d);
 }
 
+/* Whether a round's end at now would be the one the broadcast under way closes: it goes on and
+ * began less than the gap ago (the rounds came faster and their broadcasts fused: an end later
+ * in it is the next round's). */
+static bool
+rt_detect_server_closing(const struct rt_detect_server *d, uint64_t now)
+{
+	return rt_detect_server_in_broadcast(d, now) &&
+	       now - d->send_start_us < rt_detect_server_send_gap(d);
+}
+
 /* Whether the broadcasts mark the rounds at now: locked on their rhythm, and the next one not
  * overdue (none began for a period and its spread: they stopped, or one never ends). */
 static bool
@@ -147,7 +158,7 @@ rt_detect_server_reported_this_round(const struct rt_detect_server *d, uint64_t 
 {
 	if (!rt_detect_server_broadcasts_mark(d, now))
 		return false;
-	if (rt_detect_server_in_broadcast(d, now))
+	if (rt_detect_server_closing(d, now))
 		return d->reported_closing;
 	return d->reported_open;
 }
@@ -167,7 +178,7 @@ rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now)
 	                   : 0;
 	d->boundaries++;
 	d->boundary_us = t;
-	if (rt_detect_server_in_broadcast(d, now))
+	if (rt_detect_server_closing(d, now))
 		d->reported_closing = true;
 	else
 		d->reported_open = true;
@@ -183,6 +194,7 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 		rt_detect_server_push(d->work_intervals_us, &d->nwork_intervals,
 		                      &d->next_work_interval, t - d->work_end_us);
 	d->work_end_us = t;
+	d->work_ends++;
 	d->round_ended = true;
 	d->pending = false;
 	if (rt_detect_server_reported_this_round(d, now))
@@ -205,11 +217,28 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	}
 	/* A new broadcast after readings that sent no model for half the gap at least: a reading
 	 * late by seconds (the worker stalled) splits none. */
+	uint32_t spread = p->rhythm_spread_permille;
 	uint64_t gap = rt_detect_server_send_gap(d), sent = r->bytes_sent - before;
+	uint64_t period = rt_detect_server_send_period(d);
 	bool starts =
 	    !d->send_last_us || (t - d->send_last_us >= gap && d->send_quiet_us > d->send_last_us &&
 	                         d->send_quiet_us - d->send_last_us >= gap / 2);
+	/* One that goes on past a period and its spread is none (the rounds came faster, their
+	 * broadcasts fused, or a stream): what the broadcasts were like is forgotten, and one
+	 * starts here. */
+	bool outlasted = !starts && period &&
+	                 t - d->send_start_us > rt_detect_scale(period, 1000 + spread, 1000);
 	d->send_last_us = t;
+	if (outlasted) {
+		d->nsend_intervals = d->next_send_interval = 0;
+		d->nsend_totals = d->next_send_total = 0;
+		d->nends_between = d->next_ends_between = 0;
+		d->locked = false;
+		d->send_bytes = sent;
+		d->send_start_us = t;
+		d->work_ends = 0;
+		return false;
+	}
 	if (!starts) {
 		d->send_bytes += sent;
 		return false;
@@ -219,22 +248,31 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 		                      &d->next_send_interval, t - d->send_start_us);
 		rt_detect_server_push(d->send_totals, &d->nsend_totals, &d->next_send_total,
 		                      d->send_bytes);
+		rt_detect_server_push(d->ends_between, &d->nends_between, &d->next_ends_between,
+		                      d->work_ends);
 	}
+	d->work_ends = 0;
 	d->send_bytes = sent;
 	d->send_start_us = t;
 	/* Locked while the last broadcasts came evenly, each sent about as much (a model to each
-	 * client: within half and one and a half times their median), and the work's own ends,
-	 * where they are even too, keep the same period (sends of something else, a second
-	 * broadcast a round, a rhythm of another period: the work is not fooled by them). */
-	uint32_t spread = p->rhythm_spread_permille;
-	uint64_t period = rt_detect_server_even(d->send_intervals_us, d->nsend_intervals,
-	                                        d->next_send_interval, spread);
+	 * client: within half and one and a half times their median), the work found at most one
+	 * end between each two of them, and its own ends, where they are even too, keep the same
+	 * period (sends of something else, a second broadcast a round, a rhythm of another period:
+	 * the work is not fooled by them). */
+	period = rt_detect_server_even(d->send_intervals_us, d->nsend_intervals,
+	                               d->next_send_interval, spread);
+	bool one_each = d->nends_between >= RT_DETECT_LOCK_ROUNDS;
+	for (unsigned j = 0; one_each && j < RT_DETECT_LOCK_ROUNDS; j++)
+		one_each =
+		    d->ends_between[(d->next_ends_between + RT_DETECT_SERVER_HISTORY - 1 - j) %
+		                    RT_DETECT_SERVER_HISTORY] <= 1;
 	uint64_t alike =
 	    rt_detect_server_even(d->send_totals, d->nsend_totals, d->next_send_total, 500);
 	uint64_t work = rt_detect_server_even(d->work_intervals_us, d->nwork_intervals,
 	                                      d->next_work_interval, spread);
 	uint64_t off = work > period ? work - period : period - work;
-	d->locked = period && alike && (!work || off <= rt_detect_scale(period, spread, 1000));
+	d->locked =
+	    period && alike && one_each && (!work || off <= rt_detect_scale(period, spread, 1000));
 	d->reported_closing = d->reported_open;
 	d->reported_open = false;
 	bool worked = d->worked;

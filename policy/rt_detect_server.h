@@ -62,24 +62,27 @@
  * send_gap_us (2 s), or send_gap_period_permille of the broadcasts' period once
  * RT_DETECT_LOCK_ROUNDS intervals between their starts are known (the clients training lie
  * between two broadcasts, the clients' polls within one); a new one begins only after readings
- * that sent no model for half that gap (a reading late by seconds splits none). The
- * broadcasts mark the rounds only while locked on them: the last RT_DETECT_LOCK_ROUNDS
- * intervals between their starts are even (each within rhythm_spread_permille of their
- * median), the last as many broadcasts sent about as much (within half of their median: a
- * model to each client), and the work's own last ends, where they are even too, keep the same
- * period (sends of something else, a second broadcast a round or one of another rhythm do not
- * lock); and only until the next broadcast is overdue by the spread (they stopped, or one never
- * ends: a server that streams). While locked, one round ends between the end of a broadcast and
+ * that sent no model for half that gap (a reading late by seconds splits none), and one that
+ * goes on past a period and its spread is none (the rounds came faster and their broadcasts
+ * fused, or a stream): what the broadcasts were like is forgotten. The broadcasts mark the
+ * rounds only while locked on them: the last RT_DETECT_LOCK_ROUNDS intervals between their
+ * starts are even (each within rhythm_spread_permille of their median), the last as many
+ * broadcasts sent about as much (within half of their median: a model to each client), the
+ * work found at most one end between each two of them, and its own last ends, where they are
+ * even too, keep the same period (sends of something else, a second broadcast a round or one of
+ * another rhythm do not lock); and only until the next broadcast is overdue by the spread (they
+ * stopped, or one never ends). While locked, one round ends between the end of a broadcast and
  * the end of the next, so:
  *  - a round's end found by the work is not reported when one was already reported for the
- *    round the broadcast under way closes, or since the last one ended;
+ *    round the broadcast under way closes (an end within the gap after its start), or since
+ *    the last one ended;
  *  - a broadcast that begins when none was reported since the last one ended, after a burst
  *    that was no noise went quiet since the last one began (the updates, their aggregation),
  *    reports the round's end the work missed, at its first send.
  * The first broadcasts are the first rounds' models, before any lock; after the last round
  * none comes, and the last round's end is the work's to find. A relay (NVFlare's server parent)
- * passes each update on as it comes and then the model: its sends seldom lock, and its rounds
- * are then the work's. */
+ * passes each update on as it comes and then the model: where its sends lock, its ends come
+ * early in the round. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
@@ -171,7 +174,13 @@ struct rt_detect_server {
 	bool reported_closing;
 	bool reported_open;
 	bool worked; /* a burst that was no noise went quiet since the last broadcast began */
-	/* The work's own ends (counted or not) and the intervals between them (a ring). */
+	/* The work's own ends (counted or not): how many since the last broadcast began, how many
+	 * between each two of the last ones (a ring), the last, and the intervals between them (a
+	 * ring). */
+	uint64_t work_ends;
+	uint64_t ends_between[RT_DETECT_SERVER_HISTORY];
+	unsigned nends_between;
+	unsigned next_ends_between;
 	uint64_t work_end_us;
 	uint64_t work_intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nwork_intervals;

@@ -631,6 +631,40 @@ Test(detect_server, sends_of_another_rhythm_mark_no_round)
 	cr_assert_eq(g.boundaries, 12, "%zu rounds found of 12", g.boundaries);
 }
 
+/* Rounds of uneven length (4 to 12 s, as the sampled clients change) whose model the readings
+ * do not see, and a checkpoint of 300 KiB sent every 30 s: the checkpoints come evenly and
+ * alike, but the work finds more than one round's end between two of them, so they mark no
+ * round. */
+Test(detect_server, sends_slower_than_uneven_rounds_mark_no_round)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	g.side_kib = 300;
+	g.side_every = 600;
+	uint64_t seed = 7;
+	for (size_t round = 1; round <= 40; round++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		sgen_round(&g, 12, 80 + (int)(seed >> 33) % 160);
+	}
+	cr_assert_geq(g.boundaries, 39, "%zu rounds found of 40", g.boundaries);
+	cr_assert_leq(g.boundaries, 40, "%zu rounds found of 40", g.boundaries);
+}
+
+/* Rounds that come twice as fast (the slowest client left): the broadcasts of the new rhythm
+ * fuse into one under the old gap; once it outlasts a period and its spread it is none, what
+ * the broadcasts were like is forgotten, and an end later in it is the next round's. */
+Test(detect_server, rounds_that_come_twice_as_fast_are_all_found)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	for (size_t round = 1; round <= 16; round++)
+		sgen_round_sent_with(&g, 2000, 0, round <= 6 ? 200 : 70, false);
+	cr_assert_geq(g.boundaries, 15, "%zu rounds found of 16", g.boundaries);
+	cr_assert_leq(g.boundaries, 16, "%zu rounds found of 16", g.boundaries);
+}
+
 /* A reading 5 s late inside a broadcast (the worker stalled, the host throttled) splits
  * it in none: only readings that sent no model part two broadcasts. */
 Test(detect_server, a_late_reading_splits_no_broadcast)
