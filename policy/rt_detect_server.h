@@ -156,9 +156,9 @@ struct rt_detect_server {
 	unsigned next_interval;
 	/* The broadcasts (see the header): the bytes sent at the last reading (RT_TRACE_UNKNOWN
 	 * when not measured), the last reading that sent a model (0: none yet), when the broadcast
-	 * under way or last began, the last send of the one before (0: none), the intervals
-	 * between their starts (a ring), and whether a round's end was reported for the round the
-	 * broadcast under way or last closed, and for the round since it ended. */
+	 * under way or last began, the intervals between their starts (a ring), and whether a
+	 * round's end was reported for the round the broadcast under way or last closed, and for
+	 * the round since it ended. */
 	uint64_t sent;
 	uint64_t send_last_us;
 	uint64_t send_start_us;
