@@ -220,6 +220,10 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	uint32_t spread = p->rhythm_spread_permille;
 	uint64_t gap = rt_detect_server_send_gap(d), sent = r->bytes_sent - before;
 	uint64_t period = rt_detect_server_send_period(d);
+	/* After a round's end the work found in the broadcast under way, the shorter gap of a
+	 * period not yet known parts them too: the rounds came faster than the period says. */
+	if (d->work_ends && gap > p->send_gap_us)
+		gap = p->send_gap_us;
 	bool starts =
 	    !d->send_last_us || (t - d->send_last_us >= gap && d->send_quiet_us > d->send_last_us &&
 	                         d->send_quiet_us - d->send_last_us >= gap / 2);
@@ -270,6 +274,10 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	    rt_detect_server_even(d->send_totals, d->nsend_totals, d->next_send_total, 500);
 	uint64_t work = rt_detect_server_even(d->work_intervals_us, d->nwork_intervals,
 	                                      d->next_work_interval, spread);
+	/* A rhythm the work has not kept for two of its periods is stale: its rounds came faster
+	 * and fused into one activity, or stopped. */
+	if (work && t - d->work_end_us > 2 * work)
+		work = 0;
 	uint64_t off = work > period ? work - period : period - work;
 	d->locked =
 	    period && alike && one_each && (!work || off <= rt_detect_scale(period, spread, 1000));

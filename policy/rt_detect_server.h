@@ -69,9 +69,11 @@
  * starts are even (each within rhythm_spread_permille of their median), the last as many
  * broadcasts sent about as much (within half of their median: a model to each client), the
  * work found at most one end between each two of them, and its own last ends, where they are
- * even too, keep the same period (sends of something else, a second broadcast a round or one of
- * another rhythm do not lock); and only until the next broadcast is overdue by the spread (they
- * stopped, or one never ends). While locked, one round ends between the end of a broadcast and
+ * even and fresh (one within two of their periods), keep the same period (sends of something
+ * else, a second broadcast a round or one of another rhythm do not lock); and only until the
+ * next broadcast is overdue by the spread (they stopped, or one never ends). After a round's end
+ * the work found in a broadcast, send_gap_us parts the next send from it (the rounds came
+ * faster than the period says). While locked, one round ends between the end of a broadcast and
  * the end of the next, so:
  *  - a round's end found by the work is not reported when one was already reported for the
  *    round the broadcast under way closes (an end within the gap after its start), or since

@@ -665,6 +665,35 @@ Test(detect_server, rounds_that_come_twice_as_fast_are_all_found)
 	cr_assert_leq(g.boundaries, 16, "%zu rounds found of 16", g.boundaries);
 }
 
+/* Rounds that come five times as fast (20 s, then 4 s: training cut short): the new broadcasts
+ * fuse under the old gap, but a round's end the work found inside one parts the next send from
+ * it at the gap of a period not yet known; what the broadcasts were like is learnt again. */
+Test(detect_server, rounds_that_come_five_times_as_fast_are_found)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	for (size_t round = 1; round <= 24; round++)
+		sgen_round_sent_with(&g, 2000, 0, round <= 5 ? 400 : 80, false);
+	cr_assert_geq(g.boundaries, 23, "%zu rounds found of 24", g.boundaries);
+	cr_assert_leq(g.boundaries, 24, "%zu rounds found of 24", g.boundaries);
+}
+
+/* The work's own rhythm, learnt on long rounds, goes stale when shorter ones fuse into one
+ * activity that never closes (the work alone then finds 6 of 24 here, an open fault of the
+ * work's idle gap): a rhythm it has not kept for two of its periods vetoes no lock, and the
+ * broadcasts find the rounds. */
+Test(detect_server, a_stale_work_rhythm_vetoes_no_lock)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	for (size_t round = 1; round <= 24; round++)
+		sgen_round_sent_with(&g, 2000, 0, round <= 5 ? 400 : 50, false);
+	cr_assert_geq(g.boundaries, 12, "%zu rounds found of 24", g.boundaries);
+	cr_assert_leq(g.boundaries, 24, "%zu rounds found of 24", g.boundaries);
+}
+
 /* A reading 5 s late inside a broadcast (the worker stalled, the host throttled) splits
  * it in none: only readings that sent no model part two broadcasts. */
 Test(detect_server, a_late_reading_splits_no_broadcast)
