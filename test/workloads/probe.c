@@ -1410,6 +1410,16 @@ send_only(void *arg)
 	return NULL;
 }
 
+/* Sends 1,000,000 bytes on fd from a thread that allocates nothing; whether all went. */
+static bool
+send_from_a_thread_that_never_allocates(int fd)
+{
+	struct sender only = {fd, 0};
+	pthread_t sender;
+	return pthread_create(&sender, NULL, send_only, &only) == 0 &&
+	       pthread_join(sender, NULL) == 0 && only.sent == 1000000;
+}
+
 static int
 mode_send(void)
 {
@@ -1436,12 +1446,9 @@ mode_send(void)
 		return 1;
 	for (int i = 0; i < got; i++)
 		sent += msgs[i].msg_len;
-	struct sender only = {stream[0], 0};
-	pthread_t sender;
-	if (pthread_create(&sender, NULL, send_only, &only) != 0 ||
-	    pthread_join(sender, NULL) != 0 || only.sent != 1000000)
+	if (!send_from_a_thread_that_never_allocates(stream[0]))
 		return 1;
-	sent += only.sent;
+	sent += 1000000;
 	close(stream[0]);
 	pthread_join(reader, NULL);
 	int closed = dgram[1];
@@ -1469,10 +1476,7 @@ mode_sendfork(void)
 	    pthread_create(&reader, NULL, drain, &stream[1]) != 0 ||
 	    send_all(stream[0], buf, sizeof(buf), 0) != (long)sizeof(buf))
 		return 1;
-	struct sender only = {stream[0], 0};
-	pthread_t sender;
-	if (pthread_create(&sender, NULL, send_only, &only) != 0 ||
-	    pthread_join(sender, NULL) != 0 || only.sent != 1000000)
+	if (!send_from_a_thread_that_never_allocates(stream[0]))
 		return 1;
 	fflush(stdout);
 	pid_t pid = fork();
