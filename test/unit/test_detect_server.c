@@ -632,23 +632,28 @@ Test(detect_server, sends_of_another_rhythm_mark_no_round)
 }
 
 /* Rounds of uneven length (4 to 12 s, as the sampled clients change) whose model the readings
- * do not see, and a checkpoint of 300 KiB sent every 30 s: the checkpoints come evenly and
- * alike, but the work finds more than one round's end between two of them, so they mark no
- * round. */
+ * do not see, and a checkpoint of 300 KiB sent every 30 s, or every 15 s (two rounds' ends
+ * between most of them): the checkpoints come evenly and alike, but the work finds more than
+ * one round's end between two of them, so they mark no round. */
 Test(detect_server, sends_slower_than_uneven_rounds_mark_no_round)
 {
 	struct rt_detect_server_params p = sdefaults();
 	struct sgen g;
 	sgen_init_sent(&g, &p, true);
-	g.side_kib = 300;
-	g.side_every = 600;
-	uint64_t seed = 7;
-	for (size_t round = 1; round <= 40; round++) {
-		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-		sgen_round(&g, 12, 80 + (int)(seed >> 33) % 160);
+	for (size_t every = 600; every >= 300; every -= 300) {
+		sgen_init_sent(&g, &p, true);
+		g.side_kib = 300;
+		g.side_every = every;
+		uint64_t seed = 7;
+		for (size_t round = 1; round <= 40; round++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			sgen_round(&g, 12, 80 + (int)(seed >> 33) % 160);
+		}
+		cr_assert_geq(g.boundaries, 39, "every %zu steps: %zu rounds found of 40", every,
+		              g.boundaries);
+		cr_assert_leq(g.boundaries, 40, "every %zu steps: %zu rounds found of 40", every,
+		              g.boundaries);
 	}
-	cr_assert_geq(g.boundaries, 39, "%zu rounds found of 40", g.boundaries);
-	cr_assert_leq(g.boundaries, 40, "%zu rounds found of 40", g.boundaries);
 }
 
 /* Rounds that come twice as fast (the slowest client left): the broadcasts of the new rhythm
