@@ -1,8 +1,9 @@
-/* Waits on /proc: see rt_proc.h. */
+/* Tasks of this process: see rt_proc.h. */
 #include "rt_proc.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 
 void
@@ -32,4 +33,11 @@ rt_proc_await_release_until(pid_t tid, const struct timespec *deadline)
 		nanosleep(&step, NULL);
 	}
 	return true;
+}
+
+bool
+rt_proc_read_self(pid_t task, void *dst, uintptr_t addr, size_t len)
+{
+	struct iovec local = {dst, len}, remote = {(void *)addr, len};
+	return process_vm_readv(task, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }

@@ -19,6 +19,7 @@
  * report shows the native frames only. */
 #include "rt_out.h"
 #include "rt_probe.h"
+#include "rt_proc.h"
 #include "rt_sampler.h"
 
 #include <dlfcn.h>
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* CPython 3.11: offsetof(PyThreadState, cframe), offsetof(_PyCFrame, current_frame),
@@ -66,9 +66,8 @@ rt_sampler_py_read(void *dst, uintptr_t addr, size_t len, bool direct)
 		memcpy(dst, (const void *)addr, len);
 		return true;
 	}
-	struct iovec local = {dst, len}, remote = {(void *)addr, len};
-	return process_vm_readv(atomic_load_explicit(&rt_spy.pid, memory_order_relaxed), &local, 1,
-	                        &remote, 1, 0) == (ssize_t)len;
+	return rt_proc_read_self(atomic_load_explicit(&rt_spy.pid, memory_order_relaxed), dst, addr,
+	                         len);
 }
 
 static bool

@@ -6,6 +6,7 @@
 #include "rt_out.h"
 #include "rt_pages.h"
 #include "rt_probe.h"
+#include "rt_proc.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -64,8 +65,7 @@ static bool
 rt_glibc_peek(void *ctx, uintptr_t addr, uint64_t *out, size_t nwords)
 {
 	(void)ctx;
-	struct iovec local = {out, nwords * 8}, remote = {(void *)addr, nwords * 8};
-	return process_vm_readv(rt_g.pid, &local, 1, &remote, 1, 0) == (ssize_t)(nwords * 8);
+	return rt_proc_read_self(rt_g.pid, out, addr, nwords * 8);
 }
 
 /* The same, at each of n addresses, RT_GLIBC_PEEK_EACH of them a call (a short read: one of
