@@ -28,19 +28,31 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->send_gap_period_permille = 500;
 }
 
+/* What the broadcasts were like, and the lock on them: forgotten from a broadcast starting at
+ * t (0: none yet) that has sent `sent` so far. */
+static void
+rt_detect_server_forget_broadcasts(struct rt_detect_server *d, uint64_t t, uint64_t sent)
+{
+	d->nsend_intervals = d->next_send_interval = 0;
+	d->nsend_totals = d->next_send_total = 0;
+	d->nends_between = d->next_ends_between = 0;
+	d->locked = false;
+	d->send_start_us = t;
+	d->send_bytes = sent;
+	d->work_ends = 0;
+}
+
 /* A restart forgets the readings' rates and the burst under way, not what the rounds are like;
  * a clock gone back, the times of the broadcasts too. */
 static void
 rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 {
 	if (r->t_us < d->send_last_us || r->t_us < d->send_quiet_us || r->t_us < d->work_end_us) {
-		d->send_last_us = d->send_start_us = d->send_quiet_us = d->send_bytes = 0;
-		d->nsend_intervals = d->next_send_interval = 0;
-		d->nsend_totals = d->next_send_total = 0;
-		d->nends_between = d->next_ends_between = d->work_ends = 0;
+		rt_detect_server_forget_broadcasts(d, 0, 0);
+		d->send_last_us = d->send_quiet_us = 0;
 		d->work_end_us = 0;
 		d->nwork_intervals = d->next_work_interval = 0;
-		d->locked = d->reported_closing = d->reported_open = false;
+		d->reported_closing = d->reported_open = false;
 	}
 	d->sent = r->bytes_sent;
 	d->last = *r;
@@ -234,13 +246,7 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	                 t - d->send_start_us > rt_detect_scale(period, 1000 + spread, 1000);
 	d->send_last_us = t;
 	if (outlasted) {
-		d->nsend_intervals = d->next_send_interval = 0;
-		d->nsend_totals = d->next_send_total = 0;
-		d->nends_between = d->next_ends_between = 0;
-		d->locked = false;
-		d->send_bytes = sent;
-		d->send_start_us = t;
-		d->work_ends = 0;
+		rt_detect_server_forget_broadcasts(d, t, sent);
 		return false;
 	}
 	if (!starts) {
