@@ -797,6 +797,13 @@ mode_forkrounds(int daemon)
 }
 
 static int
+api_round(void)
+{
+	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
+	return round ? round() : -1;
+}
+
+static int
 mode_emfile(void)
 {
 	struct rlimit lim = {64, 64};
@@ -809,11 +816,8 @@ mode_emfile(void)
 		return 1;
 	fflush(stdout);
 	pid_t pid = fork();
-	if (pid == 0) {
-		int (*round)(void) =
-		    (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
-		_exit(round && round() >= 0 ? 0 : 1);
-	}
+	if (pid == 0)
+		_exit(api_round() >= 0 ? 0 : 1);
 	int status = 1;
 	waitpid(pid, &status, 0);
 	printf("emfile %d child=%d\n", opened, status);
@@ -969,13 +973,6 @@ mode_lowfd(int n)
 	       before.st_ino == after.st_ino && before.st_dev == after.st_dev ? "same" : "changed");
 	wait_eof();
 	return 0;
-}
-
-static int
-api_round(void)
-{
-	int (*round)(void) = (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
-	return round ? round() : -1;
 }
 
 static int
@@ -1481,9 +1478,7 @@ mode_sendfork(void)
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		int (*round)(void) =
-		    (int (*)(void))(uintptr_t)dlsym(RTLD_DEFAULT, "roundtrim_round");
-		if (!round || round() < 0 || send_all(stream[0], buf, 1000, 0) != 1000)
+		if (api_round() < 0 || send_all(stream[0], buf, 1000, 0) != 1000)
 			_exit(1);
 		printf("child %d sent=1000\n", (int)getpid());
 		wait_eof();
