@@ -692,9 +692,7 @@ static void
 rt_arena_begin_hold(struct rt_arena_run *run)
 {
 	const struct rt_arena_ops *ops = run->env->ops;
-	if (run->waited)
-		ops->rest(ops->ctx);
-	else if (run->ran_out && ops->yield)
+	if (!run->waited && run->ran_out && ops->yield)
 		ops->yield(ops->ctx);
 	run->ran_out = false;
 	ops->lock(ops->ctx, run->view->arena + RT_ARENA_MUTEX);

@@ -111,16 +111,14 @@ struct rt_arena_ops {
 	void (*store)(void *ctx, uintptr_t addr, uint64_t value);
 	bool (*cas)(void *ctx, uintptr_t addr, uint64_t expected, uint64_t desired);
 	/* The arena's mutex, taken and given back as glibc's __libc_lock_lock/unlock do; unlock
-	 * says whether a thread was waiting. */
+	 * says whether it woke a thread that waited. */
 	void (*lock)(void *ctx, uintptr_t mutex);
 	bool (*unlock)(void *ctx, uintptr_t mutex);
-	/* After an unlock that woke a waiter: give it the time to take the lock. */
+	/* After an unlock that woke a waiter: sleep until it has had the lock (or a bound), so
+	 * that it finds the lock free and the next hold starts on a fresh time slice. A hold that
+	 * the scheduler cuts lasts until the worker gets a core again: on a 2-core machine at load
+	 * 9, 40 of 500 holds lasted over 1 ms without a sleep there, 0 to 11 with it. */
 	void (*let_waiter_in)(void *ctx, uintptr_t mutex);
-	/* Before a lock that follows a hold that ended with a waiter: sleep a little, so that the
-	 * hold starts on a fresh time slice. A hold that the scheduler cuts lasts until the worker
-	 * gets a core again: on a 2-core machine at load 9, 40 of 500 holds lasted over 1 ms
-	 * without it, 0 to 11 with it. */
-	void (*rest)(void *ctx);
 	/* Before a lock that follows a hold the worker ended itself after run_ns: give the core to
 	 * whoever waits for it (sched_yield), so that the next hold starts on a fresh time slice
 	 * and no preemption lands in it. NULL: nothing. */

@@ -29,14 +29,12 @@
 /* An arena's bins are mostly empty when the library starts; a main arena shows at least this
  * many of its 127 bins pointing at themselves. */
 #define RT_GLIBC_MIN_EMPTY_BINS 32
-/* The sleep before a lock hold that follows one a waiting thread ended (the timer slack makes
- * it about 70 us). */
-#define RT_GLIBC_REST_NS (20 * 1000)
-/* After an unlock that woke a waiter, how long the worker stays away from the lock (the timer
- * slack makes it about 100 us). 200 us cost the release a tenth of its time once its holds that
- * a thread waits for last 0.5 ms (256 MiB of 16-128 B blocks, one in 16 kept, a thread
- * allocating: 820-893 ms against 719-778 ms, 5 runs each at a load of 1), and the allocating
- * thread did as many ops a millisecond. */
+/* After an unlock that woke a waiter, how long the worker stays away from the lock at most when
+ * the waiter does not come (the timer slack makes it about 100 us); it comes back as soon as the
+ * waiter gives the lock back (rt_glibc_wait_turn). A fixed 200 us cost the release a tenth of
+ * its time once its holds that a thread waits for last 0.5 ms (256 MiB of 16-128 B blocks, one
+ * in 16 kept, a thread allocating: 820-893 ms against 719-778 ms, 5 runs each at a load of 1),
+ * and the allocating thread did as many ops a millisecond. */
 #define RT_GLIBC_HANDOVER_NS (50 * 1000)
 
 static struct {
@@ -46,7 +44,8 @@ static struct {
 	bool consolidate; /* glibc's malloc_consolidate is the one rt_arena follows */
 	void *(*malloc_fn)(size_t);
 	void (*free_fn)(void *);
-	pid_t pid; /* for process_vm_readv: a live task of this process */
+	bool woken; /* the wait for a waiter's turn took a wake: lock as a woken waiter */
+	pid_t pid;  /* for process_vm_readv: a live task of this process */
 	size_t page;
 	uintptr_t main_arena;
 	struct rt_arena_view view;
@@ -110,7 +109,8 @@ static void
 rt_glibc_lock(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	rt_glibc_lock_word((int *)addr);
+	rt_glibc_lock_word_after((int *)addr, rt_g.woken);
+	rt_g.woken = false;
 }
 
 static bool
@@ -130,24 +130,12 @@ rt_glibc_now_ns(void *ctx)
 }
 
 /* The thread we woke must run before we take the lock again, or it finds it taken and sleeps
- * once more, as long as a hold each time. Whether it ran cannot be seen (it holds the lock for a
- * microsecond), so the worker stays away for longer than it takes to wake a thread on a busy
- * machine. */
+ * once more, as long as a hold each time. */
 static void
 rt_glibc_let_waiter_in(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	(void)addr;
-	struct timespec away = {0, RT_GLIBC_HANDOVER_NS};
-	nanosleep(&away, NULL);
-}
-
-static void
-rt_glibc_rest(void *ctx)
-{
-	(void)ctx;
-	struct timespec pause = {0, RT_GLIBC_REST_NS};
-	nanosleep(&pause, NULL);
+	rt_g.woken = rt_glibc_wait_turn((int *)addr, RT_GLIBC_HANDOVER_NS);
 }
 
 static void
@@ -174,7 +162,6 @@ static const struct rt_arena_ops rt_glibc_ops = {
     .lock = rt_glibc_lock,
     .unlock = rt_glibc_unlock,
     .let_waiter_in = rt_glibc_let_waiter_in,
-    .rest = rt_glibc_rest,
     .yield = rt_glibc_yield,
     .release = rt_glibc_release_pages,
     .now_ns = rt_glibc_now_ns,

@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <stdbool.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* glibc's __libc_lock_lock: lll_lock(LLL_PRIVATE) on an int, 0 free, 1 locked, 2 locked with
@@ -25,14 +26,46 @@ rt_glibc_lock_word(int *futex)
 }
 
 /* glibc's __libc_lock_unlock: lll_unlock, which wakes one waiter when the word was 2; whether
- * it was (someone waited). */
+ * it woke one. A word of 2 alone does not say that anyone waits: it stays 2 after its last
+ * waiter took the lock (glibc's woken waiters set it, not knowing whether others sleep), and a
+ * hold the release treated as waited for then handed the lock over to nobody and slept for it
+ * (FUTEX_WAKE returns how many it woke: futex(2)). */
 static inline bool
 rt_glibc_unlock_word(int *futex)
 {
 	int old = __atomic_exchange_n(futex, 0, __ATOMIC_RELEASE);
-	if (old > 1)
-		syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	return old > 1;
+	return old > 1 && syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) > 0;
+}
+
+/* After an unlock that woke a waiter: sleeps on the word until that waiter has taken the lock
+ * and given it back (its unlock wakes one sleeper: the word it took is 2), or for at most ns
+ * when it is slow to come (or came and left without a wake: a new locker takes the word from 0
+ * to 1). Returns at once when the waiter holds the lock already. A fixed sleep instead cost
+ * about 170 us a handover, most of it timer slack, where the waiter needs a few tens. True when
+ * a wake ended the sleep: it may have been meant for a glibc waiter queued behind this thread,
+ * so the lock must then be taken as a woken waiter takes it (rt_glibc_lock_word_after). */
+static inline bool
+rt_glibc_wait_turn(int *futex, long long ns)
+{
+	if (__atomic_load_n(futex, __ATOMIC_RELAXED) != 0)
+		return false;
+	struct timespec bound = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+	return syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 0, &bound, NULL, 0) == 0;
+}
+
+/* rt_glibc_lock_word, or, after a wake taken in rt_glibc_wait_turn, __lll_lock_wait_private's
+ * own loop: the word is set to 2, so that this thread's unlock wakes whoever still sleeps on
+ * it. Taken from 0 to 1 instead, the lock would be given back without a wake, and a glibc
+ * waiter whose wake this thread took would sleep on. */
+static inline void
+rt_glibc_lock_word_after(int *futex, bool woken)
+{
+	if (!woken) {
+		rt_glibc_lock_word(futex);
+		return;
+	}
+	while (__atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
 }
 
 #endif

@@ -97,12 +97,6 @@ ac_unlock(void *ctx, uintptr_t addr)
 }
 
 static void
-ac_nothing(void *ctx)
-{
-	(void)ctx;
-}
-
-static void
 ac_let_waiter_in(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
@@ -129,7 +123,6 @@ static const struct rt_arena_ops ac_ops = {
     .lock = ac_lock,
     .unlock = ac_unlock,
     .let_waiter_in = ac_let_waiter_in,
-    .rest = ac_nothing,
     .release = ac_release_pages,
     .now_ns = ac_now_ns,
 };

@@ -1,0 +1,178 @@
+/* The release's handover of an arena's lock (shim/worker/rt_glibc_lock.h) against glibc's lock
+ * protocol, with real threads sleeping on a real word: whoever sleeps on it is woken in turn. */
+#include "worker/rt_glibc_lock.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+/* Long enough never to be reached on a loaded machine; only a broken protocol waits it out. */
+#define T_BOUND_NS (10LL * 1000 * 1000 * 1000)
+
+static int64_t
+t_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+t_pause(void)
+{
+	struct timespec ts = {0, 200 * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* Whether thread tid sleeps in futex(2) on word (its /proc syscall file: number, then args). */
+static bool
+t_sleeps_on(pid_t tid, const int *word)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool on = false;
+	long nr;
+	unsigned long addr;
+	if (fgets(line, sizeof line, f) && sscanf(line, "%ld %lx", &nr, &addr) == 2)
+		on = nr == SYS_futex && addr == (unsigned long)word;
+	fclose(f);
+	return on;
+}
+
+static void
+t_wait_until_asleep(const atomic_int *tid, const int *word)
+{
+	int64_t end = t_now_ns() + T_BOUND_NS;
+	while (!(atomic_load(tid) && t_sleeps_on(atomic_load(tid), word))) {
+		cr_assert_lt(t_now_ns(), end, "the thread never slept on the word");
+		t_pause();
+	}
+}
+
+static void
+t_wait_until(const atomic_int *flag, const char *what)
+{
+	int64_t end = t_now_ns() + T_BOUND_NS;
+	while (!atomic_load(flag)) {
+		cr_assert_lt(t_now_ns(), end, "%s", what);
+		t_pause();
+	}
+}
+
+struct t_locker {
+	int *word;
+	atomic_int tid;
+	atomic_int took; /* had the lock */
+	atomic_int go;   /* may give it back */
+};
+
+/* A thread of the program: glibc's lock, then its unlock once told. */
+static void *
+t_glibc_thread(void *arg)
+{
+	struct t_locker *l = arg;
+	atomic_store(&l->tid, (int)syscall(SYS_gettid));
+	rt_glibc_lock_word(l->word);
+	atomic_store(&l->took, 1);
+	while (!atomic_load(&l->go))
+		t_pause();
+	rt_glibc_unlock_word(l->word);
+	return NULL;
+}
+
+Test(glibc_lock, an_unlock_with_nobody_asleep_says_nobody_waited)
+{
+	/* A woken waiter leaves the word at 2 for its whole hold, whether or not anyone else
+	 * sleeps: the release treated every such hold as waited for, and handed the lock over to
+	 * nobody. */
+	int word = 2;
+	cr_assert_not(rt_glibc_unlock_word(&word));
+	cr_assert_eq(word, 0);
+	word = 1;
+	cr_assert_not(rt_glibc_unlock_word(&word));
+}
+
+Test(glibc_lock, an_unlock_that_wakes_a_sleeper_says_so)
+{
+	int word = 0;
+	rt_glibc_lock_word(&word);
+	struct t_locker a = {.word = &word, .go = 1};
+	pthread_t t;
+	pthread_create(&t, NULL, t_glibc_thread, &a);
+	t_wait_until_asleep(&a.tid, &word);
+	cr_assert(rt_glibc_unlock_word(&word));
+	t_wait_until(&a.took, "the woken thread never took the lock");
+	pthread_join(t, NULL);
+	cr_assert_eq(word, 0);
+}
+
+Test(glibc_lock, the_next_hold_comes_after_the_woken_waiter_s_turn)
+{
+	int word = 0;
+	rt_glibc_lock_word(&word);
+	struct t_locker a = {.word = &word, .go = 1};
+	pthread_t t;
+	pthread_create(&t, NULL, t_glibc_thread, &a);
+	t_wait_until_asleep(&a.tid, &word);
+	cr_assert(rt_glibc_unlock_word(&word));
+	bool woken = rt_glibc_wait_turn(&word, T_BOUND_NS);
+	rt_glibc_lock_word_after(&word, woken);
+	cr_assert(atomic_load(&a.took), "the worker took the lock back before the waiter had it");
+	rt_glibc_unlock_word(&word);
+	pthread_join(t, NULL);
+}
+
+struct t_worker {
+	int *word;
+	atomic_int tid;
+	atomic_int woken;
+	atomic_int done;
+};
+
+/* The worker's side of a handover: its turn, then a hold, then the unlock. */
+static void *
+t_worker_thread(void *arg)
+{
+	struct t_worker *k = arg;
+	atomic_store(&k->tid, (int)syscall(SYS_gettid));
+	bool woken = rt_glibc_wait_turn(k->word, T_BOUND_NS);
+	atomic_store(&k->woken, woken);
+	rt_glibc_lock_word_after(k->word, woken);
+	rt_glibc_unlock_word(k->word);
+	atomic_store(&k->done, 1);
+	return NULL;
+}
+
+Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_by_its_unlock)
+{
+	/* The worker sleeps on the free word for its turn; A takes the lock from 0 to 1; B comes,
+	 * finds it taken and sleeps behind the worker. A's unlock wakes the first sleeper, the
+	 * worker: had the worker then taken the lock from 0 to 1, its unlock would wake nobody
+	 * and B would sleep for ever. */
+	int word = 0;
+	struct t_worker k = {.word = &word};
+	pthread_t tk, ta, tb;
+	pthread_create(&tk, NULL, t_worker_thread, &k);
+	t_wait_until_asleep(&k.tid, &word);
+	struct t_locker a = {.word = &word}, b = {.word = &word, .go = 1};
+	pthread_create(&ta, NULL, t_glibc_thread, &a);
+	t_wait_until(&a.took, "A never took the free lock");
+	pthread_create(&tb, NULL, t_glibc_thread, &b);
+	t_wait_until_asleep(&b.tid, &word);
+	atomic_store(&a.go, 1);
+	t_wait_until(&k.done, "the worker never had its turn");
+	cr_assert(atomic_load(&k.woken), "A's unlock woke B before the worker, queued first");
+	t_wait_until(&b.took, "B was left asleep on a free lock");
+	pthread_join(tk, NULL);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_assert_eq(word, 0);
+}
