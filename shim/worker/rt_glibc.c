@@ -44,8 +44,7 @@ static struct {
 	bool consolidate; /* glibc's malloc_consolidate is the one rt_arena follows */
 	void *(*malloc_fn)(size_t);
 	void (*free_fn)(void *);
-	bool woken; /* the wait for a waiter's turn took a wake: lock as a woken waiter */
-	pid_t pid;  /* for process_vm_readv: a live task of this process */
+	pid_t pid; /* for process_vm_readv: a live task of this process */
 	size_t page;
 	uintptr_t main_arena;
 	struct rt_arena_view view;
@@ -109,8 +108,7 @@ static void
 rt_glibc_lock(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	rt_glibc_lock_word_after((int *)addr, rt_g.woken);
-	rt_g.woken = false;
+	rt_glibc_lock_word((int *)addr);
 }
 
 static bool
@@ -135,7 +133,7 @@ static void
 rt_glibc_let_waiter_in(void *ctx, uintptr_t addr)
 {
 	(void)ctx;
-	rt_g.woken = rt_glibc_wait_turn((int *)addr, RT_GLIBC_HANDOVER_NS);
+	rt_glibc_wait_turn((int *)addr, RT_GLIBC_HANDOVER_NS);
 }
 
 static void

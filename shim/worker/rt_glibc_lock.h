@@ -40,32 +40,24 @@ rt_glibc_unlock_word(int *futex)
 /* After an unlock that woke a waiter: sleeps on the word until that waiter has taken the lock
  * and given it back (its unlock wakes one sleeper: the word it took is 2), or for at most ns
  * when it is slow to come (or came and left without a wake: a new locker takes the word from 0
- * to 1). Returns at once when the waiter holds the lock already. A fixed sleep instead cost
- * about 170 us a handover, most of it timer slack, where the waiter needs a few tens. True when
- * a wake ended the sleep: it may have been meant for a glibc waiter queued behind this thread,
- * so the lock must then be taken as a woken waiter takes it (rt_glibc_lock_word_after). */
+ * to 1). Returns at once when the waiter holds the lock already: the next lock waits for it as
+ * glibc's own waiters do. A fixed sleep instead cost about 170 us a handover, most of it timer
+ * slack, where the waiter needs a few tens. A wake that ends the sleep may have been meant for
+ * a glibc waiter queued behind this thread (futex(2) wakes in queue order), and this thread
+ * may take no lock on this word again (the arena's last hold, the release's): it is passed on
+ * at once. glibc's waiters take a wake as a hint and look at the word again, so one more does
+ * no harm where nobody sleeps, or where the next sleeper finds the lock taken. True when a
+ * wake ended the sleep. */
 static inline bool
 rt_glibc_wait_turn(int *futex, long long ns)
 {
 	if (__atomic_load_n(futex, __ATOMIC_RELAXED) != 0)
 		return false;
 	struct timespec bound = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-	return syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 0, &bound, NULL, 0) == 0;
-}
-
-/* rt_glibc_lock_word, or, after a wake taken in rt_glibc_wait_turn, __lll_lock_wait_private's
- * own loop: the word is set to 2, so that this thread's unlock wakes whoever still sleeps on
- * it. Taken from 0 to 1 instead, the lock would be given back without a wake, and a glibc
- * waiter whose wake this thread took would sleep on. */
-static inline void
-rt_glibc_lock_word_after(int *futex, bool woken)
-{
-	if (!woken) {
-		rt_glibc_lock_word(futex);
-		return;
-	}
-	while (__atomic_exchange_n(futex, 2, __ATOMIC_ACQUIRE) != 0)
-		syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	if (syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 0, &bound, NULL, 0) != 0)
+		return false;
+	syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	return true;
 }
 
 #endif

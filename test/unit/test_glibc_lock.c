@@ -123,8 +123,8 @@ Test(glibc_lock, the_next_hold_comes_after_the_woken_waiter_s_turn)
 	pthread_create(&t, NULL, t_glibc_thread, &a);
 	t_wait_until_asleep(&a.tid, &word);
 	cr_assert(rt_glibc_unlock_word(&word));
-	bool woken = rt_glibc_wait_turn(&word, T_BOUND_NS);
-	rt_glibc_lock_word_after(&word, woken);
+	rt_glibc_wait_turn(&word, T_BOUND_NS);
+	rt_glibc_lock_word(&word);
 	cr_assert(atomic_load(&a.took), "the worker took the lock back before the waiter had it");
 	rt_glibc_unlock_word(&word);
 	pthread_join(t, NULL);
@@ -132,33 +132,37 @@ Test(glibc_lock, the_next_hold_comes_after_the_woken_waiter_s_turn)
 
 struct t_worker {
 	int *word;
+	bool lock_again; /* a hold after the turn, as in the middle of an arena's release */
 	atomic_int tid;
 	atomic_int woken;
 	atomic_int done;
 };
 
-/* The worker's side of a handover: its turn, then a hold, then the unlock. */
+/* The worker's side of a handover: its turn, then perhaps a hold of this word again. */
 static void *
 t_worker_thread(void *arg)
 {
 	struct t_worker *k = arg;
 	atomic_store(&k->tid, (int)syscall(SYS_gettid));
-	bool woken = rt_glibc_wait_turn(k->word, T_BOUND_NS);
-	atomic_store(&k->woken, woken);
-	rt_glibc_lock_word_after(k->word, woken);
-	rt_glibc_unlock_word(k->word);
+	atomic_store(&k->woken, rt_glibc_wait_turn(k->word, T_BOUND_NS));
+	if (k->lock_again) {
+		rt_glibc_lock_word(k->word);
+		rt_glibc_unlock_word(k->word);
+	}
 	atomic_store(&k->done, 1);
 	return NULL;
 }
 
-Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_by_its_unlock)
+/* The worker sleeps on the free word for its turn; A takes the lock from 0 to 1; B comes, finds
+ * it taken and sleeps behind the worker. A's unlock wakes the first sleeper, the worker, and B
+ * sleeps on a free word unless that wake is passed on: after the arena's last hold the worker
+ * never takes this lock again, and within one it would take it from 0 to 1 and give it back
+ * without a wake. */
+static void
+t_queued_behind_the_worker(bool lock_again)
 {
-	/* The worker sleeps on the free word for its turn; A takes the lock from 0 to 1; B comes,
-	 * finds it taken and sleeps behind the worker. A's unlock wakes the first sleeper, the
-	 * worker: had the worker then taken the lock from 0 to 1, its unlock would wake nobody
-	 * and B would sleep for ever. */
 	int word = 0;
-	struct t_worker k = {.word = &word};
+	struct t_worker k = {.word = &word, .lock_again = lock_again};
 	pthread_t tk, ta, tb;
 	pthread_create(&tk, NULL, t_worker_thread, &k);
 	t_wait_until_asleep(&k.tid, &word);
@@ -175,4 +179,14 @@ Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_by_its_unlock)
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
 	cr_assert_eq(word, 0);
+}
+
+Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_after_the_arena_s_last_hold)
+{
+	t_queued_behind_the_worker(false);
+}
+
+Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_when_the_worker_holds_again)
+{
+	t_queued_behind_the_worker(true);
 }
