@@ -885,7 +885,7 @@ rt_worker_api_release(void)
 	struct rt_worker *w = &rt_worker_one;
 	if (!atomic_load(&rt_worker_life.running))
 		return false;
-	/* Its rests are cancellation points: a cancelled caller must not leave the lock held. */
+	/* A cancelled caller must not leave an arena's lock held inside the release. */
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	int64_t start = rt_worker_clock_us(CLOCK_MONOTONIC);

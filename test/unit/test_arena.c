@@ -33,6 +33,7 @@ struct t_world {
 	int held;
 	int64_t clock, step;
 	bool contended;
+	bool nobody_asleep; /* the word reads 2, but nobody sleeps on it: an unlock wakes none */
 	t_between between;
 	struct rt_arena_range ranges[T_MAX_RANGES];
 	size_t nranges;
@@ -227,7 +228,7 @@ t_unlock(void *ctx, uintptr_t mutex)
 	cr_assert(was == 1 || was == 2);
 	*(int *)mutex = 0;
 	w.held = 0;
-	return was == 2 || w.contended;
+	return (was == 2 && !w.nobody_asleep) || w.contended;
 }
 
 static unsigned t_handovers;
@@ -2207,6 +2208,42 @@ Test(arena, with_a_thread_that_waited_the_lock_is_dropped_after_run_ns_and_the_c
 	cr_assert_eq(t_handovers, 1);
 	cr_assert_gt(w.locks, 6);
 	cr_assert_eq(t_yields, w.locks - 3, "%u yields, %u locks", t_yields, w.locks);
+	t_check_everything_released(w.thread, w.thread_first, true);
+}
+
+static void
+t_release_word_two_once(void *ctx, uintptr_t start, uintptr_t end)
+{
+	t_release(ctx, start, end);
+	if (!t_waited_once && start >= (uintptr_t)w.heaps &&
+	    start < (uintptr_t)w.heaps + T_HEAP_MAX) {
+		t_waited_once = true;
+		w.nobody_asleep = true;
+		*(int *)w.thread = 2;
+	}
+}
+
+/* The word reads 2 once the worker itself waited for the lock, for the whole hold, whether or
+ * not anyone else sleeps on it (glibc's woken waiters leave it so): the hold ends as a waited
+ * one, but an unlock that woke nobody hands nothing over, and the next hold takes the lock at
+ * once. */
+Test(arena, a_word_of_2_that_nobody_sleeps_on_hands_nothing_over)
+{
+	t_many_chunks(50);
+	struct rt_arena_ops ops = t_ops;
+	ops.release = t_release_word_two_once;
+	t_waited_once = false;
+	struct rt_arena_env env = t_env(1000000000, 1 << 20);
+	env.ops = &ops;
+	env.budget.hold_chunks = 4;
+	struct rt_arena_result res;
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
+	             res.failure ? res.failure : "");
+	cr_assert(t_waited_once);
+	cr_assert_eq(w.bad_releases, 0);
+	cr_assert_eq(res.contended, 0);
+	cr_assert_eq(t_handovers, 0, "a handover to nobody");
+	cr_assert_eq(w.locks, 3, "the waited hold ended, and the next took the lock at once");
 	t_check_everything_released(w.thread, w.thread_first, true);
 }
 

@@ -114,18 +114,42 @@ Test(glibc_lock, an_unlock_that_wakes_a_sleeper_says_so)
 	cr_assert_eq(word, 0);
 }
 
+/* A thread of the program that keeps the lock until `sleeper` sleeps on the word (in its wait
+ * for its turn, or in its lock once it found the lock taken): the worker's turn then always
+ * ends with a wake, never with its bound, whichever of them came first (else the waiter could
+ * take and give back the lock before the worker slept, and the worker sleep out its bound). */
+struct t_keeper {
+	struct t_locker l;
+	int sleeper;
+};
+
+static void *
+t_keeper_thread(void *arg)
+{
+	struct t_keeper *k = arg;
+	atomic_store(&k->l.tid, (int)syscall(SYS_gettid));
+	rt_glibc_lock_word(k->l.word);
+	atomic_store(&k->l.took, 1);
+	int64_t end = t_now_ns() + T_BOUND_NS;
+	while (!t_sleeps_on(k->sleeper, k->l.word) && t_now_ns() < end)
+		t_pause();
+	rt_glibc_unlock_word(k->l.word);
+	return NULL;
+}
+
 Test(glibc_lock, the_next_hold_comes_after_the_woken_waiter_s_turn)
 {
 	int word = 0;
 	rt_glibc_lock_word(&word);
-	struct t_locker a = {.word = &word, .go = 1};
+	struct t_keeper keeper = {.l = {.word = &word}, .sleeper = (int)syscall(SYS_gettid)};
 	pthread_t t;
-	pthread_create(&t, NULL, t_glibc_thread, &a);
-	t_wait_until_asleep(&a.tid, &word);
+	pthread_create(&t, NULL, t_keeper_thread, &keeper);
+	t_wait_until_asleep(&keeper.l.tid, &word);
 	cr_assert(rt_glibc_unlock_word(&word));
 	rt_glibc_wait_turn(&word, T_BOUND_NS);
 	rt_glibc_lock_word(&word);
-	cr_assert(atomic_load(&a.took), "the worker took the lock back before the waiter had it");
+	cr_assert(atomic_load(&keeper.l.took),
+	          "the worker took the lock back before the waiter had it");
 	rt_glibc_unlock_word(&word);
 	pthread_join(t, NULL);
 }
