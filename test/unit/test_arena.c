@@ -2211,16 +2211,13 @@ Test(arena, with_a_thread_that_waited_the_lock_is_dropped_after_run_ns_and_the_c
 	t_check_everything_released(w.thread, w.thread_first, true);
 }
 
+/* As t_release_wait_once, but nobody sleeps on the word it sets to 2. */
 static void
 t_release_word_two_once(void *ctx, uintptr_t start, uintptr_t end)
 {
-	t_release(ctx, start, end);
-	if (!t_waited_once && start >= (uintptr_t)w.heaps &&
-	    start < (uintptr_t)w.heaps + T_HEAP_MAX) {
-		t_waited_once = true;
-		w.nobody_asleep = true;
-		*(int *)w.thread = 2;
-	}
+	bool waited = t_waited_once;
+	t_release_wait_once(ctx, start, end);
+	w.nobody_asleep |= t_waited_once && !waited;
 }
 
 /* The word reads 2 once the worker itself waited for the lock, for the whole hold, whether or
