@@ -3,11 +3,10 @@
 #include "worker/rt_glibc_lock.h"
 
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 
