@@ -389,8 +389,7 @@ rt_detect_confidence(const struct rt_detect *d, uint64_t weight)
 	return (uint32_t)(((weight > 1000 ? 1000 : weight) + phase_score) / 2);
 }
 
-/* Whether every one of n values is within spread_permille of their median. */
-static bool
+bool
 rt_detect_alike(const uint64_t *values, unsigned n, uint32_t spread_permille)
 {
 	uint64_t median = rt_detect_median(values, n);

@@ -239,4 +239,8 @@ void rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *n
  * when n is 0. */
 uint64_t rt_detect_median(const uint64_t *values, unsigned n);
 
+/* Whether every one of n values (n at most RT_DETECT_MEDIAN_MAX) is within spread_permille of
+ * their median. */
+bool rt_detect_alike(const uint64_t *values, unsigned n, uint32_t spread_permille);
+
 #endif

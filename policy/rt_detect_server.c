@@ -96,8 +96,16 @@ rt_detect_server_confidence(const struct rt_detect_server *d, uint64_t typical, 
 	return (uint32_t)(((reached > 1000 ? 1000 : reached) + phase_score) / 2);
 }
 
+/* The j-th last value of a ring of RT_DETECT_SERVER_HISTORY whose next slot is next (0: the
+ * last). */
+static uint64_t
+rt_detect_server_back(const uint64_t *ring, unsigned next, unsigned j)
+{
+	return ring[(next + RT_DETECT_SERVER_HISTORY - 1 - j) % RT_DETECT_SERVER_HISTORY];
+}
+
 /* The median of the last RT_DETECT_LOCK_ROUNDS values of a ring of RT_DETECT_SERVER_HISTORY, or 0
- * when they are fewer or not even: one further than spread_permille from that median. */
+ * when they are fewer or not even (rt_detect_alike). */
 static uint64_t
 rt_detect_server_even(const uint64_t *ring, unsigned n, unsigned next, uint32_t spread_permille)
 {
@@ -105,14 +113,10 @@ rt_detect_server_even(const uint64_t *ring, unsigned n, unsigned next, uint32_t 
 	if (n < RT_DETECT_LOCK_ROUNDS)
 		return 0;
 	for (unsigned j = 0; j < RT_DETECT_LOCK_ROUNDS; j++)
-		last[j] =
-		    ring[(next + RT_DETECT_SERVER_HISTORY - 1 - j) % RT_DETECT_SERVER_HISTORY];
-	uint64_t median = rt_detect_median(last, RT_DETECT_LOCK_ROUNDS);
-	uint64_t spread = rt_detect_scale(median, spread_permille, 1000);
-	for (unsigned j = 0; j < RT_DETECT_LOCK_ROUNDS; j++)
-		if (last[j] + spread < median || last[j] > median + spread)
-			return 0;
-	return median;
+		last[j] = rt_detect_server_back(ring, next, j);
+	return rt_detect_alike(last, RT_DETECT_LOCK_ROUNDS, spread_permille)
+	           ? rt_detect_median(last, RT_DETECT_LOCK_ROUNDS)
+	           : 0;
 }
 
 /* The broadcasts' period: the median of the intervals between their last starts, 0 while fewer
@@ -273,9 +277,7 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	                               d->next_send_interval, spread);
 	bool one_each = d->nends_between >= RT_DETECT_LOCK_ROUNDS;
 	for (unsigned j = 0; one_each && j < RT_DETECT_LOCK_ROUNDS; j++)
-		one_each =
-		    d->ends_between[(d->next_ends_between + RT_DETECT_SERVER_HISTORY - 1 - j) %
-		                    RT_DETECT_SERVER_HISTORY] <= 1;
+		one_each = rt_detect_server_back(d->ends_between, d->next_ends_between, j) <= 1;
 	uint64_t alike =
 	    rt_detect_server_even(d->send_totals, d->nsend_totals, d->next_send_total, 500);
 	uint64_t work = rt_detect_server_even(d->work_intervals_us, d->nwork_intervals,
