@@ -220,6 +220,19 @@ dm_cmp_detection(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Sorts n delays and gives their median (the mean of the middle two of an even count) and
+ * largest; both 0 when n is 0. */
+static inline void
+dm_median_max(double *delays, size_t n, double *median_s, double *max_s)
+{
+	*median_s = *max_s = 0;
+	if (!n)
+		return;
+	qsort(delays, n, sizeof(double), dm_cmp_double);
+	*median_s = n % 2 ? delays[n / 2] : (delays[n / 2 - 1] + delays[n / 2]) / 2;
+	*max_s = delays[n - 1];
+}
+
 /* Scores res->detections (res->ndetections of them, in time order, allocated with room for one
  * more) against the truth, end_us being the last moment the detector could see. */
 static inline void
@@ -261,14 +274,7 @@ dm_score(const struct dm_truth *truth, uint64_t end_us, struct dm_result *res)
 	}
 	res->precision = res->detected ? (double)res->matched / (double)res->detected : 1;
 	res->recall = res->truths ? (double)res->matched / (double)res->truths : 1;
-	if (res->matched) {
-		qsort(delays, res->matched, sizeof(double), dm_cmp_double);
-		res->median_delay_s =
-		    res->matched % 2
-		        ? delays[res->matched / 2]
-		        : (delays[res->matched / 2 - 1] + delays[res->matched / 2]) / 2;
-		res->max_delay_s = delays[res->matched - 1];
-	}
+	dm_median_max(delays, res->matched, &res->median_delay_s, &res->max_delay_s);
 	free(delays);
 }
 
@@ -303,12 +309,7 @@ dm_update_delays(const struct dm_trace *trace, const struct dm_truth *truth,
 		if (sent_after)
 			delays[(*n)++] = (double)(at - sent_after) / 1e6;
 	}
-	*median_s = *max_s = 0;
-	if (*n) {
-		qsort(delays, *n, sizeof(double), dm_cmp_double);
-		*median_s = *n % 2 ? delays[*n / 2] : (delays[*n / 2 - 1] + delays[*n / 2]) / 2;
-		*max_s = delays[*n - 1];
-	}
+	dm_median_max(delays, *n, median_s, max_s);
 	free(delays);
 }
 
