@@ -247,7 +247,8 @@ $(DETECT_EVAL): test/bench/detect_eval.c test/bench/detect_match.h test/bench/de
 		$(POLICY_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -o $@ test/bench/detect_eval.c $(POLICY_LIB_OBJ)
-$(UNIT): test/bench/detect_match.h test/bench/detect_server_match.h shim/worker/rt_glibc_lock.h
+$(UNIT): test/bench/detect_match.h test/bench/detect_server_match.h shim/worker/rt_glibc_lock.h \
+	test/workloads/asleep.h
 # Figure 9's reader of the stats lines: policy's reader (json-c), not a parse of its own.
 $(BUILD)/test/bench/between_eval: test/bench/between_eval.c test/bench/detect_match.h $(POLICY_OBJ)
 	@mkdir -p $(@D)

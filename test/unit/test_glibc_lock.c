@@ -1,5 +1,6 @@
 /* The release's handover of an arena's lock (shim/worker/rt_glibc_lock.h) against glibc's lock
  * protocol, with real threads sleeping on a real word: whoever sleeps on it is woken in turn. */
+#include "../workloads/asleep.h"
 #include "worker/rt_glibc_lock.h"
 
 #include <criterion/criterion.h>
@@ -28,29 +29,11 @@ t_pause(void)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether thread tid sleeps in futex(2) on word (its /proc syscall file: number, then args). */
-static bool
-t_sleeps_on(pid_t tid, const int *word)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	bool on = false;
-	long nr;
-	unsigned long addr;
-	if (fgets(line, sizeof line, f) && sscanf(line, "%ld %lx", &nr, &addr) == 2)
-		on = nr == SYS_futex && addr == (unsigned long)word;
-	fclose(f);
-	return on;
-}
-
 static void
 t_wait_until_asleep(const atomic_int *tid, const int *word)
 {
 	int64_t end = t_now_ns() + T_BOUND_NS;
-	while (!(atomic_load(tid) && t_sleeps_on(atomic_load(tid), word))) {
+	while (!(atomic_load(tid) && asleep_on(atomic_load(tid), word))) {
 		cr_assert_lt(t_now_ns(), end, "the thread never slept on the word");
 		t_pause();
 	}
@@ -130,7 +113,7 @@ t_keeper_thread(void *arg)
 	rt_glibc_lock_word(k->l.word);
 	atomic_store(&k->l.took, 1);
 	int64_t end = t_now_ns() + T_BOUND_NS;
-	while (!t_sleeps_on(k->sleeper, k->l.word) && t_now_ns() < end)
+	while (!asleep_on(k->sleeper, k->l.word) && t_now_ns() < end)
 		t_pause();
 	rt_glibc_unlock_word(k->l.word);
 	return NULL;

@@ -11,6 +11,7 @@
  * Prints "seconds=S releases=R stranded=N" and exits 1 when N > 0.
  *
  * usage: strand SECONDS GAP_MS [--fork] */
+#include "asleep.h"
 #include "rt_arena.h"
 
 #include <dlfcn.h>
@@ -40,22 +41,6 @@ strand_now_ns(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static bool
-strand_asleep_on_word(int tid)
-{
-	char path[64], line[256];
-	long nr;
-	unsigned long addr;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	bool on = fgets(line, sizeof(line), f) && sscanf(line, "%ld %lx", &nr, &addr) == 2 &&
-	          nr == SYS_futex && addr == (unsigned long)strand_word;
-	fclose(f);
-	return on;
 }
 
 static void *
@@ -158,7 +143,7 @@ main(int argc, char **argv)
 				continue;
 			}
 			bool asleep = now - since[i] > 100000000 && !stranded_since[i] &&
-			              strand_asleep_on_word(atomic_load(&strand_tid[i])) &&
+			              asleep_on(atomic_load(&strand_tid[i]), strand_word) &&
 			              __atomic_load_n(strand_word, __ATOMIC_SEQ_CST) != 2;
 			looks[i] = asleep ? looks[i] + 1 : 0;
 			if (looks[i] >= 3) {
