@@ -639,7 +639,6 @@ Test(detect_server, sends_slower_than_uneven_rounds_mark_no_round)
 {
 	struct rt_detect_server_params p = sdefaults();
 	struct sgen g;
-	sgen_init_sent(&g, &p, true);
 	for (size_t every = 600; every >= 300; every -= 300) {
 		sgen_init_sent(&g, &p, true);
 		g.side_kib = 300;
