@@ -343,6 +343,8 @@ rt_arena_default_budget(void)
 	return (struct rt_arena_budget){
 	    .hold_ns = 100 * 1000,
 	    .waited_hold_ns = 500 * 1000,
+	    .waited_share = 20,
+	    .waited_most_ns = 5 * 1000 * 1000,
 	    .hold_chunks = 256,
 	    .run_ns = 2000 * 1000,
 	    .piece_bytes = 512 << 10,
@@ -420,6 +422,7 @@ struct rt_arena_run {
 	struct rt_arena_result *res;
 	int64_t hold_start;
 	int64_t run_start;    /* when the lock was taken: renewals since then */
+	int64_t arena_start;  /* when the arena's release took its first hold */
 	unsigned hold_chunks; /* chunks looked at in this hold */
 	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
 	unsigned since_clock; /* work since the clock was last read (a piece counts 32) */
@@ -702,6 +705,15 @@ rt_arena_begin_hold(struct rt_arena_run *run)
 	run->res->holds++;
 }
 
+/* An arena's first hold: nobody has waited for its lock yet, and its release starts now. */
+static void
+rt_arena_first_hold(struct rt_arena_run *run)
+{
+	run->contested = false;
+	rt_arena_begin_hold(run);
+	run->arena_start = run->hold_start;
+}
+
 static void
 rt_arena_end_hold(struct rt_arena_run *run, uintptr_t arena)
 {
@@ -736,6 +748,31 @@ rt_arena_piece_done(struct rt_arena_run *run)
 	run->since_clock += RT_ARENA_CLOCK_EVERY;
 }
 
+/* How old a hold that a thread waits for may grow, once the arena's release has taken arena_ns:
+ * a share of that, at least the floor, at most waited_most_ns. Each handover costs two wake-ups
+ * (the waiter's, then the worker's): at 0.5 ms a hold, a thread that allocated throughout made a
+ * release of 256 MiB of 16-128 B blocks (one in 16 kept, 2 threads) hand the lock over 595 times
+ * and take 1.24-1.35 times as long as malloc_trim(0), against 1.03-1.14 with holds of a twentieth
+ * of the arena's release so far (99 handovers; 2 cores at a load of 1-4). malloc_trim(0) makes
+ * that thread wait through its whole pass over the arena (about 300 ms there): a twentieth of the
+ * release so far keeps each wait at about a twentieth of that (the worst op 7-12 ms, 0.03-0.05
+ * times malloc_trim's), under the goal of a tenth with room for a release slower than
+ * malloc_trim's pass; waited_most_ns bounds it on arenas of GiBs, where a handover every 5 ms
+ * costs under 2 %. */
+static int64_t
+rt_arena_waited_hold(const struct rt_arena_env *env, int64_t arena_ns)
+{
+	int64_t hold = env->budget.waited_hold_ns;
+	if (env->budget.waited_share) {
+		int64_t share = arena_ns / env->budget.waited_share;
+		if (share > env->budget.waited_most_ns)
+			share = env->budget.waited_most_ns;
+		if (share > hold)
+			hold = share;
+	}
+	return hold;
+}
+
 /* The hold ends once another thread waits for the lock (glibc's waiters set the mutex word to 2;
  * after the worker's own wait for it, the word stays 2 for the whole hold, as glibc's own lock
  * leaves it) and the hold is waited_hold_ns old, at the next clock reading; always only once it
@@ -748,19 +785,19 @@ rt_arena_piece_done(struct rt_arena_run *run)
  * worst op of 0.02-0.09 ms. Ending at once only the holds that a thread came to wait for
  * after they began (the word read 1 at the lock) did not help: 1.5-6.7 s in 9 of 9 runs on three
  * heaps, the allocating thread coming back within the first chunk. So every hold a thread waits
- * for lasts half a millisecond, less than a scheduler's time slice, no longer than a waiter
- * waits behind a preempted thread: the worst op is 0.4-0.6 ms where it was 0.02-0.09 in the
- * runs that did not fall into it. When its budget is spent and nobody waits, the budget
- * is renewed without dropping the lock: a thread that comes to wait later is seen at the next
- * look, as in a fresh hold, and a drop would only cost a rest and a new reading of the arena
- * (the release took 2.4 to 2.8 times as long as malloc_trim with them). Only a preemption of
- * the worker while it holds the lock would make a waiter wait longer: in an arena whose lock a
- * thread has waited for in this release, after run_ns the hold ends all the same, and the
- * worker yields its core before the next one (in every arena, a yield every 0.5 ms made the
- * release several times slower on a busy machine). Measured at a load of 13 on 2 cores, 256 MiB,
- * a thread allocating throughout, 3 runs each: without yields its worst unpreempted op was
- * 22-34 ms; with a yield every 2 ms 0.05-10 ms and the release 914-1172 ms; every 0.5 ms
- * 0.07-11 ms and 1086-1302 ms. */
+ * for lasts at least half a millisecond, less than a scheduler's time slice, no longer than a
+ * waiter waits behind a preempted thread: the worst op is 0.4-0.6 ms where it was 0.02-0.09 in
+ * the runs that did not fall into it (and longer on a large arena: rt_arena_waited_hold). When
+ * its budget is spent and nobody waits, the budget is renewed without dropping the lock: a thread
+ * that comes to wait later is seen at the next look, as in a fresh hold, and a drop would only cost
+ * a rest and a new reading of the arena (the release took 2.4 to 2.8 times as long as malloc_trim
+ * with them). Only a preemption of the worker while it holds the lock would make a waiter wait
+ * longer: in an arena whose lock a thread has waited for in this release, after run_ns the hold
+ * ends all the same, and the worker yields its core before the next one (in every arena, a yield
+ * every 0.5 ms made the release several times slower on a busy machine). Measured at a load of 13
+ * on 2 cores, 256 MiB, a thread allocating throughout, 3 runs each: without yields its worst
+ * unpreempted op was 22-34 ms; with a yield every 2 ms 0.05-10 ms and the release 914-1172 ms;
+ * every 0.5 ms 0.07-11 ms and 1086-1302 ms. */
 static bool
 rt_arena_hold_over(struct rt_arena_run *run)
 {
@@ -778,7 +815,7 @@ rt_arena_hold_over(struct rt_arena_run *run)
 	run->since_clock = 0;
 	int64_t now = ops->now_ns(ops->ctx);
 	if (waiter)
-		return now - run->hold_start >= env->budget.waited_hold_ns;
+		return now - run->hold_start >= rt_arena_waited_hold(env, now - run->arena_start);
 	if (run->hold_chunks < env->budget.hold_chunks &&
 	    now - run->hold_start < env->budget.hold_ns)
 		return false;
@@ -1443,8 +1480,7 @@ rt_arena_release_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena,
 	const struct rt_arena_env *env = run->env;
 	struct rt_arena_view *v = run->view;
 	v->arena = arena;
-	run->contested = false;
-	rt_arena_begin_hold(run);
+	rt_arena_first_hold(run);
 	const char *why = NULL;
 	enum rt_arena_seen seen = rt_arena_see(env, arena, main_arena, v, &why);
 	if (seen != RT_ARENA_SEEN_OK) {
@@ -1504,7 +1540,7 @@ rt_arena_count_one(struct rt_arena_run *run, uintptr_t arena, bool main_arena)
 {
 	struct rt_arena_view *v = run->view;
 	v->arena = arena;
-	rt_arena_begin_hold(run);
+	rt_arena_first_hold(run);
 	const char *why = NULL;
 	enum rt_arena_seen seen = rt_arena_see(run->env, arena, main_arena, v, &why);
 	if (seen != RT_ARENA_SEEN_OK) {
