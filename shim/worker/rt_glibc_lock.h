@@ -37,27 +37,33 @@ rt_glibc_unlock_word(int *futex)
 	return old > 1 && syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) > 0;
 }
 
-/* After an unlock that woke a waiter: sleeps on the word until that waiter has taken the lock
- * and given it back (its unlock wakes one sleeper: the word it took is 2), or for at most ns
- * when it is slow to come (or came and left without a wake: a new locker takes the word from 0
- * to 1). Returns at once when the waiter holds the lock already: the next lock waits for it as
- * glibc's own waiters do. A fixed sleep instead cost about 170 us a handover, most of it timer
- * slack, where the waiter needs a few tens. A wake that ends the sleep may have been meant for
- * a glibc waiter queued behind this thread (futex(2) wakes in queue order), and this thread
- * may take no lock on this word again (the arena's last hold, the release's): it is passed on
- * at once. glibc's waiters take a wake as a hint and look at the word again, so one more does
- * no harm where nobody sleeps, or where the next sleeper finds the lock taken. True when a
- * wake ended the sleep. */
+/* After an unlock that woke a waiter: sleeps on the word, as it is, until that waiter has taken
+ * the lock and given it back (its unlock wakes one sleeper: the word it took is 2), or for at
+ * most ns when it is slow to come (or came and left without a wake: a new locker takes the word
+ * from 0 to 1). A fixed sleep instead cost about 170 us a handover, most of it timer slack, where
+ * the waiter needs a few tens. A wake that ends the sleep may have been meant for a glibc waiter
+ * queued behind this thread (futex(2) wakes in queue order), and this thread may take no lock on
+ * this word again (the arena's last hold, the release's): it is passed on at once. glibc's
+ * waiters take a wake as a hint and look at the word again, so one more does no harm where
+ * nobody sleeps, or where the next sleeper finds the lock taken. When the passed-on wake woke
+ * someone, that thread's turn is waited for too (a few times at most): where a third thread took
+ * the free lock (0 to 1) before the woken waiter had a core, that waiter found it taken and slept
+ * behind this thread, and the next lock took it first, the waiter waiting one more hold (up to
+ * 5 ms with holds that grow: rt_arena_waited_hold). True when a wake ended a sleep. */
 static inline bool
 rt_glibc_wait_turn(int *futex, long long ns)
 {
-	if (__atomic_load_n(futex, __ATOMIC_RELAXED) != 0)
-		return false;
 	struct timespec bound = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-	if (syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, 0, &bound, NULL, 0) != 0)
-		return false;
-	syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	return true;
+	bool woken = false;
+	for (int turn = 0; turn < 4; turn++) {
+		int seen = __atomic_load_n(futex, __ATOMIC_RELAXED);
+		if (syscall(SYS_futex, futex, FUTEX_WAIT_PRIVATE, seen, &bound, NULL, 0) != 0)
+			break;
+		woken = true;
+		if (syscall(SYS_futex, futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) <= 0)
+			break;
+	}
+	return woken;
 }
 
 #endif

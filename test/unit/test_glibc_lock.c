@@ -138,7 +138,9 @@ Test(glibc_lock, the_next_hold_comes_after_the_woken_waiter_s_turn)
 
 struct t_worker {
 	int *word;
-	bool lock_again; /* a hold after the turn, as in the middle of an arena's release */
+	bool lock_again;        /* a hold after the turn, as in the middle of an arena's release */
+	const atomic_int *turn; /* a thread whose turn comes before that hold, or NULL */
+	atomic_int had_turn;    /* whether it had had the lock when the worker took it */
 	atomic_int tid;
 	atomic_int woken;
 	atomic_int done;
@@ -153,6 +155,8 @@ t_worker_thread(void *arg)
 	atomic_store(&k->woken, rt_glibc_wait_turn(k->word, T_BOUND_NS));
 	if (k->lock_again) {
 		rt_glibc_lock_word(k->word);
+		if (k->turn)
+			atomic_store(&k->had_turn, atomic_load(k->turn));
 		rt_glibc_unlock_word(k->word);
 	}
 	atomic_store(&k->done, 1);
@@ -195,4 +199,28 @@ Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_after_the_arena_s_la
 Test(glibc_lock, a_waiter_queued_behind_the_worker_is_woken_when_the_worker_holds_again)
 {
 	t_queued_behind_the_worker(true);
+}
+
+/* The worker's turn after its unlock woke T: a third thread, G (this one), took the free lock
+ * from 0 to 1 before T had a core; T found it taken and slept, now behind the worker, and G's
+ * unlock wakes the worker first. Its next hold still comes after T's turn: before, it took the
+ * lock at once and T waited one more whole hold (5 ms with holds that grow). */
+Test(glibc_lock, a_third_locker_puts_the_worker_s_next_hold_after_the_woken_thread_s_turn)
+{
+	int word = 0;
+	rt_glibc_lock_word(&word);
+	struct t_locker t = {.word = &word, .go = 1};
+	struct t_worker k = {.word = &word, .lock_again = true, .turn = &t.took};
+	pthread_t tk, tt;
+	pthread_create(&tk, NULL, t_worker_thread, &k);
+	t_wait_until_asleep(&k.tid, &word);
+	pthread_create(&tt, NULL, t_glibc_thread, &t);
+	t_wait_until_asleep(&t.tid, &word);
+	cr_assert(rt_glibc_unlock_word(&word), "G's unlock woke nobody");
+	t_wait_until(&k.done, "the worker never had its turn");
+	cr_assert(atomic_load(&k.had_turn), "the worker held the lock again before T had its turn");
+	t_wait_until(&t.took, "T was left asleep");
+	pthread_join(tk, NULL);
+	pthread_join(tt, NULL);
+	cr_assert_eq(word, 0);
 }
