@@ -49,7 +49,9 @@ rt_glibc_unlock_word(int *futex)
  * someone, that thread's turn is waited for too (a few times at most): where a third thread took
  * the free lock (0 to 1) before the woken waiter had a core, that waiter found it taken and slept
  * behind this thread, and the next lock took it first, the waiter waiting one more hold (up to
- * 5 ms with holds that grow: rt_arena_waited_hold). True when a wake ended a sleep. */
+ * 5 ms with holds that grow: rt_arena_waited_hold). Such a turn sleeps out its bound where that
+ * thread took and gave back the lock before this one slept again (its unlock woke nobody): a
+ * bound per turn is the most it costs. True when a wake ended a sleep. */
 static inline bool
 rt_glibc_wait_turn(int *futex, long long ns)
 {
