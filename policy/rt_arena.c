@@ -421,8 +421,9 @@ struct rt_arena_run {
 	struct rt_arena_view *view;
 	struct rt_arena_result *res;
 	int64_t hold_start;
-	int64_t run_start;    /* when the lock was taken: renewals since then */
-	int64_t arena_start;  /* when the arena's release took its first hold */
+	int64_t run_start; /* when the lock was taken: renewals since then */
+	int64_t
+	    arena_held; /* how long the arena's lock was held in this release, until hold_start */
 	unsigned hold_chunks; /* chunks looked at in this hold */
 	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
 	unsigned since_clock; /* work since the clock was last read (a piece counts 32) */
@@ -711,7 +712,7 @@ rt_arena_first_hold(struct rt_arena_run *run)
 {
 	run->contested = false;
 	rt_arena_begin_hold(run);
-	run->arena_start = run->hold_start;
+	run->arena_held = 0;
 }
 
 static void
@@ -721,6 +722,7 @@ rt_arena_end_hold(struct rt_arena_run *run, uintptr_t arena)
 	int64_t held = ops->now_ns(ops->ctx) - run->hold_start;
 	if (held > run->res->longest_hold_ns)
 		run->res->longest_hold_ns = held;
+	run->arena_held += held;
 	run->waited = ops->unlock(ops->ctx, arena + RT_ARENA_MUTEX);
 	run->contested |= run->waited;
 	if (run->waited) {
@@ -748,23 +750,27 @@ rt_arena_piece_done(struct rt_arena_run *run)
 	run->since_clock += RT_ARENA_CLOCK_EVERY;
 }
 
-/* How old a hold that a thread waits for may grow, once the arena's release has taken arena_ns:
- * a share of that, at least the floor, at most waited_most_ns. Each handover costs two wake-ups
- * (the waiter's, then the worker's): at 0.5 ms a hold, a thread that allocated throughout made a
- * release of 256 MiB of 16-128 B blocks (one in 16 kept, 2 threads) hand the lock over 595 times
- * and take 1.24-1.35 times as long as malloc_trim(0), against 1.03-1.14 with holds of a twentieth
- * of the arena's release so far (99 handovers; 2 cores at a load of 1-4). malloc_trim(0) makes
- * that thread wait through its whole pass over the arena (about 300 ms there): a twentieth of the
- * release so far keeps each wait at about a twentieth of that (the worst op 7-12 ms, 0.03-0.05
- * times malloc_trim's), under the goal of a tenth with room for a release slower than
- * malloc_trim's pass; waited_most_ns bounds it on arenas of GiBs, where a handover every 5 ms
- * costs under 2 %. */
+/* How old a hold that a thread waits for may grow, once the arena's lock has been held held_ns
+ * in this release: a share of that, at least the floor, at most waited_most_ns. Each handover
+ * costs two wake-ups (the waiter's, then the worker's): at 0.5 ms a hold, a thread that allocated
+ * throughout made a release of 256 MiB of 16-128 B blocks (one in 16 kept, 2 threads) hand the
+ * lock over 595 times, against 104-106 with holds of a twentieth of the time held so far (each
+ * handover still costs the release 0.2-0.35 ms of waiting: its time is 1.05-1.10 times
+ * malloc_trim's there, with nobody allocating 0.97-1.00; spinning on the word before the
+ * worker's futex sleep, 256 or 4,096 times, took as long). malloc_trim(0) makes that thread wait
+ * through its whole pass over the arena, which takes about as long as the release holds the lock in
+ * all (its work alike): a twentieth of the time held so far keeps each wait near a twentieth of
+ * malloc_trim's, under the goal of a tenth with room for a hold cut by the scheduler. The time
+ * held, not the time since the arena's first hold: the handovers, the waits for the lock and
+ * preemptions of the worker between holds made holds longer where the release ran slower than
+ * malloc_trim's pace (at 64 MiB, 4.2-4.6 ms against 0.5-1.0 with the fixed floor). waited_most_ns
+ * bounds it on arenas of GiBs, where a handover every 5 ms costs under 2 %. */
 static int64_t
-rt_arena_waited_hold(const struct rt_arena_env *env, int64_t arena_ns)
+rt_arena_waited_hold(const struct rt_arena_env *env, int64_t held_ns)
 {
 	int64_t hold = env->budget.waited_hold_ns;
 	if (env->budget.waited_share) {
-		int64_t share = arena_ns / env->budget.waited_share;
+		int64_t share = held_ns / env->budget.waited_share;
 		if (share > env->budget.waited_most_ns)
 			share = env->budget.waited_most_ns;
 		if (share > hold)
@@ -815,7 +821,8 @@ rt_arena_hold_over(struct rt_arena_run *run)
 	run->since_clock = 0;
 	int64_t now = ops->now_ns(ops->ctx);
 	if (waiter)
-		return now - run->hold_start >= rt_arena_waited_hold(env, now - run->arena_start);
+		return now - run->hold_start >=
+		       rt_arena_waited_hold(env, run->arena_held + (now - run->hold_start));
 	if (run->hold_chunks < env->budget.hold_chunks &&
 	    now - run->hold_start < env->budget.hold_ns)
 		return false;
@@ -825,6 +832,7 @@ rt_arena_hold_over(struct rt_arena_run *run)
 	}
 	if (now - run->hold_start > run->res->longest_hold_ns)
 		run->res->longest_hold_ns = now - run->hold_start;
+	run->arena_held += now - run->hold_start;
 	run->hold_start = now;
 	run->hold_chunks = 0;
 	run->hold_work = 0;

@@ -130,12 +130,12 @@ struct rt_arena_ops {
 
 /* A lock hold's budget, and how much one release call gives back. A hold ends once a thread
  * waits for the lock and the hold is waited_hold_ns old, or 1/waited_share of the time the
- * arena's release has taken so far if longer, but at most waited_most_ns; a spent budget is
- * renewed while nobody waits (res->renewed). */
+ * release has held the arena's lock so far if longer, but at most waited_most_ns; a spent budget
+ * is renewed while nobody waits (res->renewed). */
 struct rt_arena_budget {
 	int64_t hold_ns;        /* a budget lasts this long... */
 	int64_t waited_hold_ns; /* a hold that a thread waits for ends once this old (0: at once) */
-	unsigned waited_share;  /* or a share of the arena's release so far (0: the floor alone) */
+	unsigned waited_share; /* or a share of the arena's time held so far (0: the floor alone) */
 	int64_t waited_most_ns; /* the longest a hold that a thread waits for may grow */
 	unsigned hold_chunks;   /* ...or this many chunks looked at (and bounds a fastbin count) */
 	int64_t run_ns;     /* after renewals this long, the lock is dropped and the core yielded */

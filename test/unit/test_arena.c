@@ -1325,12 +1325,12 @@ Test(arena, a_waiting_thread_ends_the_hold_at_once)
 
 static int64_t t_locked_at, t_waited_hold_floor, t_longest_waited_hold;
 static unsigned t_short_waited_holds;
-/* With a share: the arena being released, when its first hold began, and the waited holds that
- * ended before a share of the arena's release so far (at the lock) or went on past the share at
- * their end by more than one look. */
+/* With a share: the arena being released, how long its lock was held before the current hold,
+ * and the waited holds that ended before a share of that or went on past the share at their end
+ * by more than one look. */
 static const struct rt_arena_budget *t_share_budget;
 static uintptr_t t_share_mutex;
-static int64_t t_share_arena_start;
+static int64_t t_share_held;
 static unsigned t_share_short, t_share_long;
 
 static int64_t
@@ -1348,7 +1348,7 @@ t_lock_timed(void *ctx, uintptr_t mutex)
 	t_locked_at = w.clock;
 	if (mutex != t_share_mutex) {
 		t_share_mutex = mutex;
-		t_share_arena_start = w.clock;
+		t_share_held = 0;
 	}
 }
 
@@ -1362,11 +1362,12 @@ t_unlock_timed(void *ctx, uintptr_t mutex)
 	if (waited && held > t_longest_waited_hold)
 		t_longest_waited_hold = held;
 	if (waited && t_share_budget) {
-		if (held < t_share_of(t_locked_at - t_share_arena_start))
+		if (held < t_share_of(t_share_held))
 			t_share_short++;
-		if (held > t_share_of(t_locked_at + held - t_share_arena_start) + 40 * w.step)
+		if (held > t_share_of(t_share_held + held) + 40 * w.step)
 			t_share_long++;
 	}
+	t_share_held += held;
 	return waited;
 }
 
@@ -1410,46 +1411,62 @@ Test(arena, a_hold_that_a_thread_waits_for_goes_on_until_waited_hold_ns)
 	t_check_everything_released(w.main, w.main_first, true);
 }
 
-/* With holds of a fixed length, a thread that allocated throughout made the release hand the
- * lock over every 0.5 ms: two wake-ups each, 1,300 of them in a 650 ms release of 256 MiB of
- * 16-128 B blocks. A waited hold lasts a share of the arena's release so far, between the floor
- * and waited_most_ns: the waiter waits at most that share of what a pass that never let it in
- * would have made it wait, and the handovers fall to a few dozen. */
-Test(arena, a_waited_hold_lasts_a_share_of_the_arena_s_release_so_far)
+/* One release with a thread waiting for every hold, waited holds of a fourth of the time the
+ * arena was held so far, from 4 steps to `most`; t_share_short and t_share_long count the holds
+ * that ended outside their share, t_longest_waited_hold the longest. */
+static void
+t_release_with_a_share(int64_t most_steps, struct rt_arena_result *res)
 {
 	t_world_init(t_sizes, T_NSIZES, t_sizes, T_NSIZES, 0);
-	struct rt_arena_ops ops = t_ops;
+	static struct rt_arena_ops ops;
+	ops = t_ops;
 	ops.release = t_release_then_wait;
 	ops.lock = t_lock_timed;
 	ops.unlock = t_unlock_timed;
-	struct rt_arena_env env = t_env(1000000000, T_PAGE);
+	static struct rt_arena_env env;
+	env = t_env(1000000000, T_PAGE);
 	env.ops = &ops;
 	env.budget.waited_hold_ns = 4 * w.step;
 	env.budget.waited_share = 4;
-	env.budget.waited_most_ns = 60 * w.step;
+	env.budget.waited_most_ns = most_steps * w.step;
 	w.between = t_count_per_hold;
 	t_waited_hold_floor = env.budget.waited_hold_ns;
-	t_longest_waited_hold = 0;
-	t_short_waited_holds = 0;
 	t_share_budget = &env.budget;
-	t_share_mutex = 0;
-	t_share_short = t_share_long = 0;
-	struct rt_arena_result res;
-	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, &res), 0, "%s",
-	             res.failure ? res.failure : "");
+	cr_assert_eq(rt_arena_release(&env, w.main, 0, &t_view, res), 0, "%s",
+	             res->failure ? res->failure : "");
 	t_share_budget = NULL;
 	cr_assert_eq(w.bad_releases, 0);
-	cr_assert_gt(res.contended, 4);
+	cr_assert_gt(res->contended, 4);
 	/* An arena's last hold ends with its walk, before its share. */
 	cr_assert_leq(t_share_short, 2, "%u of %u waited holds ended before their share",
-	              t_share_short, res.contended);
+	              t_share_short, res->contended);
 	cr_assert_eq(t_share_long, 0, "%u of %u waited holds went on past their share",
-	             t_share_long, res.contended);
-	cr_assert_geq(t_longest_waited_hold, env.budget.waited_most_ns,
-	              "%ld ns: the holds never grew", (long)t_longest_waited_hold);
-	cr_assert_eq(t_handovers, res.contended, "every waiter is let in");
+	             t_share_long, res->contended);
+	cr_assert_eq(t_handovers, res->contended, "every waiter is let in");
 	t_check_everything_released(w.thread, w.thread_first, true);
 	t_check_everything_released(w.main, w.main_first, true);
+}
+
+/* With holds of a fixed length, a thread that allocated throughout made the release hand the
+ * lock over every 0.5 ms: two wake-ups each, 595 of them in a release of 256 MiB of 16-128 B
+ * blocks. A waited hold lasts a share of the time the arena's lock was held so far (not of the
+ * time since its first hold: the handovers between holds, 70 us each here, would count), at
+ * least the floor: the waiter waits at most that share of what a pass that never let it in would
+ * have made it wait, and the handovers fall to a few dozen. */
+Test(arena, a_waited_hold_lasts_a_share_of_the_time_the_arena_was_held)
+{
+	struct rt_arena_result res;
+	t_release_with_a_share(400, &res);
+	cr_assert_geq(t_longest_waited_hold, 8 * t_waited_hold_floor,
+	              "%ld ns: the holds never grew", (long)t_longest_waited_hold);
+}
+
+Test(arena, a_waited_hold_grows_to_waited_most_ns_and_no_longer)
+{
+	struct rt_arena_result res;
+	t_release_with_a_share(20, &res);
+	cr_assert_geq(t_longest_waited_hold, 20 * w.step, "%ld ns: the holds never reached the cap",
+	              (long)t_longest_waited_hold);
 }
 
 Test(arena, every_hold_moves_on_even_when_a_thread_always_waits)
