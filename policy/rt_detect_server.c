@@ -2,6 +2,8 @@
 
 _Static_assert(RT_DETECT_SERVER_HISTORY <= RT_DETECT_MEDIAN_MAX,
                "a ring whose median is taken is longer than rt_detect_median sorts");
+_Static_assert(RT_DETECT_SERVER_LINKS - 1 <= RT_DETECT_MEDIAN_MAX,
+               "a chain whose intervals' median is taken is longer than rt_detect_median sorts");
 
 void
 rt_detect_server_default_params(struct rt_detect_server_params *params)
@@ -42,6 +44,18 @@ rt_detect_server_forget_broadcasts(struct rt_detect_server *d, uint64_t t, uint6
 	d->work_ends = 0;
 }
 
+/* What the relay was like (see the header), all of it. */
+static void
+rt_detect_server_forget_relay(struct rt_detect_server *d)
+{
+	d->relay_bytes = d->relay_events = 0;
+	d->relay_sending = false;
+	d->nruns = d->next_run = 0;
+	d->nchains = 0;
+	d->relay_locked = false;
+	d->relay_job = false;
+}
+
 /* A restart forgets the readings' rates and the burst under way, not what the rounds are like;
  * a clock gone back, the times of the broadcasts too. */
 static void
@@ -54,6 +68,7 @@ rt_detect_server_restart(struct rt_detect_server *d, const struct rt_reading *r)
 		d->nwork_intervals = d->next_work_interval = 0;
 		d->reported_closing = d->reported_open = false;
 	}
+	rt_detect_server_forget_relay(d);
 	d->sent = r->bytes_sent;
 	d->last = *r;
 	d->in_quiet = true;
@@ -166,6 +181,37 @@ rt_detect_server_broadcasts_mark(const struct rt_detect_server *d, uint64_t now)
 	                                        1000 + d->params.rhythm_spread_permille, 1000);
 }
 
+/* The k-th oldest of the relay's last runs. */
+static const struct rt_detect_server_run *
+rt_detect_server_run_at(const struct rt_detect_server *d, unsigned k)
+{
+	return &d->runs[(d->next_run + RT_DETECT_SERVER_RUNS - d->nruns + k) %
+	                RT_DETECT_SERVER_RUNS];
+}
+
+/* A chain's period: the median of its intervals, 0 while it has none. */
+static uint64_t
+rt_detect_server_chain_period(const struct rt_detect_server_chain *c)
+{
+	uint64_t intervals[RT_DETECT_SERVER_LINKS - 1];
+	if (c->n < 2)
+		return 0;
+	for (unsigned i = 0; i + 1 < c->n; i++)
+		intervals[i] = c->at_us[i + 1] - c->at_us[i];
+	return rt_detect_median(intervals, c->n - 1);
+}
+
+/* Whether the relay's rounds are the rounds at now: locked, and no lapse (see the header). */
+static bool
+rt_detect_server_relay_marks(const struct rt_detect_server *d, uint64_t now)
+{
+	if (!d->relay_locked)
+		return false;
+	const struct rt_detect_server_chain *c = &d->chains[0];
+	return now - c->at_us[c->n - 1] <=
+	       rt_detect_scale(rt_detect_server_chain_period(c), 2500, 1000);
+}
+
 /* Whether the round whose end would be reported at now has had its end reported: the one the
  * broadcast under way closes, or the one since the last ended. Where the broadcasts do not
  * mark the rounds, nothing tells the rounds apart. */
@@ -213,7 +259,7 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 	d->work_ends++;
 	d->round_ended = true;
 	d->pending = false;
-	if (rt_detect_server_reported_this_round(d, now))
+	if (rt_detect_server_reported_this_round(d, now) || rt_detect_server_relay_marks(d, now))
 		return RT_DETECT_NOTHING;
 	return rt_detect_server_count(d, t, now);
 }
@@ -294,6 +340,235 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	bool worked = d->worked;
 	d->worked = false;
 	return d->locked && !d->reported_closing && worked;
+}
+
+/* Whether the runs from the k-th oldest up to an onset at t are a relay's round (see the
+ * header): its half in *half, and the start of its updates' half in *split_us. period: the
+ * chain's that ends at the k-th, 0 while not known. A span whose pause before the updates held
+ * twice their work marks the process as a job. */
+static bool
+rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint64_t period,
+                        uint64_t *half, uint64_t *split_us)
+{
+	if (k + 2 > d->nruns)
+		return false;
+	const struct rt_detect_server_run *a = rt_detect_server_run_at(d, k);
+	if (period && 2 * (t - a->start_us) < period)
+		return false;
+	uint64_t longest = 0;
+	unsigned split = k + 1;
+	for (unsigned i = k + 1; i < d->nruns; i++) {
+		uint64_t pause = rt_detect_server_run_at(d, i)->start_us -
+		                 rt_detect_server_run_at(d, i - 1)->end_us;
+		if (pause >= longest) {
+			longest = pause;
+			split = i;
+		}
+	}
+	if (2 * longest < 3 * (t - rt_detect_server_run_at(d, d->nruns - 1)->end_us))
+		return false;
+	for (unsigned i = k + 1; i < d->nruns; i++) {
+		uint64_t pause = rt_detect_server_run_at(d, i)->start_us -
+		                 rt_detect_server_run_at(d, i - 1)->end_us;
+		if (i != split && 2 * longest < 3 * pause)
+			return false;
+	}
+	const struct rt_detect_server_run *s = rt_detect_server_run_at(d, split);
+	uint64_t out = s->bytes - a->bytes, in = d->relay_bytes - s->bytes;
+	if ((out > in ? out - in : in - out) > (d->relay_bytes - a->bytes) / 64)
+		return false;
+	/* The updates received, not passed on: their work lies in the pause before them. */
+	uint64_t received = s->events - rt_detect_server_run_at(d, split - 1)->end_events;
+	uint64_t passed = d->relay_events - s->events;
+	if (received / 2 >= passed)
+		d->relay_job = true;
+	if (received >= passed)
+		return false;
+	*half = out;
+	*split_us = s->start_us;
+	return true;
+}
+
+/* Whether, the chain's last halves even, the bytes sent since its end are two of them. */
+static bool
+rt_detect_server_even_halves(const struct rt_detect_server *d,
+                             const struct rt_detect_server_chain *c, uint64_t *half)
+{
+	unsigned n = c->n - 1 < 3 ? c->n - 1 : 3;
+	if (n < 2)
+		return false;
+	uint64_t typical = rt_detect_median(&c->halves[c->n - n], n);
+	uint64_t tolerance = 2 * typical / 64;
+	for (unsigned i = c->n - n; i < c->n; i++)
+		if ((c->halves[i] > typical ? c->halves[i] - typical : typical - c->halves[i]) >
+		    tolerance)
+			return false;
+	uint64_t span = d->relay_bytes - c->bytes[c->n - 1];
+	if ((span > 2 * typical ? span - 2 * typical : 2 * typical - span) > tolerance)
+		return false;
+	*half = typical;
+	return true;
+}
+
+/* Appends a round ending at t, after bytes, of the given half to a chain (the oldest dropped). */
+static void
+rt_detect_server_link(struct rt_detect_server_chain *c, uint64_t t, uint64_t bytes, uint64_t half)
+{
+	if (c->n == RT_DETECT_SERVER_LINKS) {
+		for (unsigned i = 0; i + 1 < c->n; i++) {
+			c->at_us[i] = c->at_us[i + 1];
+			c->bytes[i] = c->bytes[i + 1];
+			c->halves[i] = c->halves[i + 1];
+		}
+		c->n--;
+	}
+	c->at_us[c->n] = t;
+	c->bytes[c->n] = bytes;
+	c->halves[c->n] = half;
+	c->n++;
+}
+
+/* Whether a chain's last two intervals are even: the shorter at least half the longer. */
+static bool
+rt_detect_server_chain_locks(const struct rt_detect_server_chain *c)
+{
+	if (c->n < 3)
+		return false;
+	uint64_t one = c->at_us[c->n - 2] - c->at_us[c->n - 3];
+	uint64_t two = c->at_us[c->n - 1] - c->at_us[c->n - 2];
+	return 2 * (one < two ? one : two) >= (one < two ? two : one);
+}
+
+/* The relay's runs: the index of the one that begins at t, or nruns. */
+static unsigned
+rt_detect_server_run_from(const struct rt_detect_server *d, uint64_t t)
+{
+	unsigned k = 0;
+	while (k < d->nruns && rt_detect_server_run_at(d, k)->start_us != t)
+		k++;
+	return k;
+}
+
+/* An onset at t (see the header). Returns true when it ends a relay's round that is to be
+ * reported. */
+static bool
+rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
+{
+	uint64_t half, split_us;
+	if (d->relay_job) {
+		d->relay_locked = false;
+		d->nchains = 0;
+		return false;
+	}
+	if (d->relay_locked) {
+		struct rt_detect_server_chain *c = &d->chains[0];
+		uint64_t period = rt_detect_server_chain_period(c);
+		unsigned k = rt_detect_server_run_from(d, c->at_us[c->n - 1]);
+		bool found =
+		    k < d->nruns && rt_detect_server_halves(d, k, t, period, &half, &split_us);
+		if (d->relay_job) {
+			d->relay_locked = false;
+			d->nchains = 0;
+			return false;
+		}
+		if (found || rt_detect_server_even_halves(d, c, &half)) {
+			rt_detect_server_link(c, t, d->relay_bytes, half);
+			return true;
+		}
+		if (t - c->at_us[c->n - 1] <= rt_detect_scale(period, 2500, 1000))
+			return false;
+		d->relay_locked = false;
+		d->nchains = 0;
+	}
+	/* New chains, the last RT_DETECT_SERVER_CHAINS found kept. */
+	struct rt_detect_server_chain fresh[RT_DETECT_SERVER_CHAINS];
+	unsigned nfresh = 0;
+	unsigned first =
+	    d->nruns > RT_DETECT_SERVER_CANDIDATES ? d->nruns - RT_DETECT_SERVER_CANDIDATES : 0;
+	for (unsigned k = d->nruns; k-- > first;) {
+		const struct rt_detect_server_run *a = rt_detect_server_run_at(d, k);
+		struct rt_detect_server_chain *c = NULL;
+		for (unsigned j = 0; !c && j < d->nchains; j++)
+			if (d->chains[j].at_us[d->chains[j].n - 1] == a->start_us &&
+			    d->chains[j].bytes[d->chains[j].n - 1] == a->bytes)
+				c = &d->chains[j];
+		uint64_t period = c ? rt_detect_server_chain_period(c) : 0;
+		if (!rt_detect_server_halves(d, k, t, period, &half, &split_us))
+			continue;
+		if (!c) {
+			if (nfresh == RT_DETECT_SERVER_CHAINS) {
+				for (unsigned j = 0; j + 1 < nfresh; j++)
+					fresh[j] = fresh[j + 1];
+				nfresh--;
+			}
+			c = &fresh[nfresh++];
+			c->n = 0;
+			rt_detect_server_link(c, a->start_us, a->bytes, 0);
+		}
+		rt_detect_server_link(c, t, d->relay_bytes, half);
+		if (!d->relay_job && rt_detect_server_chain_locks(c)) {
+			d->chains[0] = *c;
+			d->nchains = 1;
+			d->relay_locked = true;
+			/* The hand-over: a round's end reported since its updates began was this
+			 * one. */
+			return !(d->boundaries && d->boundary_us >= split_us);
+		}
+	}
+	if (d->relay_job) {
+		d->nchains = 0;
+		return false;
+	}
+	unsigned keep = d->nchains + nfresh > RT_DETECT_SERVER_CHAINS
+	                    ? RT_DETECT_SERVER_CHAINS - nfresh
+	                    : d->nchains;
+	for (unsigned j = 0; j < keep; j++)
+		d->chains[j] = d->chains[d->nchains - keep + j];
+	for (unsigned j = 0; j < nfresh; j++)
+		d->chains[keep + j] = fresh[j];
+	d->nchains = keep + nfresh;
+	return false;
+}
+
+/* Follows the relay (see the header), before the broadcasts see r. Returns true when r ends a
+ * relay's round that is to be reported. */
+static bool
+rt_detect_server_relay(struct rt_detect_server *d, const struct rt_reading *r)
+{
+	const struct rt_reading *last = &d->last;
+	uint64_t before = d->sent;
+	if (before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
+	    r->bytes_sent < before) {
+		rt_detect_server_forget_relay(d);
+		return false;
+	}
+	uint64_t events_before = d->relay_events, sent = r->bytes_sent - before;
+	d->relay_events += (r->allocations - last->allocations) + (r->frees - last->frees);
+	bool sending = sent >= d->params.min_send_bytes;
+	bool ends = sending && !d->relay_sending && rt_detect_server_relay_onset(d, r->t_us);
+	if (sending && d->relay_sending && d->nruns) {
+		struct rt_detect_server_run *run =
+		    &d->runs[(d->next_run + RT_DETECT_SERVER_RUNS - 1) % RT_DETECT_SERVER_RUNS];
+		run->end_us = r->t_us;
+		run->end_bytes = d->relay_bytes + sent;
+		run->end_events = d->relay_events;
+	} else if (sending) {
+		d->runs[d->next_run] = (struct rt_detect_server_run){
+		    .start_us = r->t_us,
+		    .end_us = r->t_us,
+		    .bytes = d->relay_bytes,
+		    .end_bytes = d->relay_bytes + sent,
+		    .events = events_before,
+		    .end_events = d->relay_events,
+		};
+		d->next_run = (d->next_run + 1) % RT_DETECT_SERVER_RUNS;
+		if (d->nruns < RT_DETECT_SERVER_RUNS)
+			d->nruns++;
+	}
+	if (sending)
+		d->relay_bytes += sent;
+	d->relay_sending = sending;
+	return ends;
 }
 
 /* A round's activity is over: its work and heaviest burst join the last rounds' (see the
@@ -506,11 +781,18 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 		rt_detect_server_restart(d, r);
 		return RT_DETECT_NOTHING;
 	}
+	/* While the relay's rounds are the rounds, only its ends are reported. */
+	if (rt_detect_server_relay(d, r)) {
+		rt_detect_server_broadcast(d, r);
+		rt_detect_server_work(d, r);
+		return rt_detect_server_count(d, r->t_us, r->t_us);
+	}
 	/* A round's end reported at the broadcast's first send is the work's of that reading
 	 * too: rt_detect_server_end then finds it reported. */
-	enum rt_detect_result missed = rt_detect_server_broadcast(d, r)
-	                                   ? rt_detect_server_count(d, r->t_us, r->t_us)
-	                                   : RT_DETECT_NOTHING;
+	enum rt_detect_result missed =
+	    rt_detect_server_broadcast(d, r) && !rt_detect_server_relay_marks(d, r->t_us)
+	        ? rt_detect_server_count(d, r->t_us, r->t_us)
+	        : RT_DETECT_NOTHING;
 	enum rt_detect_result got = rt_detect_server_work(d, r);
 	return missed == RT_DETECT_BOUNDARY ? missed : got;
 }

@@ -82,9 +82,34 @@
  *    that was no noise went quiet since the last one began (the updates, their aggregation),
  *    reports the round's end the work missed, at its first send.
  * The first broadcasts are the first rounds' models, before any lock; after the last round
- * none comes, and the last round's end is the work's to find. A relay (NVFlare's server parent)
- * passes each update on as it comes and then the model: where its sends lock, its ends come
- * early in the round. */
+ * none comes, and the last round's end is the work's to find.
+ *
+ * A relay (NVFlare's server parent) passes each model on to the clients as they ask for it, and
+ * each client's update on as it comes: the same clients get the model and return the update, so
+ * a round's two halves, the models out and the updates in, carry the same bytes even when fewer
+ * clients take part, and the clients training lie between them, the round's clearly longest
+ * pause in sending. So, in the bytes of readings that sent at least min_send_bytes (a run: such
+ * readings in a row; its onset: its first), at each onset c and for an earlier onset a:
+ *  - the halves: from a up to the first run after the longest pause in (a, c), and from there up
+ *    to c, sent the same bytes (within a sixty-fourth of both), and that pause was at least one
+ *    and a half times every other pause in (a, c), the one before c too (the aggregation);
+ *  - the relay sends the updates on as they come, a server job receives them, without sending,
+ *    and aggregates them: where the pause before the updates' half held at least as many
+ *    allocation events as that half (up to c), it is no relay's round, and where it held twice
+ *    as many, the process is a job and the rule stands down (until a counter goes back);
+ *  - each such span either extends a chain of them that ends at its a or begins one (at most
+ *    RT_DETECT_SERVER_CHAINS, with a among the last RT_DETECT_SERVER_CANDIDATES onsets); a chain
+ *    whose last two intervals are even (the shorter at least half the longer) locks, and its
+ *    round ends at c: the updates passed on, the next models going out;
+ *  - while locked only its end is tried as a, once c lies half its period (the median of its
+ *    intervals) after it, and where the last halves were even, c two halves after it ends a
+ *    round too (a fast client's update can part the models from the rest); the lock lapses
+ *    when no round ended for two and a half periods, and everything is forgotten when a
+ *    reading does not say the bytes sent, or they or the time went back.
+ * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
+ * are not reported, and the lock's first is not when one was reported since its updates began.
+ * Work per reading: one structure try (RT_DETECT_SERVER_RUNS runs) while locked,
+ * RT_DETECT_SERVER_CANDIDATES of them otherwise, and only at an onset. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
@@ -108,6 +133,30 @@ struct rt_detect_server_params {
 #define RT_DETECT_SERVER_HISTORY 5
 #define RT_DETECT_SERVER_BURSTS 32
 #define RT_DETECT_SERVER_RECENT 5
+#define RT_DETECT_SERVER_RUNS 64
+#define RT_DETECT_SERVER_CANDIDATES 32
+#define RT_DETECT_SERVER_CHAINS 8
+#define RT_DETECT_SERVER_LINKS 8
+
+/* A relay's run of sends (see the header): its first and last readings, the relay's bytes and
+ * allocation events before its first and after its last. */
+struct rt_detect_server_run {
+	uint64_t start_us;
+	uint64_t end_us;
+	uint64_t bytes;
+	uint64_t end_bytes;
+	uint64_t events;
+	uint64_t end_events;
+};
+
+/* A chain of a relay's rounds: the onsets that part them (the oldest dropped) and each round's
+ * half. */
+struct rt_detect_server_chain {
+	uint64_t at_us[RT_DETECT_SERVER_LINKS];
+	uint64_t bytes[RT_DETECT_SERVER_LINKS];
+	uint64_t halves[RT_DETECT_SERVER_LINKS];
+	unsigned n;
+};
 
 struct rt_detect_server {
 	struct rt_detect_server_params params;
@@ -187,6 +236,19 @@ struct rt_detect_server {
 	uint64_t work_intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nwork_intervals;
 	unsigned next_work_interval;
+	/* The relay (see the header): the bytes of readings that sent a model and all readings'
+	 * allocation events since the last forget, whether the last reading sent one, the last
+	 * runs (a ring), the chains (the locked one first), and whether the process is a job. */
+	uint64_t relay_bytes;
+	uint64_t relay_events;
+	bool relay_sending;
+	struct rt_detect_server_run runs[RT_DETECT_SERVER_RUNS];
+	unsigned nruns;
+	unsigned next_run;
+	struct rt_detect_server_chain chains[RT_DETECT_SERVER_CHAINS];
+	unsigned nchains;
+	bool relay_locked;
+	bool relay_job;
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */
