@@ -348,7 +348,7 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
  * twice their work marks the process as a job. */
 static bool
 rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint64_t period,
-                        uint64_t *half, uint64_t *split_us)
+                        uint64_t *half, uint64_t *split_us, uint64_t *pause_us)
 {
 	if (k + 2 > d->nruns)
 		return false;
@@ -367,10 +367,14 @@ rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint
 	}
 	if (2 * longest < 3 * (t - rt_detect_server_run_at(d, d->nruns - 1)->end_us))
 		return false;
-	for (unsigned i = k + 1; i < d->nruns; i++) {
+	/* No pause within the span but its split comes near it, nor any before it among the last
+	 * onsets is much longer: a span from a late update to an early one is no round. */
+	unsigned first =
+	    d->nruns > RT_DETECT_SERVER_CANDIDATES ? d->nruns - RT_DETECT_SERVER_CANDIDATES : 0;
+	for (unsigned i = first + 1; i < d->nruns; i++) {
 		uint64_t pause = rt_detect_server_run_at(d, i)->start_us -
 		                 rt_detect_server_run_at(d, i - 1)->end_us;
-		if (i != split && 2 * longest < 3 * pause)
+		if (i > k ? i != split && 2 * longest < 3 * pause : 2 * pause > 3 * longest)
 			return false;
 	}
 	const struct rt_detect_server_run *s = rt_detect_server_run_at(d, split);
@@ -386,6 +390,7 @@ rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint
 		return false;
 	*half = out;
 	*split_us = s->start_us;
+	*pause_us = longest;
 	return true;
 }
 
@@ -410,33 +415,45 @@ rt_detect_server_even_halves(const struct rt_detect_server *d,
 	return true;
 }
 
-/* Appends a round ending at t, after bytes, of the given half to a chain (the oldest dropped). */
+/* Appends a round ending at t, after bytes, of the given half and training pause to a chain (the
+ * oldest dropped). */
 static void
-rt_detect_server_link(struct rt_detect_server_chain *c, uint64_t t, uint64_t bytes, uint64_t half)
+rt_detect_server_link(struct rt_detect_server_chain *c, uint64_t t, uint64_t bytes, uint64_t half,
+                      uint64_t pause_us)
 {
 	if (c->n == RT_DETECT_SERVER_LINKS) {
 		for (unsigned i = 0; i + 1 < c->n; i++) {
 			c->at_us[i] = c->at_us[i + 1];
 			c->bytes[i] = c->bytes[i + 1];
 			c->halves[i] = c->halves[i + 1];
+			c->pauses_us[i] = c->pauses_us[i + 1];
 		}
 		c->n--;
 	}
 	c->at_us[c->n] = t;
 	c->bytes[c->n] = bytes;
 	c->halves[c->n] = half;
+	c->pauses_us[c->n] = pause_us;
 	c->n++;
 }
 
-/* Whether a chain's last two intervals are even: the shorter at least half the longer. */
+/* Whether two durations are even: the shorter at least half the longer. */
+static bool
+rt_detect_server_halfway(uint64_t one, uint64_t two)
+{
+	return 2 * (one < two ? one : two) >= (one < two ? two : one);
+}
+
+/* Whether a chain's last two rounds are even: their lengths, and the clients' training in
+ * them (a span inside a round, from a late model to an early update, is no round's length). */
 static bool
 rt_detect_server_chain_locks(const struct rt_detect_server_chain *c)
 {
 	if (c->n < 3)
 		return false;
-	uint64_t one = c->at_us[c->n - 2] - c->at_us[c->n - 3];
-	uint64_t two = c->at_us[c->n - 1] - c->at_us[c->n - 2];
-	return 2 * (one < two ? one : two) >= (one < two ? two : one);
+	return rt_detect_server_halfway(c->at_us[c->n - 2] - c->at_us[c->n - 3],
+	                                c->at_us[c->n - 1] - c->at_us[c->n - 2]) &&
+	       rt_detect_server_halfway(c->pauses_us[c->n - 2], c->pauses_us[c->n - 1]);
 }
 
 /* The relay's runs: the index of the one that begins at t, or nruns. */
@@ -449,12 +466,67 @@ rt_detect_server_run_from(const struct rt_detect_server *d, uint64_t t)
 	return k;
 }
 
+/* Keeps a new chain: in a free slot, else in place of the oldest that can grow no more (its end
+ * left the last RT_DETECT_SERVER_CANDIDATES onsets), else of the oldest of the shortest where
+ * it is no longer than the new one. Spans inside rounds begin a chain at most onsets: they
+ * must not push out a round's chain before its next round ends. */
+static void
+rt_detect_server_keep_chain(struct rt_detect_server *d, const struct rt_detect_server_chain *c)
+{
+	if (d->nchains < RT_DETECT_SERVER_CHAINS) {
+		d->chains[d->nchains++] = *c;
+		return;
+	}
+	uint64_t oldest =
+	    d->nruns > RT_DETECT_SERVER_CANDIDATES
+	        ? rt_detect_server_run_at(d, d->nruns - RT_DETECT_SERVER_CANDIDATES)->start_us
+	        : 0;
+	unsigned out = d->nchains;
+	for (unsigned j = 0; out == d->nchains && j < d->nchains; j++)
+		if (d->chains[j].at_us[d->chains[j].n - 1] < oldest)
+			out = j;
+	if (out == d->nchains) {
+		out = 0;
+		for (unsigned j = 1; j < d->nchains; j++)
+			if (d->chains[j].n < d->chains[out].n)
+				out = j;
+		if (d->chains[out].n > c->n)
+			return;
+	}
+	for (unsigned j = out; j + 1 < d->nchains; j++)
+		d->chains[j] = d->chains[j + 1];
+	d->chains[d->nchains - 1] = *c;
+}
+
+/* The chain that ends at the run a: its index, or nchains. */
+static unsigned
+rt_detect_server_chain_to(const struct rt_detect_server *d, const struct rt_detect_server_run *a)
+{
+	unsigned j = 0;
+	while (j < d->nchains && (d->chains[j].at_us[d->chains[j].n - 1] != a->start_us ||
+	                          d->chains[j].bytes[d->chains[j].n - 1] != a->bytes))
+		j++;
+	return j;
+}
+
+/* Forgets the chains of one span that began at or after from_us: a span found from there holds
+ * them, and they never grew (nested inside a round, they cannot). */
+static void
+rt_detect_server_drop_nested(struct rt_detect_server *d, uint64_t from_us)
+{
+	unsigned kept = 0;
+	for (unsigned j = 0; j < d->nchains; j++)
+		if (d->chains[j].n > 2 || d->chains[j].at_us[0] < from_us)
+			d->chains[kept++] = d->chains[j];
+	d->nchains = kept;
+}
+
 /* An onset at t (see the header). Returns true when it ends a relay's round that is to be
  * reported. */
 static bool
 rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 {
-	uint64_t half, split_us;
+	uint64_t half, split_us, pause_us = 0;
 	if (d->relay_job) {
 		d->relay_locked = false;
 		d->nchains = 0;
@@ -464,15 +536,15 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 		struct rt_detect_server_chain *c = &d->chains[0];
 		uint64_t period = rt_detect_server_chain_period(c);
 		unsigned k = rt_detect_server_run_from(d, c->at_us[c->n - 1]);
-		bool found =
-		    k < d->nruns && rt_detect_server_halves(d, k, t, period, &half, &split_us);
+		bool found = k < d->nruns &&
+		             rt_detect_server_halves(d, k, t, period, &half, &split_us, &pause_us);
 		if (d->relay_job) {
 			d->relay_locked = false;
 			d->nchains = 0;
 			return false;
 		}
 		if (found || rt_detect_server_even_halves(d, c, &half)) {
-			rt_detect_server_link(c, t, d->relay_bytes, half);
+			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
 			return true;
 		}
 		if (t - c->at_us[c->n - 1] <= rt_detect_scale(period, 2500, 1000))
@@ -480,32 +552,25 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 		d->relay_locked = false;
 		d->nchains = 0;
 	}
-	/* New chains, the last RT_DETECT_SERVER_CHAINS found kept. */
-	struct rt_detect_server_chain fresh[RT_DETECT_SERVER_CHAINS];
-	unsigned nfresh = 0;
+	/* A span that ends here holds every later one that does (from a later model to an earlier
+	 * update, nested inside the round): one new chain at most, from the earliest. */
+	struct rt_detect_server_chain fresh = {.n = 0};
 	unsigned first =
 	    d->nruns > RT_DETECT_SERVER_CANDIDATES ? d->nruns - RT_DETECT_SERVER_CANDIDATES : 0;
 	for (unsigned k = d->nruns; k-- > first;) {
 		const struct rt_detect_server_run *a = rt_detect_server_run_at(d, k);
-		struct rt_detect_server_chain *c = NULL;
-		for (unsigned j = 0; !c && j < d->nchains; j++)
-			if (d->chains[j].at_us[d->chains[j].n - 1] == a->start_us &&
-			    d->chains[j].bytes[d->chains[j].n - 1] == a->bytes)
-				c = &d->chains[j];
-		uint64_t period = c ? rt_detect_server_chain_period(c) : 0;
-		if (!rt_detect_server_halves(d, k, t, period, &half, &split_us))
+		unsigned j = rt_detect_server_chain_to(d, a);
+		uint64_t period = j < d->nchains ? rt_detect_server_chain_period(&d->chains[j]) : 0;
+		if (!rt_detect_server_halves(d, k, t, period, &half, &split_us, &pause_us))
 			continue;
-		if (!c) {
-			if (nfresh == RT_DETECT_SERVER_CHAINS) {
-				for (unsigned j = 0; j + 1 < nfresh; j++)
-					fresh[j] = fresh[j + 1];
-				nfresh--;
-			}
-			c = &fresh[nfresh++];
-			c->n = 0;
-			rt_detect_server_link(c, a->start_us, a->bytes, 0);
+		rt_detect_server_drop_nested(d, a->start_us);
+		j = rt_detect_server_chain_to(d, a);
+		struct rt_detect_server_chain *c = j < d->nchains ? &d->chains[j] : &fresh;
+		if (c == &fresh) {
+			fresh.n = 0;
+			rt_detect_server_link(c, a->start_us, a->bytes, 0, 0);
 		}
-		rt_detect_server_link(c, t, d->relay_bytes, half);
+		rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
 		if (!d->relay_job && rt_detect_server_chain_locks(c)) {
 			d->chains[0] = *c;
 			d->nchains = 1;
@@ -519,14 +584,8 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 		d->nchains = 0;
 		return false;
 	}
-	unsigned keep = d->nchains + nfresh > RT_DETECT_SERVER_CHAINS
-	                    ? RT_DETECT_SERVER_CHAINS - nfresh
-	                    : d->nchains;
-	for (unsigned j = 0; j < keep; j++)
-		d->chains[j] = d->chains[d->nchains - keep + j];
-	for (unsigned j = 0; j < nfresh; j++)
-		d->chains[keep + j] = fresh[j];
-	d->nchains = keep + nfresh;
+	if (fresh.n)
+		rt_detect_server_keep_chain(d, &fresh);
 	return false;
 }
 

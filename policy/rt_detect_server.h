@@ -99,8 +99,9 @@
  *    as many, the process is a job and the rule stands down (until a counter goes back);
  *  - each such span either extends a chain of them that ends at its a or begins one (at most
  *    RT_DETECT_SERVER_CHAINS, with a among the last RT_DETECT_SERVER_CANDIDATES onsets); a chain
- *    whose last two intervals are even (the shorter at least half the longer) locks, and its
- *    round ends at c: the updates passed on, the next models going out;
+ *    whose last two rounds are even (the shorter at least half the longer, in length and in
+ *    the pause between their halves: a span from a late model to an early update is no
+ *    round's) locks, and its round ends at c: the updates passed on, the next models going out;
  *  - while locked only its end is tried as a, once c lies half its period (the median of its
  *    intervals) after it, and where the last halves were even, c two halves after it ends a
  *    round too (a fast client's update can part the models from the rest); the lock lapses
@@ -149,12 +150,13 @@ struct rt_detect_server_run {
 	uint64_t end_events;
 };
 
-/* A chain of a relay's rounds: the onsets that part them (the oldest dropped) and each round's
- * half. */
+/* A chain of a relay's rounds: the onsets that part them (the oldest dropped), each round's
+ * half and the pause between its halves (the clients training). */
 struct rt_detect_server_chain {
 	uint64_t at_us[RT_DETECT_SERVER_LINKS];
 	uint64_t bytes[RT_DETECT_SERVER_LINKS];
 	uint64_t halves[RT_DETECT_SERVER_LINKS];
+	uint64_t pauses_us[RT_DETECT_SERVER_LINKS];
 	unsigned n;
 };
 
