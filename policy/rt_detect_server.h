@@ -92,25 +92,32 @@
  * readings in a row; its onset: its first), at each onset c and for an earlier onset a:
  *  - the halves: from a up to the first run after the longest pause in (a, c), and from there up
  *    to c, sent the same bytes (within a sixty-fourth of both), and that pause was at least one
- *    and a half times every other pause in (a, c), the one before c too (the aggregation);
+ *    and a half times every other pause in (a, c), the one before c too (the aggregation), and
+ *    no pause between the last RT_DETECT_SERVER_CANDIDATES runs before a was one and a half
+ *    times as long (the span from the last updates to the next models, across the aggregation,
+ *    is no round);
  *  - the relay sends the updates on as they come, a server job receives them, without sending,
  *    and aggregates them: where the pause before the updates' half held at least as many
  *    allocation events as that half (up to c), it is no relay's round, and where it held twice
- *    as many, the process is a job and the rule stands down (until a counter goes back);
- *  - each such span either extends a chain of them that ends at its a or begins one (at most
- *    RT_DETECT_SERVER_CHAINS, with a among the last RT_DETECT_SERVER_CANDIDATES onsets); a chain
- *    whose last two rounds are even (the shorter at least half the longer, in length and in
- *    the pause between their halves: a span from a late model to an early update is no
- *    round's) locks, and its round ends at c: the updates passed on, the next models going out;
+ *    as many, the process is a job and the rule stands down until it forgets everything;
+ *  - each such span extends the chain of them that ends at its a, or begins one; with models
+ *    and updates alike, spans from a late model to an early update lie nested inside each
+ *    round, so a span drops the chains of one span nested in it and, of the new ones that end
+ *    at c, only the longest begins a chain (at most RT_DETECT_SERVER_CHAINS kept: a chain whose
+ *    end left the last RT_DETECT_SERVER_CANDIDATES onsets goes first, then the shortest, the
+ *    oldest first); a chain whose last two rounds are even (the shorter at least half the
+ *    longer, in length and in the pause between their halves) locks, and its round ends at c:
+ *    the updates passed on, the next models going out;
  *  - while locked only its end is tried as a, once c lies half its period (the median of its
  *    intervals) after it, and where the last halves were even, c two halves after it ends a
  *    round too (a fast client's update can part the models from the rest); the lock lapses
  *    when no round ended for two and a half periods, and everything is forgotten when a
- *    reading does not say the bytes sent, or they or the time went back.
+ *    reading does not say the bytes sent, or they, a counter or the time went back.
  * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
  * are not reported, and the lock's first is not when one was reported since its updates began.
- * Work per reading: one structure try (RT_DETECT_SERVER_RUNS runs) while locked,
- * RT_DETECT_SERVER_CANDIDATES of them otherwise, and only at an onset. */
+ * Work per reading: none but a few counts except at an onset; there, while locked, one span
+ * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), otherwise at most
+ * RT_DETECT_SERVER_CANDIDATES, each with a look over the chains. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
