@@ -543,7 +543,8 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 			d->nchains = 0;
 			return false;
 		}
-		if (found || rt_detect_server_even_halves(d, c, &half)) {
+		if (found || (2 * (t - c->at_us[c->n - 1]) >= period &&
+		              rt_detect_server_even_halves(d, c, &half))) {
 			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
 			return true;
 		}

@@ -109,8 +109,9 @@
  *    longer, in length and in the pause between their halves) locks, and its round ends at c:
  *    the updates passed on, the next models going out;
  *  - while locked only its end is tried as a, once c lies half its period (the median of its
- *    intervals) after it, and where the last halves were even, c two halves after it ends a
- *    round too (a fast client's update can part the models from the rest); the lock lapses
+ *    intervals) after it, and there, where the last halves were even, c two halves after it
+ *    ends a round too (a fast client's update can part the models from the rest; sooner, equal
+ *    sends inside one phase would end a round every two sends); the lock lapses
  *    when no round ended for two and a half periods, and everything is forgotten when a
  *    reading does not say the bytes sent, or they, a counter or the time went back.
  * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
