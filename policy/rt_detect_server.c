@@ -53,7 +53,6 @@ rt_detect_server_forget_relay(struct rt_detect_server *d)
 	d->nruns = d->next_run = 0;
 	d->nchains = 0;
 	d->relay_locked = false;
-	d->relay_job = false;
 }
 
 /* A restart forgets the readings' rates and the burst under way, not what the rounds are like;
@@ -344,8 +343,7 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 
 /* Whether the runs from the k-th oldest up to an onset at t are a relay's round (see the
  * header): its half in *half, and the start of its updates' half in *split_us. period: the
- * chain's that ends at the k-th, 0 while not known. A span whose pause before the updates held
- * twice their work marks the process as a job. */
+ * chain's that ends at the k-th, 0 while not known. */
 static bool
 rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint64_t period,
                         uint64_t *half, uint64_t *split_us, uint64_t *pause_us)
@@ -384,8 +382,6 @@ rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint
 	/* The updates received, not passed on: their work lies in the pause before them. */
 	uint64_t received = s->events - rt_detect_server_run_at(d, split - 1)->end_events;
 	uint64_t passed = d->relay_events - s->events;
-	if (received / 2 >= passed)
-		d->relay_job = true;
 	if (received >= passed)
 		return false;
 	*half = out;
@@ -527,22 +523,12 @@ static bool
 rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 {
 	uint64_t half, split_us, pause_us = 0;
-	if (d->relay_job) {
-		d->relay_locked = false;
-		d->nchains = 0;
-		return false;
-	}
 	if (d->relay_locked) {
 		struct rt_detect_server_chain *c = &d->chains[0];
 		uint64_t period = rt_detect_server_chain_period(c);
 		unsigned k = rt_detect_server_run_from(d, c->at_us[c->n - 1]);
 		bool found = k < d->nruns &&
 		             rt_detect_server_halves(d, k, t, period, &half, &split_us, &pause_us);
-		if (d->relay_job) {
-			d->relay_locked = false;
-			d->nchains = 0;
-			return false;
-		}
 		if (found || (2 * (t - c->at_us[c->n - 1]) >= period &&
 		              rt_detect_server_even_halves(d, c, &half))) {
 			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
@@ -572,7 +558,7 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 			rt_detect_server_link(c, a->start_us, a->bytes, 0, 0);
 		}
 		rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
-		if (!d->relay_job && rt_detect_server_chain_locks(c)) {
+		if (rt_detect_server_chain_locks(c)) {
 			d->chains[0] = *c;
 			d->nchains = 1;
 			d->relay_locked = true;
@@ -580,10 +566,6 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 			 * one. */
 			return !(d->boundaries && d->boundary_us >= split_us);
 		}
-	}
-	if (d->relay_job) {
-		d->nchains = 0;
-		return false;
 	}
 	if (fresh.n)
 		rt_detect_server_keep_chain(d, &fresh);

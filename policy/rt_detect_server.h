@@ -98,8 +98,8 @@
  *    is no round);
  *  - the relay sends the updates on as they come, a server job receives them, without sending,
  *    and aggregates them: where the pause before the updates' half held at least as many
- *    allocation events as that half (up to c), it is no relay's round, and where it held twice
- *    as many, the process is a job and the rule stands down until it forgets everything;
+ *    allocation events as that half (up to c), it is no relay's round (only that span: one odd
+ *    round, a collection or a checkpoint, must not mark a relay a job for good);
  *  - each such span extends the chain of them that ends at its a, or begins one; with models
  *    and updates alike, spans from a late model to an early update lie nested inside each
  *    round, so a span drops the chains of one span nested in it and, of the new ones that end
@@ -258,7 +258,6 @@ struct rt_detect_server {
 	struct rt_detect_server_chain chains[RT_DETECT_SERVER_CHAINS];
 	unsigned nchains;
 	bool relay_locked;
-	bool relay_job;
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */
