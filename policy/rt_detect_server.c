@@ -390,6 +390,27 @@ rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint
 	return true;
 }
 
+/* A chain's typical half: the median of its last three rounds' (fewer while it has fewer). */
+static uint64_t
+rt_detect_server_typical_half(const struct rt_detect_server_chain *c)
+{
+	unsigned n = c->n - 1 < 3 ? c->n - 1 : 3;
+	return n ? rt_detect_median(&c->halves[c->n - n], n) : 0;
+}
+
+/* A chain's clients' training: the median of the pauses between its rounds' halves, where
+ * known (a round found from two halves alone has none). */
+static uint64_t
+rt_detect_server_training(const struct rt_detect_server_chain *c)
+{
+	uint64_t pauses[RT_DETECT_SERVER_LINKS];
+	unsigned n = 0;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->pauses_us[i])
+			pauses[n++] = c->pauses_us[i];
+	return n ? rt_detect_median(pauses, n) : 0;
+}
+
 /* Whether, the chain's last halves even, the bytes sent since its end are two of them. */
 static bool
 rt_detect_server_even_halves(const struct rt_detect_server *d,
@@ -398,7 +419,7 @@ rt_detect_server_even_halves(const struct rt_detect_server *d,
 	unsigned n = c->n - 1 < 3 ? c->n - 1 : 3;
 	if (n < 2)
 		return false;
-	uint64_t typical = rt_detect_median(&c->halves[c->n - n], n);
+	uint64_t typical = rt_detect_server_typical_half(c);
 	uint64_t tolerance = 2 * typical / 64;
 	for (unsigned i = c->n - n; i < c->n; i++)
 		if ((c->halves[i] > typical ? c->halves[i] - typical : typical - c->halves[i]) >
@@ -533,6 +554,29 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 		              rt_detect_server_even_halves(d, c, &half))) {
 			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
 			return true;
+		}
+		/* A round whose halves differ (a client dropped out, a straggler) leaves the
+		 * chain's end stale: it picks up at a later onset whose span to t is a round. */
+		unsigned first = d->nruns > RT_DETECT_SERVER_CANDIDATES
+		                     ? d->nruns - RT_DETECT_SERVER_CANDIDATES
+		                     : 0;
+		uint64_t typical = rt_detect_server_typical_half(c), trained = 0;
+		uint64_t training = rt_detect_server_training(c);
+		for (unsigned j = k < d->nruns && k + 1 > first ? k + 1 : first;
+		     4 * (t - c->at_us[c->n - 1]) > 5 * period && j < d->nruns; j++) {
+			const struct rt_detect_server_run *a = rt_detect_server_run_at(d, j);
+			uint64_t pause =
+			    j ? a->start_us - rt_detect_server_run_at(d, j - 1)->end_us : 0;
+			if (pause > trained)
+				trained = pause;
+			if (2 * trained < training || 2 * (t - a->start_us) > 3 * period ||
+			    !rt_detect_server_halves(d, j, t, period, &half, &split_us,
+			                             &pause_us) ||
+			    2 * half <= typical || !rt_detect_server_halfway(pause_us, training))
+				continue;
+			rt_detect_server_link(c, a->start_us, a->bytes, half, pause_us);
+			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);
+			return !(d->boundaries && d->boundary_us >= split_us);
 		}
 		if (t - c->at_us[c->n - 1] <= rt_detect_scale(period, 2500, 1000))
 			return false;

@@ -111,13 +111,21 @@
  *  - while locked only its end is tried as a, once c lies half its period (the median of its
  *    intervals) after it, and there, where the last halves were even, c two halves after it
  *    ends a round too (a fast client's update can part the models from the rest; sooner, equal
- *    sends inside one phase would end a round every two sends); the lock lapses
- *    when no round ended for two and a half periods, and everything is forgotten when a
- *    reading does not say the bytes sent, or they, a counter or the time went back.
+ *    sends inside one phase would end a round every two sends);
+ *  - past one and a quarter periods without an end (a round whose halves differed: a client
+ *    dropped out, a straggler), an onset a after a pause as long as half the chain's training
+ *    (the median of its pauses between halves) re-links the chain where a to c is a round of
+ *    at most one and a half periods, more than half the chain's typical half (the median of
+ *    its last three; a span from a late model to an early update is less) and training even
+ *    with the chain's; the missed round is not reported;
+ *  - the lock lapses when no round ended for two and a half periods, and everything is
+ *    forgotten when a reading does not say the bytes sent, or they, a counter or the time
+ *    went back.
  * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
  * are not reported, and the lock's first is not when one was reported since its updates began.
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
- * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), otherwise at most
+ * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
+ * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
  * RT_DETECT_SERVER_CANDIDATES, each with a look over the chains. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
