@@ -572,7 +572,7 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 			if (2 * trained < training || 2 * (t - a->start_us) > 3 * period ||
 			    !rt_detect_server_halves(d, j, t, period, &half, &split_us,
 			                             &pause_us) ||
-			    2 * half <= typical || !rt_detect_server_halfway(pause_us, training))
+			    2 * half <= typical)
 				continue;
 			rt_detect_server_link(c, a->start_us, a->bytes, half, pause_us);
 			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);

@@ -115,9 +115,9 @@
  *  - past one and a quarter periods without an end (a round whose halves differed: a client
  *    dropped out, a straggler), an onset a after a pause as long as half the chain's training
  *    (the median of its pauses between halves) re-links the chain where a to c is a round of
- *    at most one and a half periods, more than half the chain's typical half (the median of
- *    its last three; a span from a late model to an early update is less) and training even
- *    with the chain's; the missed round is not reported;
+ *    at most one and a half periods with more than half the chain's typical half (the median
+ *    of its last three; a span from a late model to an early update is less); the missed
+ *    round is not reported;
  *  - the lock lapses when no round ended for two and a half periods, and everything is
  *    forgotten when a reading does not say the bytes sent, or they, a counter or the time
  *    went back.
