@@ -770,6 +770,29 @@ sgen_relay_round(struct sgen *g, int k, int ask_apart, int train, int update_apa
 	return first;
 }
 
+/* As sgen_relay_round with k clients (the first two models in one reading, 2 steps between
+ * the others, 3 between updates, 300 training, 20 aggregating), of which only `updates` return
+ * theirs (a client dropped out), and `odd_events` allocation events over the 10 steps that end
+ * a second before the first update (a collection, a checkpoint). Returns the step of the
+ * round's first model. */
+static size_t
+sgen_relay_round_odd(struct sgen *g, int k, int updates, uint64_t odd_events)
+{
+	size_t first = g->step + 1;
+	for (int i = 1; i < k; i++) {
+		sgen_send_step(g, 2000, i == 1 ? 4096 : 2048);
+		sgen_idle(g, 2);
+	}
+	for (int i = 0; i < 300; i++)
+		sgen_step(g, i >= 270 && i < 280 ? odd_events / 10 : i % 20 ? 0 : 20, 0, false);
+	for (int i = 0; i < updates; i++) {
+		sgen_send_step(g, 2000, 2048);
+		sgen_idle(g, 3);
+	}
+	sgen_idle(g, 20);
+	return first;
+}
+
 /* A relay's rounds, as many clients as the round's, with uneven asks and updates: each round
  * sends as much out as in, parted by the clients' training, so once two rounds in a chain came
  * evenly, each later round ends once, at its models, though the models and updates between
@@ -800,6 +823,67 @@ Test(detect_server, a_relay_s_rounds_end_once_at_their_models)
 		          locked_in);
 		cr_assert_geq(at_models, 9, "k %d: %zu rounds ended at their models of 12", k,
 		              at_models);
+	}
+}
+
+/* A relay of 4 clients, one of whom drops out of rounds 6 and 11 (3 updates passed on): each
+ * such round's halves differ, and the rounds after it are found from the onsets after the
+ * chain's end; without that, the lock stood on the stale end, nothing was reported for two and
+ * a half rounds and the chain took two more to lock again (9 of 15 ends; review F2). */
+Test(detect_server, a_relay_s_lock_outlasts_a_client_dropping_out)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	size_t at_models = 0, fired = 0;
+	for (size_t round = 1; round <= 16; round++) {
+		size_t first = sgen_relay_round_odd(&g, 4, round == 6 || round == 11 ? 3 : 4, 0);
+		at_models += round > 1 && g.last_fired == first && g.boundaries > fired;
+		fired = g.boundaries;
+		if (round >= 4)
+			cr_assert(g.d.relay_locked, "round %zu: the lock is lost", round);
+	}
+	cr_assert_geq(at_models, 11, "%zu rounds ended at their models of 15", at_models);
+	cr_assert_leq(g.boundaries, 16, "%zu ends for 15 rounds", g.boundaries);
+}
+
+/* A relay of 4 clients whose process, in round 3, does 20,000 allocation events a second
+ * before the first update comes (twice the updates' own): that round is no relay's round, the
+ * rounds after it are; before, it marked the process a job for good and the rule stood down for
+ * the rest of the run (review F4). */
+Test(detect_server, one_odd_round_does_not_make_a_relay_a_job)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	size_t at_models = 0, fired = 0;
+	for (size_t round = 1; round <= 12; round++) {
+		size_t first = sgen_relay_round_odd(&g, 4, 4, round == 3 ? 20000 : 0);
+		at_models += round > 1 && g.last_fired == first && g.boundaries > fired;
+		fired = g.boundaries;
+	}
+	cr_assert(g.d.relay_locked, "the relay's rule stood down");
+	cr_assert_geq(at_models, 7, "%zu rounds ended at their models of 11", at_models);
+}
+
+/* A locked relay whose reading does not say the bytes sent (a counter read failed), or whose
+ * bytes went back: what the relay was like is forgotten, the lock too, since the bytes since
+ * the chain's end are no longer known (review F7's surviving mutant). */
+Test(detect_server, an_unknown_or_backward_bytes_reading_forgets_the_relay)
+{
+	struct rt_detect_server_params p = sdefaults();
+	for (int back = 0; back <= 1; back++) {
+		struct sgen g;
+		sgen_init_sent(&g, &p, true);
+		for (size_t round = 1; round <= 5; round++)
+			sgen_relay_round_odd(&g, 4, 4, 0);
+		cr_assert(g.d.relay_locked, "no lock to forget");
+		uint64_t sent = g.r.bytes_sent;
+		g.r.bytes_sent = back ? sent - 1 : RT_TRACE_UNKNOWN;
+		sgen_idle(&g, 1);
+		cr_assert_not(g.d.relay_locked, "%s: still locked", back ? "back" : "unknown");
+		cr_assert_eq(g.d.nruns, 0, "%s: runs kept", back ? "back" : "unknown");
+		cr_assert_eq(g.d.nchains, 0, "%s: chains kept", back ? "back" : "unknown");
 	}
 }
 
@@ -1041,6 +1125,43 @@ Test(detect_server_traces, at_most_one_end_a_round_where_the_server_aggregates, 
 			cr_expect_leq(res.detected, res.truths + 1,
 			              "%s: %zu detections for %zu rounds", sshapes[k].name,
 			              res.detected, res.truths);
+		dm_result_free(&res);
+		dm_trace_free(&trace);
+		dm_truth_free(&truth);
+	}
+}
+
+/* Relays whose rounds the equal halves find in part, or not in phase (s2's training is shorter
+ * than its aggregation), replayed where the old rules' count was near: the count stays within a
+ * fifth of the rounds (review F1 and F7: a lock inside one phase, once its even halves needed
+ * no time, ended s2_sends' rounds every half period, 50 for 25; without the pause-before test,
+ * s2_live counted 34). */
+Test(detect_server_traces, a_relay_s_count_stays_within_a_fifth_of_its_rounds, .timeout = 60)
+{
+	static const struct {
+		const char *name;
+		uint64_t every_us;
+	} relays[] = {
+	    {"nvflare_s2_sends_server_parent", 0},
+	    {"nvflare_s2_live_server_parent", 0},
+	    {"nvflare_s2_live_server_parent", 200000},
+	    {"nvflare_s6_sends_server_parent", 200000},
+	};
+	for (size_t k = 0; k < sizeof(relays) / sizeof(relays[0]); k++) {
+		struct dm_trace trace;
+		struct dm_truth truth;
+		cr_assert(sload(relays[k].name, &trace, &truth), "%s", relays[k].name);
+		struct rt_detect_server_params p = sdefaults();
+		unsigned inputs;
+		cr_assert(dm_inputs_parse("counts+cpu+sent", &inputs));
+		struct dm_result res;
+		dm_server_replay(&trace, &truth, &p, inputs, relays[k].every_us, &res);
+		cr_expect_leq(res.detected * 5, res.truths * 6,
+		              "%s every %lu us: %zu detections for %zu rounds", relays[k].name,
+		              (unsigned long)relays[k].every_us, res.detected, res.truths);
+		cr_expect_geq(res.detected * 5, res.truths * 4,
+		              "%s every %lu us: %zu detections for %zu rounds", relays[k].name,
+		              (unsigned long)relays[k].every_us, res.detected, res.truths);
 		dm_result_free(&res);
 		dm_trace_free(&trace);
 		dm_truth_free(&truth);
