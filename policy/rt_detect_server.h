@@ -123,6 +123,27 @@
  *    went back.
  * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
  * are not reported, and the lock's first is not when one was reported since its updates began.
+ * Limits (issue 27's review; numbers at 100 ms readings unless said):
+ *  - sends of equal size after random pauses, with no rounds at all, lock now and then: 1 MiB
+ *    sends allocating 1,000 events each, 0.1-2 s apart, gave 4,613 ends in 20,000 s (none
+ *    before the rule); a split pause four times a quarter of the recent pauses cut that to 365
+ *    but cost s5_sends 3 matched at 200 ms and doubled s2-like synthetic relays at 200 ms;
+ *  - a relay whose rounds exceed RT_DETECT_SERVER_CANDIDATES runs (more than 16 clients, each
+ *    send its own run) locks inside a phase, if at all; so do heartbeats of min_send_bytes or
+ *    more among 8 clients with spread asks, and a job's such heartbeats now and then (64 KiB
+ *    every few seconds: 17 ends for 12 rounds, 14 before the rule); updates of another size
+ *    than the models (compressed, diffs) and an ack per update leave the rule silent;
+ *  - the gate counts allocation events: a job that receives and averages in place, with few
+ *    events, and broadcasts an evaluation can be taken for a relay (its ends then fall on the
+ *    models, not the aggregation; one round lost at 200 ms on a synthetic job);
+ *  - a round whose halves differ is not reported (the re-link reports the next), and two in a
+ *    row lapse the lock: a relay losing a client every fifth round counts 21 of 24 (the old
+ *    rules' 26, 3 of them matched);
+ *  - an unknown bytes reading or a counter restart forgets the lock (two rounds to lock again);
+ *  - training shorter than the aggregation (s2): the right count at best, in the wrong phase
+ *    (the updates' onset), and s2_sends' parent still locks on half rounds now and then;
+ *  - an onset costs up to ~3 us at the 99th percentile (random equal sends: candidate spans
+ *    and re-links); the detector is 6,312 bytes.
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
  * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
  * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
