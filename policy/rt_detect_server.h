@@ -123,7 +123,7 @@
  *    went back.
  * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
  * are not reported, and the lock's first is not when one was reported since its updates began.
- * Limits (issue 27's review; numbers at 100 ms readings unless said):
+ * Limits (measured on synthetic relays and jobs; at 100 ms readings unless said):
  *  - sends of equal size after random pauses, with no rounds at all, lock now and then: 1 MiB
  *    sends allocating 1,000 events each, 0.1-2 s apart, gave 4,613 ends in 20,000 s (none
  *    before the rule); a split pause four times a quarter of the recent pauses cut that to 365
