@@ -717,6 +717,7 @@ fork_child_start_keeps_errno(const char *workload)
 	    (const char *[]){"ROUNDTRIM_GC_ROUNDS=0", "ROUNDTRIM_CHILD_START=0", NULL}, line,
 	    sizeof(line));
 	cr_assert_str_eq(line, "errno=EBADF worker=yes");
+	th_close_stdin(&run.proc);
 	cr_assert(th_wait(&run.proc, TH_TIMEOUT_MS));
 	cr_assert_eq(run.proc.status, 0);
 }

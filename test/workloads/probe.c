@@ -69,7 +69,7 @@
  *                   10 ms, until a thread of its own named "roundtrim" runs (its library's
  *                   deferred start, made inside one of them) or 10 s passed; prints
  *                   "errno=NAME worker=yes|no", NAME the first errno a malloc that succeeded
- *                   left other than EBADF, or EBADF
+ *                   left other than EBADF, or EBADF; the parent then waits for EOF
  *   ns CALL [DIR]   makes one call that needs the calling thread's filesystem context unshared
  *                   or changes it (as root): setns-mnt (setns of /proc/self/ns/mnt,
  *                   CLONE_NEWNS), setns-any (the same, nstype 0), setns-net-as-mnt (setns of
@@ -597,6 +597,8 @@ mode_forkerrno(void)
 	}
 	int status;
 	waitpid(pid, &status, 0);
+	/* Until told: the caller may look for this process's status file after the child's line. */
+	wait_eof();
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
