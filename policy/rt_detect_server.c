@@ -394,7 +394,7 @@ rt_detect_server_halves(struct rt_detect_server *d, unsigned k, uint64_t t, uint
 static uint64_t
 rt_detect_server_typical_half(const struct rt_detect_server_chain *c)
 {
-	unsigned n = c->n - 1 < 3 ? c->n - 1 : 3;
+	unsigned n = c->n < 2 ? 0 : c->n - 1 < 3 ? c->n - 1 : 3;
 	return n ? rt_detect_median(&c->halves[c->n - n], n) : 0;
 }
 
@@ -573,6 +573,18 @@ rt_detect_server_relay_onset(struct rt_detect_server *d, uint64_t t)
 			    !rt_detect_server_halves(d, j, t, period, &half, &split_us,
 			                             &pause_us) ||
 			    2 * half <= typical)
+				continue;
+			uint64_t tail = t - rt_detect_server_run_at(d, d->nruns - 1)->end_us,
+			         within = 0;
+			for (unsigned i = j + 1; i < d->nruns; i++) {
+				const struct rt_detect_server_run *r =
+				    rt_detect_server_run_at(d, i);
+				uint64_t p =
+				    r->start_us - rt_detect_server_run_at(d, i - 1)->end_us;
+				if (r->start_us > split_us && p > within)
+					within = p;
+			}
+			if (tail < within)
 				continue;
 			rt_detect_server_link(c, a->start_us, a->bytes, half, pause_us);
 			rt_detect_server_link(c, t, d->relay_bytes, half, pause_us);

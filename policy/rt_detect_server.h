@@ -116,18 +116,21 @@
  *    dropped out, a straggler), an onset a after a pause as long as half the chain's training
  *    (the median of its pauses between halves) re-links the chain where a to c is a round of
  *    at most one and a half periods with more than half the chain's typical half (the median
- *    of its last three; a span from a late model to an early update is less); the missed
- *    round is not reported;
- *  - the lock lapses when no round ended for two and a half periods, and everything is
- *    forgotten when a reading does not say the bytes sent, or they, a counter or the time
- *    went back.
- * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
- * are not reported, and the lock's first is not when one was reported since its updates began.
- * Limits (measured on synthetic relays and jobs; at 100 ms readings unless said):
+ *    of its last three; a span from a late model to an early update is less), and where no
+ *    pause in its updates' half is longer than the one before c (c is the next models, not
+ *    the next update); the missed round is mostly not reported;
+ *  - the lock lapses when no round ended (nor re-linked) for two and a half periods, and everything
+ * is forgotten when a reading does not say the bytes sent, or they, a counter or the time went
+ * back. While locked and not lapsed, the relay's ends are the rounds': the work's and the
+ * broadcasts' are not reported, and the lock's first is not when one was reported since its updates
+ * began. Limits (measured on synthetic relays and jobs; at 100 ms readings unless said):
  *  - sends of equal size after random pauses, with no rounds at all, lock now and then: 1 MiB
  *    sends allocating 1,000 events each, 0.1-2 s apart, gave 4,613 ends in 20,000 s (none
  *    before the rule); a split pause four times a quarter of the recent pauses cut that to 365
  *    but cost s5_sends 3 matched at 200 ms and doubled s2-like synthetic relays at 200 ms;
+ *    beside a server job's own rounds, such a stream takes the job's count over (4 clients, 20 s
+ *    rounds: 101 ends for 24 rounds, 10 matched; 30 before the rule; 60 s rounds: 196 for 12),
+ *    where the stream's sends allocate (the gate holds where they do not);
  *  - a relay whose rounds exceed RT_DETECT_SERVER_CANDIDATES runs (more than 16 clients, each
  *    send its own run) locks inside a phase, if at all; so do heartbeats of min_send_bytes or
  *    more among 8 clients with spread asks, and a job's such heartbeats now and then (64 KiB
@@ -136,9 +139,11 @@
  *  - the gate counts allocation events: a job that receives and averages in place, with few
  *    events, and broadcasts an evaluation can be taken for a relay (its ends then fall on the
  *    models, not the aggregation; one round lost at 200 ms on a synthetic job);
- *  - a round whose halves differ is not reported (the re-link reports the next), and two in a
- *    row lapse the lock: a relay losing a client every fifth round counts 21 of 24 (the old
- *    rules' 26, 3 of them matched);
+ *  - a round whose halves differ is mostly not reported (the re-link reports the next): a relay
+ *    of 4 losing a client every fifth round counts 21 of 24 (the old rules' 26, 3 of them
+ *    matched); of 8 clients with spread updates losing one every tenth round, 51 of 60 (the
+ *    re-link can link a part of a round and then re-link every other round); after dropouts the
+ *    two-halves path can keep the ends at the first update, about 2 s early, for good;
  *  - an unknown bytes reading or a counter restart forgets the lock (two rounds to lock again);
  *  - training shorter than the aggregation (s2): the right count at best, in the wrong phase
  *    (the updates' onset), and s2_sends' parent still locks on half rounds now and then;
