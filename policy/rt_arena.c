@@ -421,9 +421,8 @@ struct rt_arena_run {
 	struct rt_arena_view *view;
 	struct rt_arena_result *res;
 	int64_t hold_start;
-	int64_t run_start; /* when the lock was taken: renewals since then */
-	int64_t
-	    arena_held; /* how long the arena's lock was held in this release, until hold_start */
+	int64_t run_start;    /* when the lock was taken: renewals since then */
+	int64_t arena_held;   /* the arena's lock held in this release, before hold_start */
 	unsigned hold_chunks; /* chunks looked at in this hold */
 	unsigned hold_work;   /* chunks looked at and pieces given back in this hold */
 	unsigned since_clock; /* work since the clock was last read (a piece counts 32) */
