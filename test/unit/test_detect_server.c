@@ -829,7 +829,7 @@ Test(detect_server, a_relay_s_rounds_end_once_at_their_models)
 /* A relay of 4 clients, one of whom drops out of rounds 6 and 11 (3 updates passed on): each
  * such round's halves differ, and the rounds after it are found from the onsets after the
  * chain's end; without that, the lock stood on the stale end, nothing was reported for two and
- * a half rounds and the chain took two more to lock again (9 of 15 ends; review F2). */
+ * a half rounds and the chain took two more to lock again (9 of 15 ends). */
 Test(detect_server, a_relay_s_lock_outlasts_a_client_dropping_out)
 {
 	struct rt_detect_server_params p = sdefaults();
@@ -850,7 +850,7 @@ Test(detect_server, a_relay_s_lock_outlasts_a_client_dropping_out)
 /* A relay of 4 clients whose process, in round 3, does 20,000 allocation events a second
  * before the first update comes (twice the updates' own): that round is no relay's round, the
  * rounds after it are; before, it marked the process a job for good and the rule stood down for
- * the rest of the run (review F4). */
+ * the rest of the run. */
 Test(detect_server, one_odd_round_does_not_make_a_relay_a_job)
 {
 	struct rt_detect_server_params p = sdefaults();
@@ -868,7 +868,7 @@ Test(detect_server, one_odd_round_does_not_make_a_relay_a_job)
 
 /* A locked relay whose reading does not say the bytes sent (a counter read failed), or whose
  * bytes went back: what the relay was like is forgotten, the lock too, since the bytes since
- * the chain's end are no longer known (review F7's surviving mutant). */
+ * the chain's end are no longer known. */
 Test(detect_server, an_unknown_or_backward_bytes_reading_forgets_the_relay)
 {
 	struct rt_detect_server_params p = sdefaults();
@@ -1133,7 +1133,7 @@ Test(detect_server_traces, at_most_one_end_a_round_where_the_server_aggregates, 
 
 /* Relays whose rounds the equal halves find in part, or not in phase (s2's training is shorter
  * than its aggregation), replayed where the old rules' count was near: the count stays within a
- * fifth of the rounds (review F1 and F7: a lock inside one phase, once its even halves needed
+ * fifth of the rounds (a lock inside one phase, once its even halves needed
  * no time, ended s2_sends' rounds every half period, 50 for 25; without the pause-before test,
  * s2_live counted 34). */
 Test(detect_server_traces, a_relay_s_count_stays_within_a_fifth_of_its_rounds, .timeout = 60)
