@@ -135,7 +135,7 @@ struct rt_arena_ops {
 struct rt_arena_budget {
 	int64_t hold_ns;        /* a budget lasts this long... */
 	int64_t waited_hold_ns; /* a hold that a thread waits for ends once this old (0: at once) */
-	unsigned waited_share; /* or a share of the arena's time held so far (0: the floor alone) */
+	unsigned waited_share;  /* or a share of the time held so far (0: the floor alone) */
 	int64_t waited_most_ns; /* the longest a hold that a thread waits for may grow */
 	unsigned hold_chunks;   /* ...or this many chunks looked at (and bounds a fastbin count) */
 	int64_t run_ns;     /* after renewals this long, the lock is dropped and the core yielded */

@@ -119,11 +119,12 @@
  *    of its last three; a span from a late model to an early update is less), and where no
  *    pause in its updates' half is longer than the one before c (c is the next models, not
  *    the next update); the missed round is mostly not reported;
- *  - the lock lapses when no round ended (nor re-linked) for two and a half periods, and everything
- * is forgotten when a reading does not say the bytes sent, or they, a counter or the time went
- * back. While locked and not lapsed, the relay's ends are the rounds': the work's and the
- * broadcasts' are not reported, and the lock's first is not when one was reported since its updates
- * began. Limits (measured on synthetic relays and jobs; at 100 ms readings unless said):
+ *  - the lock lapses when no round ended (nor re-linked) for two and a half periods, and
+ *    everything is forgotten when a reading does not say the bytes sent, or they, a counter or
+ *    the time went back.
+ * While locked and not lapsed, the relay's ends are the rounds': the work's and the broadcasts'
+ * are not reported, and the lock's first is not when one was reported since its updates began.
+ * Limits (measured on synthetic relays and jobs; at 100 ms readings unless said):
  *  - sends of equal size after random pauses, with no rounds at all, lock now and then: 1 MiB
  *    sends allocating 1,000 events each, 0.1-2 s apart, gave 4,613 ends in 20,000 s (none
  *    before the rule); a split pause four times a quarter of the recent pauses cut that to 365
