@@ -938,6 +938,22 @@ sload(const char *name, struct dm_trace *trace, struct dm_truth *truth)
 	return dm_trace_load(trace_path, trace) && dm_truth_load(truth_path, truth);
 }
 
+/* A recorded server trace replayed as the library reads it with the shipped settings, every
+ * reading or one every every_us (0: all); the caller frees *res. */
+static void
+sreplay_shipped(const char *name, uint64_t every_us, struct dm_result *res)
+{
+	struct dm_trace trace;
+	struct dm_truth truth;
+	cr_assert(sload(name, &trace, &truth), "%s", name);
+	struct rt_detect_server_params p = sdefaults();
+	unsigned inputs;
+	cr_assert(dm_inputs_parse("counts+cpu+sent", &inputs));
+	dm_server_replay(&trace, &truth, &p, inputs, every_us, res);
+	dm_trace_free(&trace);
+	dm_truth_free(&truth);
+}
+
 enum sshape_rule {
 	SSHAPE_ROUNDS, /* precision and recall >= 0.95, every delay <= 3 s (the matching rule) */
 	SSHAPE_RELAY,  /* at most one detection a round */
@@ -1110,14 +1126,8 @@ Test(detect_server_traces, settings_chosen_without_a_shape_hold_on_it, .timeout 
 Test(detect_server_traces, at_most_one_end_a_round_where_the_server_aggregates, .timeout = 60)
 {
 	for (size_t k = 0; k < NSSHAPES; k++) {
-		struct dm_trace trace;
-		struct dm_truth truth;
-		cr_assert(sload(sshapes[k].name, &trace, &truth), "%s", sshapes[k].name);
-		struct rt_detect_server_params p = sdefaults();
-		unsigned inputs;
-		cr_assert(dm_inputs_parse("counts+cpu+sent", &inputs));
 		struct dm_result res;
-		dm_server_replay(&trace, &truth, &p, inputs, 0, &res);
+		sreplay_shipped(sshapes[k].name, 0, &res);
 		if (sshapes[k].rule == SSHAPE_RELAY)
 			cr_log_info("%s (a relay): %zu detections for %zu rounds", sshapes[k].name,
 			            res.detected, res.truths);
@@ -1126,8 +1136,6 @@ Test(detect_server_traces, at_most_one_end_a_round_where_the_server_aggregates, 
 			              "%s: %zu detections for %zu rounds", sshapes[k].name,
 			              res.detected, res.truths);
 		dm_result_free(&res);
-		dm_trace_free(&trace);
-		dm_truth_free(&truth);
 	}
 }
 
@@ -1148,14 +1156,8 @@ Test(detect_server_traces, a_relay_s_count_stays_within_a_fifth_of_its_rounds, .
 	    {"nvflare_s6_sends_server_parent", 200000},
 	};
 	for (size_t k = 0; k < sizeof(relays) / sizeof(relays[0]); k++) {
-		struct dm_trace trace;
-		struct dm_truth truth;
-		cr_assert(sload(relays[k].name, &trace, &truth), "%s", relays[k].name);
-		struct rt_detect_server_params p = sdefaults();
-		unsigned inputs;
-		cr_assert(dm_inputs_parse("counts+cpu+sent", &inputs));
 		struct dm_result res;
-		dm_server_replay(&trace, &truth, &p, inputs, relays[k].every_us, &res);
+		sreplay_shipped(relays[k].name, relays[k].every_us, &res);
 		cr_expect_leq(res.detected * 5, res.truths * 6,
 		              "%s every %lu us: %zu detections for %zu rounds", relays[k].name,
 		              (unsigned long)relays[k].every_us, res.detected, res.truths);
@@ -1163,8 +1165,6 @@ Test(detect_server_traces, a_relay_s_count_stays_within_a_fifth_of_its_rounds, .
 		              "%s every %lu us: %zu detections for %zu rounds", relays[k].name,
 		              (unsigned long)relays[k].every_us, res.detected, res.truths);
 		dm_result_free(&res);
-		dm_trace_free(&trace);
-		dm_truth_free(&truth);
 	}
 }
 
@@ -1184,14 +1184,8 @@ Test(detect_server_traces, a_relay_s_rounds_are_found_where_its_halves_are_even,
 	    {"nvflare_s5_loaded_server_parent", 200000}, {"nvflare_s6_sends_server_parent", 0},
 	};
 	for (size_t k = 0; k < sizeof(relays) / sizeof(relays[0]); k++) {
-		struct dm_trace trace;
-		struct dm_truth truth;
-		cr_assert(sload(relays[k].name, &trace, &truth), "%s", relays[k].name);
-		struct rt_detect_server_params p = sdefaults();
-		unsigned inputs;
-		cr_assert(dm_inputs_parse("counts+cpu+sent", &inputs));
 		struct dm_result res;
-		dm_server_replay(&trace, &truth, &p, inputs, relays[k].every_us, &res);
+		sreplay_shipped(relays[k].name, relays[k].every_us, &res);
 		cr_expect_geq(res.matched + 2, res.truths,
 		              "%s every %lu us: %zu of %zu rounds found", relays[k].name,
 		              (unsigned long)relays[k].every_us, res.matched, res.truths);
@@ -1199,7 +1193,5 @@ Test(detect_server_traces, a_relay_s_rounds_are_found_where_its_halves_are_even,
 		              "%s every %lu us: %zu detections for %zu rounds", relays[k].name,
 		              (unsigned long)relays[k].every_us, res.detected, res.truths);
 		dm_result_free(&res);
-		dm_trace_free(&trace);
-		dm_truth_free(&truth);
 	}
 }
