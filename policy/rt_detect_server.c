@@ -225,25 +225,45 @@ rt_detect_server_reported_this_round(const struct rt_detect_server *d, uint64_t 
 }
 
 /* A round ends at t (the start of the quiet after the burst that ended it, or the broadcast
- * that followed it), reported at now. */
+ * that followed it), seen at now; reported unless refused (start-up's, see the header), which
+ * the rhythm still learns from. */
 static enum rt_detect_result
-rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now)
+rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now, bool refused)
 {
 	d->confidence_permille =
 	    rt_detect_server_confidence(d, rt_detect_median(d->works, d->nworks), t);
-	if (d->boundaries && t > d->boundary_us)
+	if (d->boundary_us && t > d->boundary_us)
 		rt_detect_server_push(d->intervals_us, &d->nintervals, &d->next_interval,
 		                      t - d->boundary_us);
 	d->period_us = d->nintervals >= RT_DETECT_LOCK_ROUNDS
 	                   ? rt_detect_median(d->intervals_us, d->nintervals)
 	                   : 0;
-	d->boundaries++;
 	d->boundary_us = t;
 	if (rt_detect_server_closing(d, now))
 		d->reported_closing = true;
 	else
 		d->reported_open = true;
+	if (refused)
+		return RT_DETECT_NOTHING;
+	d->boundaries++;
 	return RT_DETECT_BOUNDARY;
+}
+
+/* Whether the work's end at t is start-up's (see the header): before the first round
+ * reported, in a process that has sent anything, while no model went out or the burst that
+ * ended was the one that sent the first models, for the first RT_DETECT_LOCK_ROUNDS such
+ * ends. */
+static bool
+rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
+{
+	bool has_a_peer = d->sent != RT_TRACE_UNKNOWN && d->sent > 0;
+	bool first_models = d->first_models_us && d->send_start_us == d->first_models_us &&
+	                    t >= d->send_last_us && t - d->send_last_us <= d->params.quiet_us;
+	if (d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
+	    (d->first_models_us && !first_models))
+		return false;
+	d->start_refusals++;
+	return true;
 }
 
 /* The work ended a round at t, seen at now: counted unless this round's end already was. Its
@@ -260,7 +280,7 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 	d->pending = false;
 	if (rt_detect_server_reported_this_round(d, now) || rt_detect_server_relay_marks(d, now))
 		return RT_DETECT_NOTHING;
-	return rt_detect_server_count(d, t, now);
+	return rt_detect_server_count(d, t, now, rt_detect_server_start_up_end(d, t));
 }
 
 /* Follows the broadcasts (see the header). Returns true when r begins one that reports the
@@ -276,6 +296,8 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 		d->send_quiet_us = t;
 		return false;
 	}
+	if (!d->first_models_us)
+		d->first_models_us = t;
 	/* A new broadcast after readings that sent no model for half the gap at least: a reading
 	 * late by seconds (the worker stalled) splits none. */
 	uint32_t spread = p->rhythm_spread_permille;
@@ -883,13 +905,13 @@ rt_detect_server_feed(struct rt_detect_server *d, const struct rt_reading *r)
 	if (rt_detect_server_relay(d, r)) {
 		rt_detect_server_broadcast(d, r);
 		rt_detect_server_work(d, r);
-		return rt_detect_server_count(d, r->t_us, r->t_us);
+		return rt_detect_server_count(d, r->t_us, r->t_us, false);
 	}
 	/* A round's end reported at the broadcast's first send is the work's of that reading
 	 * too: rt_detect_server_end then finds it reported. */
 	enum rt_detect_result missed =
 	    rt_detect_server_broadcast(d, r) && !rt_detect_server_relay_marks(d, r->t_us)
-	        ? rt_detect_server_count(d, r->t_us, r->t_us)
+	        ? rt_detect_server_count(d, r->t_us, r->t_us, false)
 	        : RT_DETECT_NOTHING;
 	enum rt_detect_result got = rt_detect_server_work(d, r);
 	return missed == RT_DETECT_BOUNDARY ? missed : got;
