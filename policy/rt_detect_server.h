@@ -88,10 +88,11 @@
  * sent and the process has sent anything (it has a peer), until the first round is reported,
  * an end the work finds before the first model went out (the job deployed, its process started,
  * the clients registered) or at the quiet of the burst that sent the first models (their
- * broadcast under way, its last send at most quiet_us before the end) is start-up's: not
- * reported, for the first RT_DETECT_LOCK_ROUNDS such ends, and learnt from as the others (the
- * period). A server whose models go out in readings under min_send_bytes loses at most that
- * many rounds at its start.
+ * broadcast under way, its last send at most quiet_us before the end, within send_gap_us of
+ * the first: where the broadcast runs on into the next rounds, their ends are no start-up's)
+ * is start-up's: not reported, for the first RT_DETECT_LOCK_ROUNDS such ends, and learnt from
+ * as the others (the period). A server whose models go out in readings under min_send_bytes
+ * loses at most that many rounds at its start.
  *
  * A relay (NVFlare's server parent) passes each model on to the clients as they ask for it, and
  * each client's update on as it comes: the same clients get the model and return the update, so

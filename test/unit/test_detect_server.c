@@ -1224,3 +1224,51 @@ Test(detect_server_traces, a_relay_s_rounds_are_found_where_its_halves_are_even,
 		dm_result_free(&res);
 	}
 }
+
+/* Start-up's ends (rt_detect_server_start_up_end) are refused only before the first round, and
+ * none is a round's: on every recorded server with the bytes sent, at the library's 100 ms
+ * readings and at 200 ms (a relay between sends), no refused end would have matched a round's
+ * end (reported within 3 s after it). Before the first models' window had a bound, the s2 relay
+ * (3-s rounds, its first broadcast running on into later rounds) refused round 2's end. At 500 ms
+ * it still refuses round 1's, which ends 1.8 s after the first models with the updates' sends. */
+Test(detect_server_traces, start_up_s_refused_ends_are_no_round_s, .timeout = 60)
+{
+	static const uint64_t every[] = {0, 100000, 200000};
+	for (size_t k = 0; k < NSSHAPES; k++) {
+		if (!strstr(sshapes[k].name, "_sends_") && !strstr(sshapes[k].name, "_loaded_") &&
+		    !strstr(sshapes[k].name, "_live_"))
+			continue;
+		struct dm_trace trace;
+		struct dm_truth truth;
+		cr_assert(sload(sshapes[k].name, &trace, &truth), "%s", sshapes[k].name);
+		for (size_t e = 0; e < sizeof(every) / sizeof(every[0]); e++) {
+			struct rt_detect_server_params p = sdefaults();
+			struct rt_detect_server d;
+			rt_detect_server_init(&d, &p);
+			uint64_t last_fed = 0;
+			unsigned refusals = 0;
+			for (size_t i = 0; i < trace.n; i++) {
+				const struct rt_reading *r = &trace.readings[i];
+				if (every[e] && last_fed && r->t_us - last_fed < every[e])
+					continue;
+				last_fed = r->t_us;
+				rt_detect_server_feed(&d, r);
+				if (d.start_refusals == refusals)
+					continue;
+				refusals = d.start_refusals;
+				for (size_t b = 0; b < truth.n; b++)
+					cr_expect(
+					    r->t_us < truth.boundaries[b] ||
+					        r->t_us >= truth.boundaries[b] + DM_TOLERANCE_US ||
+					        (b + 1 < truth.n &&
+					         r->t_us >= truth.boundaries[b + 1]),
+					    "%s every %lu us: a refused end %.2f s after round "
+					    "%zu's",
+					    sshapes[k].name, (unsigned long)every[e],
+					    (double)(r->t_us - truth.boundaries[b]) / 1e6, b + 1);
+			}
+		}
+		dm_trace_free(&trace);
+		dm_truth_free(&truth);
+	}
+}
