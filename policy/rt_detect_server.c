@@ -284,6 +284,24 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 	return rt_detect_server_count(d, t, now, rt_detect_server_start_up_end(d, t));
 }
 
+/* Whether the first models went out by r, sent after `before` (see the header): in one reading
+ * of min_send_bytes, or in readings that sent as much in all with no pause of quiet_us between
+ * them (small models, one spread thinly). */
+static void
+rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
+                              const struct rt_reading *r)
+{
+	if (d->first_models_us || before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
+	    r->bytes_sent <= before)
+		return;
+	if (r->t_us - d->start_sent_us >= d->params.quiet_us)
+		d->start_sent = 0;
+	d->start_sent += r->bytes_sent - before;
+	d->start_sent_us = r->t_us;
+	if (d->start_sent >= d->params.min_send_bytes)
+		d->first_models_us = r->t_us;
+}
+
 /* Follows the broadcasts (see the header). Returns true when r begins one that reports the
  * round's end missed before it. */
 static bool
@@ -292,13 +310,12 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	const struct rt_detect_server_params *p = &d->params;
 	uint64_t before = d->sent, t = r->t_us;
 	d->sent = r->bytes_sent;
+	rt_detect_server_first_models(d, before, r);
 	if (before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
 	    r->bytes_sent < before || r->bytes_sent - before < p->min_send_bytes) {
 		d->send_quiet_us = t;
 		return false;
 	}
-	if (!d->first_models_us)
-		d->first_models_us = t;
 	/* A new broadcast after readings that sent no model for half the gap at least: a reading
 	 * late by seconds (the worker stalled) splits none. */
 	uint32_t spread = p->rhythm_spread_permille;

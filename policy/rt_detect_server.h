@@ -84,15 +84,16 @@
  * The first broadcasts are the first rounds' models, before any lock; after the last round
  * none comes, and the last round's end is the work's to find.
  *
- * A server's rounds begin with its models going out. So, where the readings carry the bytes
- * sent and the process has sent anything (it has a peer), until the first round is reported,
- * an end the work finds before the first model went out (the job deployed, its process started,
- * the clients registered) or at the quiet of the burst that sent the first models (their
- * broadcast under way, its last send at most quiet_us before the end, within send_gap_us of
- * the first: where the broadcast runs on into the next rounds, their ends are no start-up's)
- * is start-up's: not reported, for the first RT_DETECT_LOCK_ROUNDS such ends, and learnt from
- * as the others (the period). A server whose models go out in readings under min_send_bytes
- * loses at most that many rounds at its start.
+ * A server's rounds begin with its models going out (a reading that sent min_send_bytes, or
+ * readings that sent as much in all with no pause of quiet_us between them). So, where the
+ * readings carry the bytes sent and the process has sent anything (it has a peer), until the
+ * first round is reported, an end the work finds before the first models went out (the job
+ * deployed, its process started, the clients registered) or at the quiet of the burst that sent
+ * the first models in readings of min_send_bytes (their broadcast under way, its last send at
+ * most quiet_us before the end, within send_gap_us of the first: where the broadcast runs on
+ * into the next rounds, their ends are no start-up's) is start-up's: not reported, for the
+ * first RT_DETECT_LOCK_ROUNDS such ends, and learnt from as the others (the period). A server whose models are smaller than min_send_bytes, or go out
+ * by calls the readings do not count, loses at most that many rounds at its start.
  *
  * A relay (NVFlare's server parent) passes each model on to the clients as they ask for it, and
  * each client's update on as it comes: the same clients get the model and return the update, so
@@ -303,9 +304,12 @@ struct rt_detect_server {
 	struct rt_detect_server_chain chains[RT_DETECT_SERVER_CHAINS];
 	unsigned nchains;
 	bool relay_locked;
-	/* Start-up (see the header): when the first model went out (0: not yet), and how many of
-	 * the work's ends before the first round were refused. */
+	/* Start-up (see the header): when the first model went out (0: not yet), what the sends
+	 * under way before it sent and their last reading, and how many of the work's ends before
+	 * the first round were refused. */
 	uint64_t first_models_us;
+	uint64_t start_sent;
+	uint64_t start_sent_us;
 	unsigned start_refusals;
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;

@@ -773,6 +773,36 @@ Test(detect_server, start_up_and_the_first_models_end_no_round)
 	cr_assert_eq(g.boundaries, 8, "%zu ends for 8 rounds", g.boundaries);
 }
 
+/* A server whose models go out in readings under min_send_bytes, with a peer (4 KiB every
+ * second): 3 readings of 32 KiB a model, or 1 MiB at 48 KiB a reading. Its models are still
+ * models (they add up to min_send_bytes with no pause between them), so its first rounds are no
+ * start-up's: before, each lost its first 3 (7 ends for 10 rounds). */
+Test(detect_server, models_sent_in_small_readings_lose_no_round_at_the_start)
+{
+	static const struct {
+		int readings;
+		uint64_t kib;
+	} models[] = {{3, 32}, {21, 48}};
+	struct rt_detect_server_params p = sdefaults();
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+		struct sgen g;
+		sgen_init_sent(&g, &p, true);
+		g.side_kib = 4;
+		g.side_every = 20;
+		for (int round = 1; round <= 10; round++) {
+			sgen_burst(&g, 3, 1000);
+			sgen_idle(&g, 12);
+			sgen_burst(&g, 4, 2000);
+			sgen_idle(&g, 12);
+			for (int i = 0; i < models[m].readings; i++)
+				sgen_send_step(&g, 500, models[m].kib);
+			sgen_idle(&g, 100);
+		}
+		cr_assert_eq(g.boundaries, 10, "%d x %lu KiB: %zu ends for 10 rounds",
+		             models[m].readings, (unsigned long)models[m].kib, g.boundaries);
+	}
+}
+
 /* A relay's round (NVFlare's server parent): the model passed on to each of k clients as it
  * asks (a step of 2 MiB sent and 2,000 events each, ask_apart steps apart), the clients train
  * for train steps (the relay's heartbeats only), their updates passed on as they come (the
