@@ -284,9 +284,9 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 	return rt_detect_server_count(d, t, now, rt_detect_server_start_up_end(d, t));
 }
 
-/* Whether the first models went out by r, sent after `before` (see the header): in one reading
- * of min_send_bytes, or in readings that sent as much in all with no pause of quiet_us between
- * them (small models, one spread thinly). */
+/* Notes when the first models went out, r having sent since `before` (see the header): in one
+ * reading of min_send_bytes, or in readings that sent as much in all with no pause of quiet_us
+ * between them (small models, one spread thinly). */
 static void
 rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
                               const struct rt_reading *r)
