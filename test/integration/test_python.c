@@ -92,6 +92,26 @@ py_start_args(struct py_run *run, const char *script, const char *arg1, const ch
 	py_spawn(run, script, arg1, arg2, PY_DIR, extra, first);
 }
 
+/* Waits until pid's main thread waits in the kernel, in the same call at two looks 10 ms apart:
+ * the C call its last line announced ("ready" is written before it). A round sent sooner can
+ * find the main thread still in bytecode on its way there, and it takes the steps itself
+ * within the grace; a brief call on the way (a write, rt_sigaction) is over by the second look. */
+static void
+py_main_waits(pid_t pid)
+{
+	char path[64], now[512], before[512] = "";
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, pid);
+	for (int waited = 0; waited < TH_TIMEOUT_MS; waited += 10) {
+		ssize_t n = th_read_file(path, now, sizeof(now));
+		bool waits = n > 0 && strncmp(now, "running", 7) != 0;
+		if (waits && strcmp(now, before) == 0)
+			return;
+		snprintf(before, sizeof(before), "%s", waits ? now : "");
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	cr_assert_fail("pid %d: its main thread never waited in the kernel", pid);
+}
+
 /* Waits for the first stats line of pid's round (its own record) and copies it into line. */
 static void
 py_record_pid(const char *dir, int pid, int round, char *line, size_t size)
@@ -339,6 +359,7 @@ blocked_case(const char *mode, const char *const extra[])
 	struct py_run run;
 	char line[1024], answer[256];
 	py_start(&run, "blocked.py", mode, extra, "ready");
+	py_main_waits(run.proc.pid);
 	for (int r = 1; r <= 2; r++) {
 		py_round(&run, r, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"pending\"");
@@ -392,6 +413,7 @@ waiting_case(const char *mode)
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start_args(&run, "waiting.py", mode, dump, manual, "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
@@ -479,6 +501,7 @@ cuda_while_reading(const char *option, const char *devices, const char *context,
 	                       f.calls_env,          log_env,     f.torch_env,
 	                       PY_AWAIT_THREAD,      NULL};
 	py_start_args(&run, "waiting.py", "read", dump, extra, "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
@@ -555,6 +578,7 @@ Test(python, cuda_waiting_asks_no_driver_in_a_fork_child)
 	                       PY_AWAIT_THREAD,
 	                       NULL};
 	py_start_args(&run, "fork_cuda.py", NULL, NULL, extra, "ready");
+	py_main_waits(run.proc.pid);
 	/* Two rounds in the parent: the first sees torch's CUDA, the second asks the driver. */
 	for (int round = 1; round <= 2; round++) {
 		py_round(&run, round, line, sizeof(line));
@@ -568,6 +592,7 @@ Test(python, cuda_waiting_asks_no_driver_in_a_fork_child)
 	int child = 0;
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS), "no child");
 	cr_assert_eq(sscanf(line, "child %d", &child), 1, "%s", line);
+	py_main_waits(child);
 	py_round_pid(th_tmpdir(), child, 1, line, sizeof(line));
 	py_steps_pid(th_tmpdir(), child, 1, line, sizeof(line));
 	th_expect_in(line, "\"cuda\":\"main-thread-only\"");
@@ -615,6 +640,7 @@ main_steps_hook(const char *python, const char *atexits)
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS), "not woken");
 	cr_assert(strstr(answer, " atexits=0"), "%s", answer);
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
@@ -666,6 +692,7 @@ Test(python, a_first_round_during_the_exit_leaves_the_steps_to_the_main_thread)
 	th_write(&run.proc, "\n");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS));
 	cr_assert_str_eq(answer, "at-exit");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	py_steps_wait_for_the_main_thread(&run, "collected during the exit", "collected on main");
@@ -706,6 +733,7 @@ Test(python, main_only_leaves_the_steps_to_the_main_thread)
 	snprintf(dump, sizeof(dump), "%s/dump.txt", th_tmpdir());
 	const char *main_only[] = {"ROUNDTRIM_AUTO=off", "ROUNDTRIM_PYTHON=main", NULL};
 	py_start_args(&run, "waiting.py", "read", dump, main_only, "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	py_steps_wait_for_the_main_thread(&run, "collected while the main thread read",
@@ -964,6 +992,7 @@ Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
 	char line[1024], answer[256];
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start(&run, "mountns.py", dir, manual, "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
@@ -978,6 +1007,7 @@ Test(python, setns_and_unshare_of_the_mount_namespace_as_without)
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the library's thread did not come back");
 	cr_assert_str_eq(answer, "waiting");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 2, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the cycles were not collected while the main thread read");
@@ -998,6 +1028,7 @@ py_call_during_steps(const char *how, const char *call, const char *first, const
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start_args(&run, "newuser.py", how, strcmp(call, "setns") == 0 ? call : NULL, manual,
 	              "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the library's thread never ran the steps");
@@ -1072,6 +1103,7 @@ Test(python, setns_without_the_gil_waits_while_another_thread_runs_bytecode)
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", "PY_AWAIT_TASKS=4", NULL};
 	py_start_args(&run, "setns_busy.py", th_workload("libforeign_thread.so"), NULL, manual,
 	              "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the library's thread never ran the steps");
@@ -1257,6 +1289,7 @@ py_round_left_to_the_main_thread(struct py_run *run, const char *script)
 	char line[1024], answer[256];
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start(run, script, NULL, manual, "ready");
+	py_main_waits(run->proc.pid);
 	py_round(run, 1, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert_not(th_read_line(&run->proc, answer, sizeof(answer), 1000),
@@ -1317,6 +1350,7 @@ Test(python, program_dummy_of_a_reused_ident_stays)
 	char line[1024], answer[256];
 	const char *manual[] = {"ROUNDTRIM_AUTO=off", PY_AWAIT_THREAD, NULL};
 	py_start(&run, "foreign_dummy.py", th_workload("libforeign_thread.so"), manual, "ready");
+	py_main_waits(run.proc.pid);
 	py_round(&run, 1, line, sizeof(line));
 	cr_assert(th_read_line(&run.proc, answer, sizeof(answer), TH_TIMEOUT_MS),
 	          "the library's thread never ran the steps");
@@ -1377,6 +1411,7 @@ py_spawn_at_once_stack(struct th_proc *proc, const char *how, int stack_mib)
 	th_spawn(proc, stack_mib ? argv : argv + 2, env);
 	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "ready");
+	py_main_waits(proc->pid);
 }
 
 static void
