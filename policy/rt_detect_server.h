@@ -89,11 +89,12 @@
  * readings carry the bytes sent and the process has sent anything (it has a peer), until the
  * first round is reported, an end the work finds before the first models went out (the job
  * deployed, its process started, the clients registered) or at the quiet of the burst that sent
- * the first models in readings of min_send_bytes (their broadcast under way, its last send at
- * most quiet_us before the end, within send_gap_us of the first: where the broadcast runs on
- * into the next rounds, their ends are no start-up's) is start-up's: not reported, for the
- * first RT_DETECT_LOCK_ROUNDS such ends, and learnt from as the others (the period). A server whose models are smaller than min_send_bytes, or go out
- * by calls the readings do not count, loses at most that many rounds at its start.
+ * the first models (the last reading of min_send_bytes since they began at most quiet_us before
+ * the end, within send_gap_us of them: where their broadcast runs on into the next rounds, those
+ * rounds' ends are no start-up's) is start-up's: not reported, for the first
+ * RT_DETECT_LOCK_ROUNDS such ends, and learnt from as the others (the period). A server whose
+ * models are smaller than min_send_bytes, or go out by calls the readings do not count, loses at
+ * most that many rounds at its start.
  *
  * A relay (NVFlare's server parent) passes each model on to the clients as they ask for it, and
  * each client's update on as it comes: the same clients get the model and return the update, so
