@@ -755,22 +755,28 @@ Test(detect_server, a_server_that_streams_counts_the_work_s_rounds)
  * in every recording with the bytes sent); the rounds after are found as they were. */
 Test(detect_server, start_up_and_the_first_models_end_no_round)
 {
+	/* The first models in readings of 2 MiB, or after two of 40 KiB that already add up to
+	 * the first models' bytes. */
+	static const uint64_t models[][5] = {{2048, 2048, 2048, 0}, {40, 40, 2048, 2048, 2048}};
 	struct rt_detect_server_params p = sdefaults();
-	struct sgen g;
-	sgen_init_sent(&g, &p, true);
-	g.side_kib = 4;
-	g.side_every = 20;
-	sgen_burst(&g, 3, 1000);
-	sgen_idle(&g, 60);
-	sgen_burst(&g, 2, 1000);
-	sgen_idle(&g, 60);
-	for (int i = 0; i < 3; i++)
-		sgen_send_step(&g, 1000, 2048);
-	sgen_idle(&g, 100);
-	cr_expect_eq(g.boundaries, 0, "%zu rounds ended before the first", g.boundaries);
-	for (size_t round = 1; round <= 8; round++)
-		sgen_round_sent(&g, 2000);
-	cr_assert_eq(g.boundaries, 8, "%zu ends for 8 rounds", g.boundaries);
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+		struct sgen g;
+		sgen_init_sent(&g, &p, true);
+		g.side_kib = 4;
+		g.side_every = 20;
+		sgen_burst(&g, 3, 1000);
+		sgen_idle(&g, 60);
+		sgen_burst(&g, 2, 1000);
+		sgen_idle(&g, 60);
+		for (int i = 0; i < 5 && models[m][i]; i++)
+			sgen_send_step(&g, 1000, models[m][i]);
+		sgen_idle(&g, 100);
+		cr_expect_eq(g.boundaries, 0, "models %zu: %zu rounds ended before the first", m,
+		             g.boundaries);
+		for (size_t round = 1; round <= 8; round++)
+			sgen_round_sent(&g, 2000);
+		cr_assert_eq(g.boundaries, 8, "models %zu: %zu ends for 8 rounds", m, g.boundaries);
+	}
 }
 
 /* A server whose models go out in readings under min_send_bytes, with a peer (4 KiB every
