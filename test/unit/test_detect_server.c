@@ -1039,7 +1039,7 @@ struct sshape {
  *   and with start-up's ends not reported, s1, s5 and s6 (and loaded s1 and s5) count at most
  *   one a round: held (27, 17, 16, 27 and 18 for 25, 15, 15, 25 and 15 before), as are the s2
  *   relays, whose counts stay under their rounds though their halves pair the wrong way (the
- *   clients train for less than the aggregation takes). Not s3's (9 for 8, none in phase) nor
+ *   clients train for less than the aggregation takes). Not s3's (10 for 8, none in phase) nor
  *   s4's (16 for 8: until a chain locks, the work takes the relay's polls in its 60-s rounds
  *   for rounds).
  * - s2 server job (4.5-s rounds): 0.96 with the shipped settings, but the settings chosen
