@@ -285,8 +285,8 @@ rt_detect_server_end(struct rt_detect_server *d, uint64_t t, uint64_t now)
 }
 
 /* Notes when the first models went out, r having sent since `before` (see the header): in one
- * reading of min_send_bytes, or in readings that sent as much in all with no pause of quiet_us
- * between them (small models, one spread thinly). */
+ * reading of min_send_bytes, or in readings that sent as much in all within quiet_us of the
+ * first of them (small models, one spread thinly). */
 static void
 rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
                               const struct rt_reading *r)
@@ -294,10 +294,13 @@ rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
 	if (d->first_models_us || before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
 	    r->bytes_sent <= before)
 		return;
-	if (r->t_us - d->start_sent_us >= d->params.quiet_us)
+	/* Within quiet_us of the first: a trickle over seconds (start-up's chatter, heartbeats)
+	 * is no model. */
+	if (r->t_us < d->start_sent_us || r->t_us - d->start_sent_us >= d->params.quiet_us) {
 		d->start_sent = 0;
+		d->start_sent_us = r->t_us;
+	}
 	d->start_sent += r->bytes_sent - before;
-	d->start_sent_us = r->t_us;
 	if (d->start_sent >= d->params.min_send_bytes)
 		d->first_models_us = r->t_us;
 }

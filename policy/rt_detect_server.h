@@ -85,7 +85,7 @@
  * none comes, and the last round's end is the work's to find.
  *
  * A server's rounds begin with its models going out (a reading that sent min_send_bytes, or
- * readings that sent as much in all with no pause of quiet_us between them). So, where the
+ * readings that sent as much in all within quiet_us of the first of them). So, where the
  * readings carry the bytes sent and the process has sent anything (it has a peer), until the
  * first round is reported, an end the work finds before the first models went out (the job
  * deployed, its process started, the clients registered) or at the quiet of the burst that sent
@@ -306,8 +306,8 @@ struct rt_detect_server {
 	unsigned nchains;
 	bool relay_locked;
 	/* Start-up (see the header): when the first model went out (0: not yet), what the sends
-	 * under way before it sent and their last reading, and how many of the work's ends before
-	 * the first round were refused. */
+	 * since start_sent_us sent before it, and how many of the work's ends before the first
+	 * round were refused. */
 	uint64_t first_models_us;
 	uint64_t start_sent;
 	uint64_t start_sent_us;

@@ -756,27 +756,36 @@ Test(detect_server, a_server_that_streams_counts_the_work_s_rounds)
 Test(detect_server, start_up_and_the_first_models_end_no_round)
 {
 	/* The first models in readings of 2 MiB, or after two of 40 KiB that already add up to
-	 * the first models' bytes. */
+	 * the first models' bytes; start-up's chatter 4 KiB a second, 4 KiB every 250 ms or 1 KiB
+	 * every 50 ms (it adds up to the first models' bytes too, over seconds: no model). */
 	static const uint64_t models[][5] = {{2048, 2048, 2048, 0}, {40, 40, 2048, 2048, 2048}};
+	static const struct {
+		uint64_t kib;
+		size_t every;
+	} chatter[] = {{4, 20}, {4, 5}, {1, 1}};
 	struct rt_detect_server_params p = sdefaults();
-	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
-		struct sgen g;
-		sgen_init_sent(&g, &p, true);
-		g.side_kib = 4;
-		g.side_every = 20;
-		sgen_burst(&g, 3, 1000);
-		sgen_idle(&g, 60);
-		sgen_burst(&g, 2, 1000);
-		sgen_idle(&g, 60);
-		for (int i = 0; i < 5 && models[m][i]; i++)
-			sgen_send_step(&g, 1000, models[m][i]);
-		sgen_idle(&g, 100);
-		cr_expect_eq(g.boundaries, 0, "models %zu: %zu rounds ended before the first", m,
-		             g.boundaries);
-		for (size_t round = 1; round <= 8; round++)
-			sgen_round_sent(&g, 2000);
-		cr_assert_eq(g.boundaries, 8, "models %zu: %zu ends for 8 rounds", m, g.boundaries);
-	}
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++)
+		for (size_t c = 0; c < sizeof(chatter) / sizeof(chatter[0]); c++) {
+			struct sgen g;
+			sgen_init_sent(&g, &p, true);
+			g.side_kib = chatter[c].kib;
+			g.side_every = chatter[c].every;
+			sgen_burst(&g, 3, 1000);
+			sgen_idle(&g, 60);
+			sgen_burst(&g, 2, 1000);
+			sgen_idle(&g, 60);
+			for (int i = 0; i < 5 && models[m][i]; i++)
+				sgen_send_step(&g, 1000, models[m][i]);
+			sgen_idle(&g, 100);
+			cr_expect_eq(g.boundaries, 0,
+			             "models %zu chatter %zu: %zu rounds ended before the first", m,
+			             c, g.boundaries);
+			for (size_t round = 1; round <= 8; round++)
+				sgen_round_sent(&g, 2000);
+			cr_expect_eq(g.boundaries, 8,
+			             "models %zu chatter %zu: %zu ends for 8 rounds", m, c,
+			             g.boundaries);
+		}
 }
 
 /* A server whose models go out in readings under min_send_bytes, with a peer (4 KiB every
