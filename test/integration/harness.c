@@ -536,7 +536,17 @@ th_count_lines(const char *path, const char *needle)
 bool
 th_fifo_write(const char *path, const char *text, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	/* The library makes its FIFO and then opens it: a write between the two finds no reader
+	 * (ENXIO), as a child's first write may, and waits for it, a second at most (a FIFO left
+	 * by a process that is gone has none for good). */
+	int fd = -1;
+	for (int waited = 0; fd < 0 && waited < 1000; waited += 10) {
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno != ENXIO)
+			return false;
+		if (fd < 0)
+			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
 	if (fd < 0)
 		return false;
 	/* Blocking from here on: a reader exists, and FIFO triggers must never be dropped. */

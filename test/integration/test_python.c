@@ -766,6 +766,7 @@ Test(python, exits_during_the_librarys_steps, .timeout = 1800)
 		struct py_run run;
 		char line[256];
 		py_start(&run, "exit_during.py", hows[i % 3], manual, "ready");
+		py_main_waits(run.proc.pid);
 		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
 		          "exit %d: the steps never ran", i);
@@ -795,6 +796,7 @@ py_exits_during_the_librarys_steps(const char *how, const char *extra, const cha
 		struct py_run run;
 		char line[256], err[8192];
 		py_start(&run, "exit_during.py", how, manual, "ready");
+		py_main_waits(run.proc.pid);
 		cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 		cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
 		          "exit %d: the steps never ran", i);
@@ -856,6 +858,7 @@ py_ctrl_c_during_the_exits_wait(const char *how, const char *extra)
 	 * would the program (CPython installs no handler for an ignored SIGINT). */
 	signal(SIGINT, SIG_DFL);
 	py_start(&run, "exit_during.py", how, manual, "ready");
+	py_main_waits(run.proc.pid);
 	cr_assert(th_fifo_write(run.fifo, "round\n", 6));
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS),
 	          "the steps never ran");
@@ -1147,6 +1150,7 @@ py_embedder_steps_on_the_librarys_thread(struct th_proc *proc, int r)
 	char line[1024];
 	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "ready");
+	py_main_waits(proc->pid);
 	py_round_pid(th_tmpdir(), proc->pid, r, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS),
@@ -1266,6 +1270,7 @@ Test(python, embedder_ends_after_a_destructor_ended_the_librarys_thread_again, .
 	py_spawn_embedder(&proc, "key_dtor.py", (const char *[]){"1", "pthread_exit", NULL}, dso);
 	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "ready");
+	py_main_waits(proc.pid);
 	py_round_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
 	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "in-steps");
