@@ -115,7 +115,8 @@ rt_fifo_make(int dirfd, const char *name, unsigned uid, char *why, size_t why_si
 		return false;
 	}
 	/* O_RDWR: the FIFO always has a writer (us), so poll never reports a hang-up when the
-	 * last external writer closes, and writers never see ENXIO while we live. */
+	 * last external writer closes, and writers never see ENXIO while we live, but between
+	 * mkfifoat and this open. */
 	int fd = openat(dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || !rt_node_is(fd, S_IFIFO, uid)) {
 		snprintf(why, why_size, "cannot open %s: %s", rt_ff.fifo_path,
