@@ -790,8 +790,8 @@ Test(detect_server, start_up_and_the_first_models_end_no_round)
 
 /* A server whose models go out in readings under min_send_bytes, with a peer (4 KiB every
  * second): 3 readings of 32 KiB a model, or 1 MiB at 48 KiB a reading. Its models are still
- * models (they add up to min_send_bytes with no pause between them), so its first rounds are no
- * start-up's: before, each lost its first 3 (7 ends for 10 rounds). */
+ * models (they add up to min_send_bytes within quiet_us of the first), so its first rounds are
+ * no start-up's: before, each lost its first 3 (7 ends for 10 rounds). */
 Test(detect_server, models_sent_in_small_readings_lose_no_round_at_the_start)
 {
 	static const struct {
