@@ -88,6 +88,12 @@ rt_detect_known(uint64_t value)
 	return value != RT_TRACE_UNKNOWN;
 }
 
+bool
+rt_detect_has_a_peer(uint64_t bytes_sent)
+{
+	return rt_detect_known(bytes_sent) && bytes_sent > 0;
+}
+
 uint64_t
 rt_detect_scale(uint64_t value, uint64_t num, uint64_t den)
 {
@@ -299,8 +305,8 @@ rt_detect_sends_a_round(const struct rt_detect *d, const struct rt_reading *now)
 	if (rt_detect_update_bytes(d))
 		return rt_detect_update_sent(d, now);
 	uint64_t sent = rt_detect_burst_sent(d, now);
-	bool has_a_peer = rt_detect_known(now->bytes_sent) && now->bytes_sent > 0;
-	return d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
+	return d->boundaries || !rt_detect_has_a_peer(now->bytes_sent) ||
+	       d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
 	       (rt_detect_known(sent) && sent >= p->min_round_sent_bytes);
 }
 

@@ -224,6 +224,10 @@ bool rt_detect_active(struct rt_detect_peaks *peaks, const struct rt_reading *la
                       uint64_t peak_half_life_us, uint32_t quiet_cpu_permille,
                       uint32_t idle_cpu_permille);
 
+/* Whether a process that sent bytes_sent so far has a peer: it sent anything at all (not where
+ * it was not measured). Both detectors refuse start-up's ends only in such a process. */
+bool rt_detect_has_a_peer(uint64_t bytes_sent);
+
 /* value * num / den without overflow for the magnitudes of rates and times (saturates). */
 uint64_t rt_detect_scale(uint64_t value, uint64_t num, uint64_t den);
 

@@ -256,12 +256,11 @@ rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now, boo
 static bool
 rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
 {
-	bool has_a_peer = d->sent != RT_TRACE_UNKNOWN && d->sent > 0;
 	bool first_models = d->first_models_us && d->send_last_us >= d->first_models_us &&
 	                    t >= d->send_last_us && t - d->send_last_us <= d->params.quiet_us &&
 	                    t - d->first_models_us < d->params.send_gap_us;
-	if (d->boundaries || !has_a_peer || d->start_refusals >= RT_DETECT_LOCK_ROUNDS ||
-	    (d->first_models_us && !first_models))
+	if (d->boundaries || !rt_detect_has_a_peer(d->sent) ||
+	    d->start_refusals >= RT_DETECT_LOCK_ROUNDS || (d->first_models_us && !first_models))
 		return false;
 	d->start_refusals++;
 	return true;

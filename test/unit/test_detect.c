@@ -97,6 +97,14 @@ defaults(void)
 	return p;
 }
 
+/* A peer is anything sent; an unknown count is none (the start-up rules of both detectors). */
+Test(detect, a_peer_is_anything_sent)
+{
+	cr_assert_not(rt_detect_has_a_peer(RT_TRACE_UNKNOWN));
+	cr_assert_not(rt_detect_has_a_peer(0));
+	cr_assert(rt_detect_has_a_peer(1));
+}
+
 Test(detect, documented_defaults)
 {
 	struct rt_detect_params p = defaults();
