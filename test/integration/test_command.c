@@ -243,6 +243,9 @@ Test(command, wait_is_bounded_when_the_target_cannot_answer)
 	char line[1024];
 	const char *args[] = {"idle", NULL};
 	th_start_probe(&run, args, NULL, line, sizeof(line));
+	/* The status file is made, then written: stopped in between, the process would show the
+	 * command no status of its own, and so no FIFO to write to. */
+	th_wait_rounds(&run, 0, line, sizeof(line));
 	cr_assert_eq(kill(run.proc.pid, SIGSTOP), 0);
 	for (int i = 0; !all_stopped(run.proc.pid); i++) {
 		cr_assert_lt(i, TH_TIMEOUT_MS, "the target never stopped");
