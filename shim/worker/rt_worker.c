@@ -710,12 +710,12 @@ rt_worker_main(void *arg)
 	atomic_store(&rt_worker_life.tid, gettid());
 	rt_stack_mark(&w->stack, RT_WORKER_STACK);
 	rt_creds_worker_starts();
-	/* First: the starter waits for it. */
+	/* Named by itself (naming another thread opens /proc/self/task/TID/comm), and before its
+	 * table, which the starter waits for: the program's main never sees it unnamed. */
+	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_worker_take_table(w);
 	if (w->descriptors == RT_FILE_TABLE_NONE)
 		return NULL;
-	/* Named by itself: naming another thread opens /proc/self/task/TID/comm. */
-	pthread_setname_np(pthread_self(), RT_FILE_WORKER_THREAD);
 	rt_tally_exclude_self();
 	rt_heap_take_arena();
 	rt_send_resolve();

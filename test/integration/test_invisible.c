@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,25 @@ Test(invisible, no_descriptor_of_the_library_in_the_programs_table)
 Test(invisible, keeper_no_descriptor_of_the_library_in_the_programs_table)
 {
 	no_library_descriptor_in_the_programs_table("noshare:probe", "roundtrim-fds");
+}
+
+/* The library's thread bears its name from before the program's main runs: tests and tools find
+ * it by name (th_fd_holder). It once named itself after the starter had let main go, and on a
+ * busy machine main could run beside it unnamed (CI: "no descriptor ends in .fifo"). Here the
+ * probe runs on one CPU and looks first thing in main, before the woken worker has had the CPU. */
+Test(invisible, the_library_s_thread_is_named_before_main_runs)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	for (int i = 0; i < 16; i++) {
+		struct th_probe run;
+		char line[512];
+		th_start_probe(&run, (const char *[]){"names", NULL}, NULL, line, sizeof(line));
+		th_kill(&run.proc);
+		cr_assert_str_eq(line, "roundtrim=1", "start %d", i);
+	}
 }
 
 /* Where no task can have a table of its own and ROUNDTRIM_SHARED_TABLE=1 accepts the program's,

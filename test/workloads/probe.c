@@ -3,6 +3,8 @@
  *   idle            print "ready", wait for EOF on stdin
  *   alloc           allocate through every malloc-family entry point, print "ok"
  *   status          print Threads/SigBlk/SigIgn/SigCgt of itself, then act as idle
+ *   names           first thing in main: print "roundtrim=N", N its threads of that name,
+ *                   then act as idle
  *   eintr [own]     threads block in nanosleep, poll and read while main waits for EOF; prints
  *                   "eintr=E waits=W". "own" installs an SA_RESTART handler for the trigger
  *                   signal and unblocks it, as a control: then EINTR must be seen.
@@ -153,6 +155,26 @@ mode_idle(void)
 	fflush(stdout);
 	wait_eof();
 	return 0;
+}
+
+static int
+mode_names(void)
+{
+	int named = 0;
+	DIR *tasks = opendir("/proc/self/task");
+	for (struct dirent *e; tasks && (e = readdir(tasks)) != NULL;) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = e->d_name[0] == '.' ? NULL : fopen(path, "re");
+		if (f && fgets(comm, sizeof(comm), f) && !strcmp(comm, "roundtrim\n"))
+			named++;
+		if (f)
+			fclose(f);
+	}
+	if (tasks)
+		closedir(tasks);
+	printf("roundtrim=%d\n", named);
+	return mode_idle();
 }
 
 static int
@@ -1498,6 +1520,8 @@ main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *mode = argc > 1 ? argv[1] : "idle";
+	if (!strcmp(mode, "names"))
+		return mode_names();
 	if (!strcmp(mode, "idle"))
 		return mode_idle();
 	if (!strcmp(mode, "alloc"))
