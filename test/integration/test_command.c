@@ -1210,27 +1210,6 @@ Test(command, report_leaves_out_a_line_cut_short)
 	th_expect_in(err, "1 line(s) that are not stats lines left out");
 }
 
-/* ---- lint ---- */
-
-Test(command, shellcheck_and_man_lint_pass)
-{
-	/* From the source tree: the scripts' source= directives are relative to it. */
-	const char *shellcheck[] = {"/bin/sh", "-c",
-	                            "cd \"$0\" && shellcheck -x scripts/*.sh test/fixtures/*.sh",
-	                            RT_SOURCE_DIR, NULL};
-	cr_assert_eq(th_run(shellcheck, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s%s", out,
-	             err);
-	const char *mandoc[] = {"/usr/bin/mandoc",
-	                        "-T",
-	                        "lint",
-	                        "-W",
-	                        "warning",
-	                        RT_SOURCE_DIR "/man/roundtrim.1",
-	                        NULL};
-	cr_assert_eq(th_run(mandoc, NULL, out, sizeof(out), err, sizeof(err)), 0, "%s%s", out, err);
-	cr_assert_str_eq(out, "");
-}
-
 /* ---- The end-to-end run the issue asks for ---- */
 
 #define E2E_ROUNDS 20
