@@ -249,20 +249,28 @@ rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now, boo
 	return RT_DETECT_BOUNDARY;
 }
 
-/* Whether the work's end at t is start-up's (see the header): before the first round
- * reported, in a process that has sent anything, while no model went out or the burst that
- * ended was the one that sent the first models, for the first RT_DETECT_LOCK_ROUNDS such
- * ends. */
+/* Whether the work's end at t is start-up's (see the header): in a process that has sent
+ * anything, before the first round reported while no model went out, or the burst that ended
+ * was the one that sent the first models (whatever ends before them were reported: clients that
+ * join slowly), for the first RT_DETECT_LOCK_ROUNDS such ends of each kind. */
 static bool
 rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
 {
-	bool first_models = d->first_models_us && d->send_last_us >= d->first_models_us &&
-	                    t >= d->send_last_us && t - d->send_last_us <= d->params.quiet_us &&
-	                    t - d->first_models_us < d->params.send_gap_us;
-	if (d->boundaries || !rt_detect_has_a_peer(d->sent) ||
-	    d->start_refusals >= RT_DETECT_LOCK_ROUNDS || (d->first_models_us && !first_models))
+	if (!rt_detect_has_a_peer(d->sent))
 		return false;
-	d->start_refusals++;
+	unsigned *refusals = &d->start_refusals;
+	if (d->first_models_us) {
+		refusals = &d->models_refusals;
+		if (d->send_last_us < d->first_models_us || t < d->send_last_us ||
+		    t - d->send_last_us > d->params.quiet_us ||
+		    t - d->first_models_us >= d->params.send_gap_us)
+			return false;
+	} else if (d->boundaries) {
+		return false;
+	}
+	if (*refusals >= RT_DETECT_LOCK_ROUNDS)
+		return false;
+	(*refusals)++;
 	return true;
 }
 
@@ -300,8 +308,12 @@ rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
 		d->start_sent_us = r->t_us;
 	}
 	d->start_sent += r->bytes_sent - before;
-	if (d->start_sent >= d->params.min_send_bytes)
-		d->first_models_us = r->t_us;
+	if (d->start_sent < d->params.min_send_bytes)
+		return;
+	d->first_models_us = r->t_us;
+	/* The rounds begin here: start-up's rhythm is none of theirs. */
+	d->nintervals = d->next_interval = 0;
+	d->period_us = 0;
 }
 
 /* Follows the broadcasts (see the header). Returns true when r begins one that reports the

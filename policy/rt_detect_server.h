@@ -86,15 +86,18 @@
  *
  * A server's rounds begin with its models going out (a reading that sent min_send_bytes, or
  * readings that sent as much in all within quiet_us of the first of them). So, where the
- * readings carry the bytes sent and the process has sent anything (it has a peer), until the
- * first round is reported, an end the work finds before the first models went out (the job
- * deployed, its process started, the clients registered) or at the quiet of the burst that sent
- * the first models (the last reading of min_send_bytes since they began at most quiet_us before
- * the end, within send_gap_us of them: where their broadcast runs on into the next rounds, those
- * rounds' ends are no start-up's) is start-up's: not reported, for the first
- * RT_DETECT_LOCK_ROUNDS such ends, and learnt from as the others (the period). A server whose
- * models are smaller than min_send_bytes, or go out by calls the readings do not count, loses at
- * most that many rounds at its start.
+ * readings carry the bytes sent and the process has sent anything (it has a peer), an end the
+ * work finds before the first models went out (the job deployed, its process started, the
+ * clients registered), until the first round is reported, or at the quiet of the burst that
+ * sent the first models (the last reading of min_send_bytes since they began at most quiet_us
+ * before the end, within send_gap_us of them: where their broadcast runs on into the next
+ * rounds, those rounds' ends are no start-up's), whatever was reported before, is start-up's:
+ * not reported, for the first RT_DETECT_LOCK_ROUNDS such ends of each kind (clients that join
+ * slowly spend the first kind's). The period learnt before the first models is forgotten when
+ * they go out: start-up's rhythm (registrations 30 s apart) is no round's, and rounds far
+ * shorter than it would fuse into one activity. A server whose models are smaller than
+ * min_send_bytes, or go out by calls the readings do not count, loses at most
+ * RT_DETECT_LOCK_ROUNDS rounds at its start.
  *
  * A relay (NVFlare's server parent) passes each model on to the clients as they ask for it, and
  * each client's update on as it comes: the same clients get the model and return the update, so
@@ -306,12 +309,13 @@ struct rt_detect_server {
 	unsigned nchains;
 	bool relay_locked;
 	/* Start-up (see the header): when the first model went out (0: not yet), what the sends
-	 * since start_sent_us sent before it, and how many of the work's ends before the first
-	 * round were refused. */
+	 * since start_sent_us sent before it, and how many of the work's ends were refused before
+	 * the first models and at them, each its own budget. */
 	uint64_t first_models_us;
 	uint64_t start_sent;
 	uint64_t start_sent_us;
 	unsigned start_refusals;
+	unsigned models_refusals;
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */

@@ -788,6 +788,39 @@ Test(detect_server, start_up_and_the_first_models_end_no_round)
 		}
 }
 
+/* Clients that join slowly: each registration a burst of the server's (a peer: 4 KiB sent every
+ * second), 30 s apart, more of them than start-up's refusals. Those that pass the refusals are
+ * counted, but the first models' end stays start-up's (it was a round too once an end before
+ * the models had been reported), and the registrations' rhythm is no round's: learnt as the
+ * period, it made the 7-s rounds after it one activity that never closed (1 end for 8). */
+Test(detect_server, slow_registrations_leave_the_first_models_end_no_round)
+{
+	struct rt_detect_server_params p = sdefaults();
+	for (int registrations = 4; registrations <= 6; registrations++) {
+		struct sgen g;
+		sgen_init_sent(&g, &p, true);
+		g.side_kib = 4;
+		g.side_every = 20;
+		for (int i = 0; i < registrations; i++) {
+			sgen_burst(&g, 3, 1000);
+			sgen_idle(&g, 600);
+		}
+		size_t before_models = g.boundaries;
+		sgen_burst(&g, 2, 1000);
+		for (int i = 0; i < 3; i++)
+			sgen_send_step(&g, 1000, 2048);
+		sgen_idle(&g, 100);
+		cr_expect_eq(g.boundaries, before_models,
+		             "%d registrations: the first models' end was a round (%zu ends, %zu "
+		             "before the models)",
+		             registrations, g.boundaries, before_models);
+		for (size_t round = 1; round <= 8; round++)
+			sgen_round_sent(&g, 2000);
+		cr_expect_eq(g.boundaries, before_models + 8, "%d registrations: %zu ends for 8 rounds",
+		             registrations, g.boundaries - before_models);
+	}
+}
+
 /* A server whose models go out in readings under min_send_bytes, with a peer (4 KiB every
  * second): 3 readings of 32 KiB a model, or 1 MiB at 48 KiB a reading. Its models are still
  * models (they add up to min_send_bytes within quiet_us of the first), so its first rounds are
@@ -1303,9 +1336,9 @@ Test(detect_server_traces, start_up_s_refused_ends_are_no_round_s, .timeout = 60
 					continue;
 				last_fed = r->t_us;
 				rt_detect_server_feed(&d, r);
-				if (d.start_refusals == refusals)
+				if (d.start_refusals + d.models_refusals == refusals)
 					continue;
-				refusals = d.start_refusals;
+				refusals = d.start_refusals + d.models_refusals;
 				for (size_t b = 0; b < truth.n; b++)
 					cr_expect(
 					    r->t_us < truth.boundaries[b] ||
