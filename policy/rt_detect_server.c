@@ -263,7 +263,8 @@ rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
 		refusals = &d->models_refusals;
 		if (d->send_last_us < d->first_models_us || t < d->send_last_us ||
 		    t - d->send_last_us > d->params.quiet_us ||
-		    t - d->first_models_us >= d->params.send_gap_us)
+		    (t - d->first_models_us >= d->params.send_gap_us &&
+		     d->models_run_last_us && d->send_last_us != d->models_run_last_us))
 			return false;
 	} else if (d->boundaries) {
 		return false;
@@ -328,6 +329,9 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	if (before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
 	    r->bytes_sent < before || r->bytes_sent - before < p->min_send_bytes) {
 		d->send_quiet_us = t;
+		if (d->first_models_us && !d->models_run_last_us &&
+		    d->send_last_us >= d->first_models_us && t - d->send_last_us >= p->quiet_us)
+			d->models_run_last_us = d->send_last_us;
 		return false;
 	}
 	/* A new broadcast after readings that sent no model for half the gap at least: a reading

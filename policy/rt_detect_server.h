@@ -90,8 +90,10 @@
  * work finds before the first models went out (the job deployed, its process started, the
  * clients registered), until the first round is reported, or at the quiet of the burst that
  * sent the first models (the last reading of min_send_bytes since they began at most quiet_us
- * before the end, within send_gap_us of them: where their broadcast runs on into the next
- * rounds, those rounds' ends are no start-up's), whatever was reported before, is start-up's:
+ * before the end, within send_gap_us of them or in the run of such readings that began with
+ * them, no pause of quiet_us between two: large models take seconds to go out; where their
+ * broadcast runs on into the next rounds, with pauses, those rounds' ends are no start-up's),
+ * whatever was reported before, is start-up's:
  * not reported, for the first RT_DETECT_LOCK_ROUNDS such ends of each kind (clients that join
  * slowly spend the first kind's). The period learnt before the first models is forgotten when
  * they go out: start-up's rhythm (registrations 30 s apart) is no round's, and rounds far
@@ -316,6 +318,7 @@ struct rt_detect_server {
 	uint64_t start_sent_us;
 	unsigned start_refusals;
 	unsigned models_refusals;
+	uint64_t models_run_last_us; /* the last send of the first models' run (0: under way) */
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */

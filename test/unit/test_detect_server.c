@@ -788,6 +788,33 @@ Test(detect_server, start_up_and_the_first_models_end_no_round)
 		}
 }
 
+/* Models too large to go out within the send gap (2 s): NVFlare's relay of a 50M-parameter
+ * model sends 400 MiB to its clients over 3.3 s, in readings with pauses of 100 to 200 ms. The
+ * burst that sent them ends with that run of sends, and its end is start-up's however long the
+ * run lasted (before: only within 2 s of the first models, and this one was a round: 9 ends for
+ * 8 rounds; the s3 relay counted 10 for 8). A pause of the sends longer than quiet_us ends the
+ * run: the next models, a round later, are a round's. */
+Test(detect_server, first_models_sent_over_seconds_end_no_round)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, true);
+	g.side_kib = 4;
+	g.side_every = 20;
+	sgen_burst(&g, 3, 1000);
+	sgen_idle(&g, 60);
+	for (int i = 0; i < 70; i++) {
+		if (i % 10 == 9)
+			sgen_burst(&g, 3, 500);
+		sgen_send_step(&g, 1000, 6 * 1024);
+	}
+	sgen_idle(&g, 100);
+	cr_expect_eq(g.boundaries, 0, "%zu rounds ended before the first", g.boundaries);
+	for (size_t round = 1; round <= 8; round++)
+		sgen_round_sent(&g, 2000);
+	cr_expect_eq(g.boundaries, 8, "%zu ends for 8 rounds", g.boundaries);
+}
+
 /* Clients that join slowly: each registration a burst of the server's (a peer: 4 KiB sent every
  * second), 30 s apart, more of them than start-up's refusals. Those that pass the refusals are
  * counted, but the first models' end stays start-up's (it was a round too once an end before
