@@ -263,8 +263,8 @@ rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
 		refusals = &d->models_refusals;
 		if (d->send_last_us < d->first_models_us || t < d->send_last_us ||
 		    t - d->send_last_us > d->params.quiet_us ||
-		    (t - d->first_models_us >= d->params.send_gap_us &&
-		     d->models_run_last_us && d->send_last_us != d->models_run_last_us))
+		    (t - d->first_models_us >= d->params.send_gap_us && d->models_run_last_us &&
+		     d->send_last_us != d->models_run_last_us))
 			return false;
 	} else if (d->boundaries) {
 		return false;

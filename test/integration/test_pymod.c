@@ -172,8 +172,8 @@ pymod_nogil_hands_over(bool subinterpreter)
 	          "no stats line for round 1");
 	th_expect_in(line, "\"trigger\":\"api\"");
 	th_expect_in(line, "\"python\":\"pending\"");
-	cr_assert(th_wait_line(run.stats, "\"round\":1,\"trigger\":\"python\"", line,
-	                       sizeof(line), TH_TIMEOUT_MS),
+	cr_assert(th_wait_line(run.stats, "\"round\":1,\"trigger\":\"python\"", line, sizeof(line),
+	                       TH_TIMEOUT_MS),
 	          "the main thread never ran the steps");
 	th_expect_in(line, "\"python\":\"collected\"");
 	pymod_finish(&run, err, sizeof(err));

@@ -59,8 +59,8 @@ run_rounds(const char *preload, int every, int rounds, enum trigger trigger)
 		if (th_field(line, "live_kib") > 0)
 			live = th_field(line, "live_kib");
 		else
-			cr_assert(strstr(line, "live-skipped") && live > 0, "no live heap figure: %s",
-			          line);
+			cr_assert(strstr(line, "live-skipped") && live > 0,
+			          "no live heap figure: %s", line);
 		/* The workload really fragments: before any action RSS is far above live. */
 		cr_assert(!near_live(before, live), "workload did not fragment: %s", line);
 		if (r % every == 0) {

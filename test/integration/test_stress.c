@@ -655,9 +655,10 @@ hostile(const char *workload, const char *how, long full)
 		finish(&run, 0, shared);
 	}
 	if (shared)
-		cr_log_info("%ld of %ld runs: a file of the program's was used between a check and its "
-		            "use",
-		            touched_runs, runs);
+		cr_log_info(
+		    "%ld of %ld runs: a file of the program's was used between a check and its "
+		    "use",
+		    touched_runs, runs);
 }
 
 Test(stress, host_closes_every_descriptor)

@@ -843,8 +843,9 @@ Test(detect_server, slow_registrations_leave_the_first_models_end_no_round)
 		             registrations, g.boundaries, before_models);
 		for (size_t round = 1; round <= 8; round++)
 			sgen_round_sent(&g, 2000);
-		cr_expect_eq(g.boundaries, before_models + 8, "%d registrations: %zu ends for 8 rounds",
-		             registrations, g.boundaries - before_models);
+		cr_expect_eq(g.boundaries, before_models + 8,
+		             "%d registrations: %zu ends for 8 rounds", registrations,
+		             g.boundaries - before_models);
 	}
 }
 
