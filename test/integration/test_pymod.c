@@ -26,13 +26,15 @@ struct pymod_run {
 };
 
 /* Starts api_calls.py with the module on its path (no bytecode written into the tree), the
- * library preloaded when `preload`, its FIFO, status and stats files per pid in th_tmpdir(), and
- * the NAME=VALUE strings of extra (NULL-terminated, up to 6); waits for its "ready". */
+ * library preloaded when `preload`, its FIFO, status and stats files per pid in th_tmpdir(), no
+ * detection (the rounds counted are the API's: under load a parent that forked once detected one
+ * of its own), and the NAME=VALUE strings of extra (NULL-terminated, up to 6), which come first;
+ * waits for its "ready". */
 static void
 pymod_start(struct pymod_run *run, bool preload, const char *const extra[])
 {
 	const char *dir = th_tmpdir();
-	const char *env[12];
+	const char *env[16];
 	size_t n = 0;
 	snprintf(run->env[0], PATH_MAX, "PYTHONPATH=%s/scripts/python", RT_SOURCE_DIR);
 	snprintf(run->env[1], PATH_MAX, "ROUNDTRIM_FIFO=%s/%%p.fifo", dir);
@@ -45,6 +47,7 @@ pymod_start(struct pymod_run *run, bool preload, const char *const extra[])
 		preload &= strncmp(extra[i], "LD_PRELOAD=", 11) != 0;
 	}
 	env[n++] = "PYTHONDONTWRITEBYTECODE=1";
+	env[n++] = "ROUNDTRIM_AUTO=off";
 	for (size_t i = 0; i < (preload ? 4 : 3); i++)
 		env[n++] = run->env[i];
 	env[n] = NULL;
@@ -262,8 +265,7 @@ Test(pymod, status_without_a_fifo)
 	struct pymod_run run;
 	char status[4096], env_prom[PATH_MAX + 32], prom[PATH_MAX], err[8192];
 	snprintf(env_prom, sizeof(env_prom), "ROUNDTRIM_PROM=%s/%%p.prom", th_tmpdir());
-	/* No detection: the rounds counted are the API's alone. */
-	const char *extra[] = {"ROUNDTRIM_FIFO=none", env_prom, "ROUNDTRIM_AUTO=off", NULL};
+	const char *extra[] = {"ROUNDTRIM_FIFO=none", env_prom, NULL};
 	pymod_start(&run, true, extra);
 	snprintf(prom, sizeof(prom), "%s/%d.prom", th_tmpdir(), run.proc.pid);
 	wait_prom_rounds(prom, run.proc.pid, 0);
@@ -285,9 +287,8 @@ Test(pymod, fork_child_calls_are_its_own)
 {
 	struct pymod_run run;
 	char answer[256], status[4096], child_status[PATH_MAX], err[8192], pid[32];
-	/* Count only, so that the round and the trim show apart; no detection, which under load
-	 * once counted a round of its own in the parent (rounds 1 where the parent counts none). */
-	const char *extra[] = {"ROUNDTRIM_GC_ROUNDS=0", "ROUNDTRIM_AUTO=off", NULL};
+	/* Count only, so that the round and the trim show apart. */
+	const char *extra[] = {"ROUNDTRIM_GC_ROUNDS=0", NULL};
 	pymod_start(&run, true, extra);
 	pymod_ask(&run, "fork", answer, sizeof(answer));
 	int child = 0;
