@@ -1,5 +1,5 @@
-/* pyembed SCRIPT [RUNS [now|pthread_exit]]: an embedder, as a C or C++ service that runs Python for a phase
- * and then goes on without it, RUNS times (default 1): Py_Initialize, runs SCRIPT
+/* pyembed SCRIPT [RUNS [now|gap|pthread_exit]]: an embedder, as a C or C++ service that runs Python
+ * for a phase and then goes on without it, RUNS times (default 1): Py_Initialize, runs SCRIPT
  * (PyRun_SimpleFile), Py_FinalizeEx, prints "finalized". Then it writes one byte to the pipe
  * whose read end the script found in PYEMBED_FD (a finalizer of the script's may wait on it),
  * waits until the process is down to 2 tasks (its own and the library's worker; 1 s at most),
@@ -9,8 +9,10 @@
  * later Py_Initialize it writes one byte more to the pipe: a finalizer of that run finds it there
  * and does not wait. With "now", as an embedder that runs one job after another: one byte before
  * each Py_Initialize (no finalizer waits), and after "finalized" the next Py_Initialize at once
- * (no wait, no setns). With "pthread_exit", as "now", and after the last run the main thread ends
- * with pthread_exit(3): glibc ends the process with exit(0) once its last thread has gone. */
+ * (no wait, no setns). With "gap", as "now", but before each later Py_Initialize it reads a line
+ * from stdin: the test makes the worker look while Python is down. With "pthread_exit", as "now",
+ * and after the last run the main thread ends with pthread_exit(3): glibc ends the process with
+ * exit(0) once its last thread has gone. */
 #include <Python.h>
 
 #include "tasks.h"
@@ -41,7 +43,8 @@ main(int argc, char **argv)
 	char fd_text[16];
 	int runs = argc >= 3 ? atoi(argv[2]) : 1;
 	bool thread_exit = argc == 4 && strcmp(argv[3], "pthread_exit") == 0;
-	bool now = thread_exit || (argc == 4 && strcmp(argv[3], "now") == 0);
+	bool gap = argc == 4 && strcmp(argv[3], "gap") == 0;
+	bool now = thread_exit || gap || (argc == 4 && strcmp(argv[3], "now") == 0);
 	if (argc < 2 || argc > 4 || (argc == 4 && !now) || runs < 1 || pipe(gate) != 0)
 		return 2;
 	snprintf(fd_text, sizeof(fd_text), "%d", gate[0]);
@@ -51,6 +54,10 @@ main(int argc, char **argv)
 		FILE *script = fopen(argv[1], "r");
 		if (!script || ((run > 0 || now) && write(gate[1], "x", 1) != 1))
 			return 2;
+		/* Not with stdio: the script's own reads of stdin must find nothing of ours. */
+		for (char c = 0; gap && run > 0 && c != '\n';)
+			if (read(0, &c, 1) != 1)
+				return 2;
 		Py_Initialize();
 		int failed = PyRun_SimpleFile(script, argv[1]);
 		fclose(script);
