@@ -218,8 +218,9 @@ struct rt_python_watch {
 enum rt_python_seen {
 	RT_PYTHON_SEEN_UP,   /* nothing to do */
 	RT_PYTHON_SEEN_DOWN, /* nothing to do either: the thread stays (below) */
-	/* Up after down: a new interpreter. The thread that served the last one (idle, or one
-	 * CPython ended) goes now, while the program runs, and the new main thread starts one. */
+	/* Up after down: a new interpreter. A thread that CPython ended in the last one goes now,
+	 * while the program runs, and the new main thread starts one; an idle one stays and serves
+	 * the new interpreter, whose main thread may already sit in a C call. */
 	RT_PYTHON_SEEN_NEW,
 };
 

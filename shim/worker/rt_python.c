@@ -207,9 +207,12 @@ static __thread uint32_t rt_py_thread_my_gen;
 /* Where the library's thread goes back to once CPython has ended it (rt_python_thread_park): a
  * point in its start routine, saved at its entry; NULL before, and once it went back. */
 static __thread jmp_buf *rt_py_thread_entry;
-/* Threads of ours that CPython ended and that wait for Python to be down (the worker wakes
- * them: rt_python_tend). */
+/* Threads of ours that CPython ended and that wait to end (rt_python_thread_park): until a
+ * program thread needs them gone or the worker sees a new interpreter up (rt_python_tend). */
 static atomic_uint rt_py_thread_parked;
+/* The futex word they wait on, bumped to end them; an idle thread of the current generation, which
+ * waits on rt_py_thread_asks, stays. */
+static _Atomic uint32_t rt_py_thread_unparks;
 /* The task id of the last thread of ours that went back to its start routine to end: a
  * program thread that waits for the end of ours waits for the kernel to release it too. */
 static atomic_int rt_py_thread_leaving_tid;
@@ -980,12 +983,14 @@ rt_python_thread_park(void)
 	if (!entry)
 		for (;;)
 			syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	/* Read before it counts as parked: a bump after the worker saw it parked ends it. */
+	uint32_t unparks = atomic_load(&rt_py_thread_unparks);
 	atomic_fetch_add(&rt_py_thread_parked, 1);
 	for (;;) {
-		uint32_t asks = atomic_load(&rt_py_thread_asks);
-		if (atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen)
+		uint32_t now = atomic_load(&rt_py_thread_unparks);
+		if (atomic_load(&rt_py_thread_gen) != rt_py_thread_my_gen || now != unparks)
 			break;
-		syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAIT_PRIVATE, asks, NULL, NULL, 0);
+		syscall(SYS_futex, &rt_py_thread_unparks, FUTEX_WAIT_PRIVATE, now, NULL, NULL, 0);
 	}
 	atomic_fetch_sub(&rt_py_thread_parked, 1);
 	longjmp(*entry, 1);
@@ -1228,6 +1233,15 @@ rt_python_thread_send_away(void)
 	atomic_store(&rt_py_thread_out, false);
 	atomic_fetch_add(&rt_py_thread_asks, 1);
 	syscall(SYS_futex, &rt_py_thread_asks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	syscall(SYS_futex, &rt_py_thread_unparks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Ends the threads CPython ended (parked), and those only: they cannot serve. */
+static void
+rt_python_thread_unpark(void)
+{
+	atomic_fetch_add(&rt_py_thread_unparks, 1);
+	syscall(SYS_futex, &rt_py_thread_unparks, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void
@@ -1458,9 +1472,13 @@ rt_python_tend(void)
 	if (atomic_load_explicit(&rt_py_state, memory_order_acquire) == RT_PY_FOUND) {
 		switch (rt_python_watch(&rt_py_watch, rt_py.is_initialized() != 0)) {
 		case RT_PYTHON_SEEN_NEW:
-			if (atomic_load(&rt_py_thread_runs) ||
-			    atomic_load(&rt_py_thread_parked) > 0)
-				rt_python_thread_send_away();
+			/* An idle thread of ours stays and serves the new interpreter, as it does
+			 * where the worker never saw Python down between the two: sent away, it
+			 * would leave the new interpreter without one until its main thread ran
+			 * the start call, which a main thread that already sits in a C call (it
+			 * may have found the old thread there and gone on) never runs. */
+			if (atomic_load(&rt_py_thread_parked) > 0)
+				rt_python_thread_unpark();
 			break;
 		case RT_PYTHON_SEEN_UP:
 		case RT_PYTHON_SEEN_DOWN:

@@ -1142,10 +1142,10 @@ Test(python, stand_down_waits_for_an_idle_librarys_thread)
 	cr_assert(WIFEXITED(run.proc.status) && WEXITSTATUS(run.proc.status) == 0, "%s", err);
 }
 
-/* The embedder's interpreter r (1, 2, ...) says it is ready; round r is announced while its main
+/* The embedder's interpreter i (1, 2, ...) says it is ready; round r is announced while its main
  * thread sits in a read, and the library's thread runs its steps ("in-steps"). */
 static void
-py_embedder_steps_on_the_librarys_thread(struct th_proc *proc, int r)
+py_embedder_steps_on_the_librarys_thread(struct th_proc *proc, int i, int r)
 {
 	char line[1024];
 	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS));
@@ -1154,8 +1154,8 @@ py_embedder_steps_on_the_librarys_thread(struct th_proc *proc, int r)
 	py_round_pid(th_tmpdir(), proc->pid, r, line, sizeof(line));
 	th_expect_in(line, "\"python\":\"pending\"");
 	cr_assert(th_read_line(proc, line, sizeof(line), TH_TIMEOUT_MS),
-	          "interpreter %d: the library's thread never ran the steps", r);
-	cr_assert_str_eq(line, "in-steps", "interpreter %d", r);
+	          "interpreter %d: the library's thread never ran the steps", i);
+	cr_assert_str_eq(line, "in-steps", "interpreter %d", i);
 }
 
 /* Starts test/workloads/pyembed on `script` (in PY_DIR) with `args` under the library: the
@@ -1201,7 +1201,7 @@ Test(python, embedder_after_finalize_gets_its_setns, .timeout = 90)
 	char line[1024];
 	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"2", NULL}, NULL);
 	for (int r = 1; r <= 2; r++) {
-		py_embedder_steps_on_the_librarys_thread(&proc, r);
+		py_embedder_steps_on_the_librarys_thread(&proc, r, r);
 		if (r == 2) {
 			py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
 			th_expect_in(line, "\"python\":\"collected\"");
@@ -1237,7 +1237,7 @@ Test(python, embedder_that_starts_again_at_once_gets_the_steps_and_the_exit_wait
 	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"3", "now", NULL},
 	                  "PYEMBED_ATEXITS=1");
 	for (int r = 1; r <= 3; r++) {
-		py_embedder_steps_on_the_librarys_thread(&proc, r);
+		py_embedder_steps_on_the_librarys_thread(&proc, r, r);
 		py_steps_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
 		th_expect_in(line, "\"python\":\"collected\"");
 		th_write(&proc, "\n");
@@ -1248,6 +1248,66 @@ Test(python, embedder_that_starts_again_at_once_gets_the_steps_and_the_exit_wait
 		          "no Py_FinalizeEx");
 		cr_assert_str_eq(line, "finalized");
 	}
+	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
+	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %d",
+	          proc.status);
+}
+
+/* The tasks of pid, their ids in the order /proc lists them, in buf. */
+static void
+py_tasks_of(pid_t pid, char *buf, size_t size)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	DIR *tasks = opendir(dir);
+	cr_assert(tasks, "cannot list %s", dir);
+	size_t used = 0;
+	buf[0] = '\0';
+	for (struct dirent *e; (e = readdir(tasks));)
+		if (e->d_name[0] != '.' && used < size)
+			used += (size_t)snprintf(buf + used, size - used, " %s", e->d_name);
+	closedir(tasks);
+}
+
+/* The same embedder as above (pyembed ... gap), where the worker provably looked while Python was
+ * down between two interpreters: two rounds announced in the gap find Python down, and the
+ * second one's record comes from a look after the first's. The idle thread
+ * that served the first interpreter serves the second one's round too, while its main thread sits
+ * in a read: the same tasks run the steps. Before, the worker sent that thread away at its first
+ * look with the new interpreter up and queued the call that starts another, which the main thread,
+ * already in its read (the old thread had made up the tasks it awaits), never ran: the steps
+ * waited for the read ("interpreter 2: the library's thread never ran the steps"), as under load
+ * in the test above whenever the worker happened to look during Py_FinalizeEx; or, where that look
+ * came before the read, a new thread ran them. */
+Test(python, embedder_that_starts_again_keeps_the_idle_thread_after_python_was_seen_down,
+     .timeout = 90)
+{
+	struct th_proc proc;
+	char line[1024], first[256], second[256];
+	py_spawn_embedder(&proc, "embedded.py", (const char *[]){"2", "gap", NULL}, NULL);
+	py_embedder_steps_on_the_librarys_thread(&proc, 1, 1);
+	py_tasks_of(proc.pid, first, sizeof(first));
+	py_steps_pid(th_tmpdir(), proc.pid, 1, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	th_write(&proc, "\n");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS), "no Py_FinalizeEx");
+	cr_assert_str_eq(line, "finalized");
+	for (int r = 2; r <= 3; r++) {
+		/* Python is down (CPython 3.11 still says finalizing after Py_FinalizeEx). */
+		py_round_pid(th_tmpdir(), proc.pid, r, line, sizeof(line));
+		cr_assert(strstr(line, "\"python\":\"finalizing\"") ||
+		              strstr(line, "\"python\":\"not-initialized\""),
+		          "%s", line);
+	}
+	th_write(&proc, "\n");
+	py_embedder_steps_on_the_librarys_thread(&proc, 2, 4);
+	py_tasks_of(proc.pid, second, sizeof(second));
+	cr_assert_str_eq(second, first, "another thread ran the second interpreter's steps");
+	py_steps_pid(th_tmpdir(), proc.pid, 4, line, sizeof(line));
+	th_expect_in(line, "\"python\":\"collected\"");
+	th_write(&proc, "\n");
+	cr_assert(th_read_line(&proc, line, sizeof(line), TH_TIMEOUT_MS), "no Py_FinalizeEx");
+	cr_assert_str_eq(line, "finalized");
 	cr_assert(th_wait(&proc, TH_TIMEOUT_MS));
 	cr_assert(WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0, "status %d",
 	          proc.status);
