@@ -261,10 +261,9 @@ rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
 	unsigned *refusals = &d->start_refusals;
 	if (d->first_models_us) {
 		refusals = &d->models_refusals;
-		if (d->send_last_us < d->first_models_us || t < d->send_last_us ||
-		    t - d->send_last_us > d->params.quiet_us ||
-		    (t - d->first_models_us >= d->params.send_gap_us && d->models_run_last_us &&
-		     d->send_last_us != d->models_run_last_us))
+		if (!d->models_in_start_up || d->send_last_us < d->first_models_us ||
+		    t < d->send_last_us || t - d->send_last_us > d->params.quiet_us ||
+		    t - d->first_models_us >= d->params.send_gap_us)
 			return false;
 	} else if (d->boundaries) {
 		return false;
@@ -312,6 +311,12 @@ rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
 	if (d->start_sent < d->params.min_send_bytes)
 		return;
 	d->first_models_us = r->t_us;
+	/* More ends reported before them than start-up's refusals let through: the rounds were
+	 * under way, their models under min_send_bytes until now, and this reading is theirs (two
+	 * clients that fetched at once, one that joined): their rhythm stays, their end counts. */
+	d->models_in_start_up = d->boundaries <= RT_DETECT_LOCK_ROUNDS;
+	if (!d->models_in_start_up)
+		return;
 	/* The rounds begin here: start-up's rhythm is none of theirs. */
 	d->nintervals = d->next_interval = 0;
 	d->period_us = 0;
@@ -329,9 +334,6 @@ rt_detect_server_broadcast(struct rt_detect_server *d, const struct rt_reading *
 	if (before == RT_TRACE_UNKNOWN || r->bytes_sent == RT_TRACE_UNKNOWN ||
 	    r->bytes_sent < before || r->bytes_sent - before < p->min_send_bytes) {
 		d->send_quiet_us = t;
-		if (d->first_models_us && !d->models_run_last_us &&
-		    d->send_last_us >= d->first_models_us && t - d->send_last_us >= p->quiet_us)
-			d->models_run_last_us = d->send_last_us;
 		return false;
 	}
 	/* A new broadcast after readings that sent no model for half the gap at least: a reading

@@ -90,16 +90,17 @@
  * work finds before the first models went out (the job deployed, its process started, the
  * clients registered), until the first round is reported, or at the quiet of the burst that
  * sent the first models (the last reading of min_send_bytes since they began at most quiet_us
- * before the end, within send_gap_us of them or in the run of such readings that began with
- * them, no pause of quiet_us between two: large models take seconds to go out; where their
- * broadcast runs on into the next rounds, with pauses, those rounds' ends are no start-up's),
- * whatever was reported before, is start-up's:
- * not reported, for the first RT_DETECT_LOCK_ROUNDS such ends of each kind (clients that join
- * slowly spend the first kind's). The period learnt before the first models is forgotten when
- * they go out: start-up's rhythm (registrations 30 s apart) is no round's, and rounds far
- * shorter than it would fuse into one activity. A server whose models are smaller than
+ * before the end, within send_gap_us of them: where their broadcast runs on into the next
+ * rounds, those rounds' ends are no start-up's), where at most RT_DETECT_LOCK_ROUNDS ends were
+ * reported before them (clients that join slowly), is start-up's: not reported, for the first
+ * RT_DETECT_LOCK_ROUNDS such ends of each kind. The period learnt before such first models is
+ * forgotten as they go out: start-up's rhythm (registrations 30 s apart) is no round's, and
+ * rounds far shorter than it would fuse into one activity. Where more ends were reported, the
+ * rounds were under way with models under min_send_bytes, and a first reading of it mid-job
+ * (two clients that fetched at once) changes nothing. A server whose models are smaller than
  * min_send_bytes, or go out by calls the readings do not count, loses at most
- * RT_DETECT_LOCK_ROUNDS rounds at its start.
+ * RT_DETECT_LOCK_ROUNDS rounds at its start; models that take more than send_gap_us to go out
+ * (NVFlare's s3 relay: 3.3 s) leave their end counted.
  *
  * A relay (NVFlare's server parent) passes each model on to the clients as they ask for it, and
  * each client's update on as it comes: the same clients get the model and return the update, so
@@ -318,7 +319,7 @@ struct rt_detect_server {
 	uint64_t start_sent_us;
 	unsigned start_refusals;
 	unsigned models_refusals;
-	uint64_t models_run_last_us; /* the last send of the first models' run (0: under way) */
+	bool models_in_start_up; /* at most RT_DETECT_LOCK_ROUNDS ends were reported before them */
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */
