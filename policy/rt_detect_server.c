@@ -251,8 +251,9 @@ rt_detect_server_count(struct rt_detect_server *d, uint64_t t, uint64_t now, boo
 
 /* Whether the work's end at t is start-up's (see the header): in a process that has sent
  * anything, before the first round reported while no model went out, or the burst that ended
- * was the one that sent the first models (whatever ends before them were reported: clients that
- * join slowly), for the first RT_DETECT_LOCK_ROUNDS such ends of each kind. */
+ * was the one that sent the first models (where at most RT_DETECT_LOCK_ROUNDS ends were
+ * reported before them: clients that join slowly), for the first RT_DETECT_LOCK_ROUNDS such
+ * ends of each kind. */
 static bool
 rt_detect_server_start_up_end(struct rt_detect_server *d, uint64_t t)
 {
