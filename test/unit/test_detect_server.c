@@ -791,9 +791,9 @@ Test(detect_server, start_up_and_the_first_models_end_no_round)
 /* A server whose models stay under min_send_bytes learns its rounds (4 clients' updates, 12
  * then 30 steps apart, one activity by the period), and at round k one reading first sends 64
  * KiB (two clients fetch at once, one joins). That reading is no start-up's first models: the
- * rounds were under way. Taken for them (a hostile review), it made the detector forget the
- * period, each update became an activity of its own, and the period learnt from those kept them
- * so: 59 and 43 ends for 20 rounds at k = 8 and 12. */
+ * rounds were under way. Taken for them, it made the detector forget the period, each update
+ * became an activity of its own, and the period learnt from those kept them so: 59 and 43 ends
+ * for 20 rounds at k = 8 and 12. */
 Test(detect_server, first_64kib_reading_mid_job_keeps_the_period)
 {
 	struct rt_detect_server_params p = sdefaults();
