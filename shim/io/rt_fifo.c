@@ -305,8 +305,7 @@ rt_fifo_write_status(const char *json, size_t len)
 	int fd = rt_fd_get(&rt_ff.status);
 	int err = fd < 0 ? 0 : rt_record_rewrite(fd, &rt_ff.status_len, json, len);
 	if (err)
-		rt_record_drop(rt_ff.status.feature, rt_ff.status_path, &rt_ff.status_loss_said,
-		               err);
+		rt_record_drop(&rt_ff.status, rt_ff.status_path, &rt_ff.status_loss_said, err);
 }
 
 static void

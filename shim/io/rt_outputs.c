@@ -276,7 +276,7 @@ rt_outputs_write_prom(const char *text, size_t len)
 	}
 	int err = rt_record_rewrite(fd, &rt_o.prom.len, text, len);
 	if (err)
-		rt_record_drop(rt_o.prom.fd.feature, rt_o.prom.path, &rt_o.prom.loss_said, err);
+		rt_record_drop(&rt_o.prom.fd, rt_o.prom.path, &rt_o.prom.loss_said, err);
 	else
 		rt_outputs_name(&rt_o.prom, fd);
 }
@@ -300,7 +300,7 @@ rt_outputs_line(struct rt_output *out, const char *line, size_t len)
 	int err = rt_record_append(fd, line, len);
 	if (!err)
 		return rt_outputs_name(out, fd) ? RT_OUTPUTS_PUT_WRITTEN : RT_OUTPUTS_PUT_GONE;
-	rt_record_drop(out->fd.feature, out->path, &out->loss_said, err);
+	rt_record_drop(&out->fd, out->path, &out->loss_said, err);
 	return RT_OUTPUTS_PUT_DROPPED;
 }
 

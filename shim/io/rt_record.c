@@ -2,6 +2,7 @@
  * the calls in the table that holds them): a full volume or a file-size limit drops a record,
  * never leaves half of one. Written by the worker, which writes every file. */
 #include "rt_record.h"
+#include "rt_fd.h"
 #include "rt_file_rules.h"
 #include "rt_io.h"
 #include "rt_out.h"
@@ -117,15 +118,18 @@ rt_record_rewrite(int fd, size_t *kept, const char *text, size_t len)
 }
 
 void
-rt_record_drop(const char *feature, const char *path, bool *said, int err)
+rt_record_drop(struct rt_fd *f, const char *path, bool *said, int err)
 {
 	rt_record_lost++;
-	if (*said)
+	/* In the program's table (ROUNDTRIM_SHARED_TABLE=1) the write may have gone to a file the
+	 * program put on the number after the check (Illegal seek on its pipe): the check again
+	 * says so, as the feature's one line standing down, and nothing more is written there. */
+	if (*said || rt_fd_get(f) < 0)
 		return;
 	*said = true;
 	rt_warn("%s: a record dropped: %s cannot take it whole: %s; the file keeps whole records "
 	        "only, and later drops are only counted (status lost_records)",
-	        feature, path, strerror(err));
+	        f->feature, path, strerror(err));
 }
 
 void

@@ -14,9 +14,10 @@ int rt_record_append(int fd, const char *line, size_t len);
  * content out. *kept is the longest content written so far, which shorter ones pad over; text
  * ends with a newline. */
 int rt_record_rewrite(int fd, size_t *kept, const char *text, size_t len);
-/* A record the file (feature, path) could not take, err why: counted, and said on stderr the
- * first time for that file (*said). */
-void rt_record_drop(const char *feature, const char *path, bool *said, int err);
+struct rt_fd;
+/* A record the file (its descriptor f, path) could not take, err why: counted, and said on
+ * stderr the first time for that file (*said), unless the descriptor is no longer the file's. */
+void rt_record_drop(struct rt_fd *f, const char *path, bool *said, int err);
 /* A record lost with its file (one that could not be named, see rt_outputs): counted only, the
  * file's line said it once. */
 void rt_record_lose(void);

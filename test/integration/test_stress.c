@@ -836,6 +836,33 @@ Test(stress, keeper_reads_no_descriptor_replaced_after_its_check)
 	worker_read_held("noshare:probe", NULL);
 }
 
+/* In the program's table (ROUNDTRIM_SHARED_TABLE=1), the worker's status write is held after its
+ * check while the program puts a pipe on the status file's number: the write fails (Illegal
+ * seek), and the feature stands down with its one line, as its next check would have it. Before,
+ * the failed write first said "a record dropped: ... Illegal seek", a line that blamed the file
+ * (make stress: stress/shared_table_host_dup2s_over_every_descriptor, "unexpected line"). */
+Test(stress, shared_table_status_write_held_stands_down_in_one_line)
+{
+	struct th_probe run;
+	char line[512], err[8192];
+	th_start_workload(&run, "nokeeper:probe", NULL, NULL,
+	                  (const char *[]){"dupover", "status", NULL},
+	                  (const char *[]){"ROUNDTRIM_SHARED_TABLE=1", NULL}, line, sizeof(line));
+	int status = fd_ending(run.proc.pid, ".status");
+	pid_t worker = th_fd_holder(run.proc.pid);
+	cr_assert_gt(worker, 0, "no thread of the library's");
+	hold_at_call(worker, SYS_pwrite64, status, kick_fifo, &run);
+	th_write(&run.proc, "go\n");
+	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
+	cr_assert_eq(ptrace(PTRACE_DETACH, worker, 0, 0), 0);
+	cr_assert(
+	    th_wait_stderr(&run.proc, "status file" STAND_DOWN, err, sizeof(err), TH_TIMEOUT_MS),
+	    "the status file never stood down: %s", err);
+	cr_assert_null(strstr(err, "a record dropped"), "%s", err);
+	th_kill(&run.proc);
+}
+
 /* In the program's table, roundtrim_round() once woke the worker with a write of "\n" to the
  * FIFO's number, after the library's check, from the calling thread: held between the two while
  * the program put a file of its own on that number, the thread then wrote into the program's

@@ -43,9 +43,10 @@
  *                   and waits for EOF
  *   closeall        after a line: close_range(3, ~0), roundtrim_round(); prints "closed"; after
  *                   another line opens a file of its own, writes, reads it back: "mine=TEXT"
- *   dupover         after a line, dup2s a pipe holding "hello" over the number of the library's
- *                   FIFO descriptor (in the program's table, or else in the worker's own) and
- *                   prints "replaced"; after a line reads it: "got=TEXT"
+ *   dupover [status]  after a line, dup2s a pipe holding "hello" over the number of the
+ *                   library's FIFO descriptor, or its status file's (in the program's table, or
+ *                   else in the worker's own) and prints "replaced"; after a line reads it:
+ *                   "got=TEXT"
  *   reuse DIR       after a line, each descriptor of the program's table that holds an unnamed
  *                   file in DIR (the library's per-process outputs before their first record)
  *                   is closed and at once replaced by an unnamed file of its own made in DIR,
@@ -1022,18 +1023,19 @@ mode_closeall(void)
 	return 0;
 }
 
-/* The number in dir (a descriptor listing) whose link ends in ".fifo", or -1. */
+/* The number in dir (a descriptor listing) whose link ends in suffix, or -1. */
 static int
-fifo_fd_in(const char *dir)
+fd_ending_in(const char *dir, const char *suffix)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int found = -1;
+	size_t len = strlen(suffix);
 	while (d && (e = readdir(d)) != NULL) {
 		char link[600], target[512];
 		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		if (n > 5 && (target[n] = '\0', !strcmp(target + n - 5, ".fifo")))
+		if (n > (ssize_t)len && (target[n] = '\0', !strcmp(target + n - len, suffix)))
 			found = atoi(e->d_name);
 	}
 	if (d)
@@ -1041,13 +1043,13 @@ fifo_fd_in(const char *dir)
 	return found;
 }
 
-/* The number of the library's FIFO descriptor: in the program's table, or else in the table of
- * the worker's own (the thread named roundtrim) or of the keeper (roundtrim-fds), where the
- * program cannot reach it. */
+/* The number of the library's descriptor whose link ends in suffix (".fifo", ".status"): in
+ * the program's table, or else in the table of the worker's own (the thread named roundtrim) or
+ * of the keeper (roundtrim-fds), where the program cannot reach it. */
 static int
-library_fifo_fd(void)
+library_fd(const char *suffix)
 {
-	int found = fifo_fd_in("/proc/self/fd");
+	int found = fd_ending_in("/proc/self/fd", suffix);
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 	while (found < 0 && d && (e = readdir(d)) != NULL) {
@@ -1061,7 +1063,7 @@ library_fifo_fd(void)
 		fclose(f);
 		snprintf(path, sizeof(path), "/proc/self/task/%s/fd", e->d_name);
 		if (worker)
-			found = fifo_fd_in(path);
+			found = fd_ending_in(path, suffix);
 	}
 	if (d)
 		closedir(d);
@@ -1069,11 +1071,11 @@ library_fifo_fd(void)
 }
 
 static int
-mode_dupover(void)
+mode_dupover(const char *suffix)
 {
 	printf("ready %d\n", getpid());
 	wait_line();
-	int fifo = library_fifo_fd(), p[2];
+	int fifo = library_fd(suffix), p[2];
 	if (fifo < 0 || pipe(p) != 0 || write(p[1], "hello", 5) != 5 || dup2(p[0], fifo) != fifo)
 		return 1;
 	fcntl(fifo, F_SETFL, O_NONBLOCK);
@@ -1234,7 +1236,7 @@ mode_apiwake(void)
 				return 1;
 		} else if (!strcmp(line, "replace")) {
 			int own = open("/tmp", O_TMPFILE | O_RDWR, 0600);
-			fd = library_fifo_fd();
+			fd = library_fd(".fifo");
 			if (own < 0 || fd < 0 || write(own, "mine", 4) != 4 ||
 			    lseek(own, 0, SEEK_SET) != 0 || dup2(own, fd) != fd)
 				return 1;
@@ -1565,7 +1567,7 @@ main(int argc, char **argv)
 	if (!strcmp(mode, "closeall"))
 		return mode_closeall();
 	if (!strcmp(mode, "dupover"))
-		return mode_dupover();
+		return mode_dupover(argc > 2 && !strcmp(argv[2], "status") ? ".status" : ".fifo");
 	if (!strcmp(mode, "reuse") && argc > 2)
 		return mode_reuse(argv[2]);
 	if (!strcmp(mode, "handler") && argc > 2)
