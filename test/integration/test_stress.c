@@ -802,24 +802,36 @@ kick_api(struct th_probe *run)
 	th_write(&run->proc, "round\n");
 }
 
-/* The thread that reads the FIFO (the worker, or its keeper), woken by a round, is held before
- * its read (after its check, in the program's table); the program dup2s a pipe holding "hello"
- * over that number; the library's read must not take the program's "hello". */
+/* Starts workload with args (a probe in a "dupover" mode), holds the library's thread that holds
+ * its descriptors (the worker, or its keeper) at its next call nr on the descriptor whose link
+ * ends in suffix, where a FIFO round sends it (after its check, in the program's table), has
+ * the program dup2 its pipe over that number, and lets the thread go on. */
+static void
+replaced_while_held(struct th_probe *run, const char *workload, const char *const args[],
+                    const char *const extra[], long nr, const char *suffix)
+{
+	char line[512];
+	th_start_workload(run, workload, NULL, NULL, args, extra, line, sizeof(line));
+	int fd = fd_ending(run->proc.pid, suffix);
+	pid_t holder = th_fd_holder(run->proc.pid);
+	cr_assert_gt(holder, 0, "no thread of the library's");
+	hold_at_call(holder, nr, fd, kick_fifo, run);
+	th_write(&run->proc, "go\n");
+	cr_assert(th_read_line(&run->proc, line, sizeof(line), TH_TIMEOUT_MS));
+	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
+	cr_assert_eq(ptrace(PTRACE_DETACH, holder, 0, 0), 0);
+}
+
+/* The thread that reads the FIFO, woken by a round, is held before its read; the program dup2s
+ * a pipe holding "hello" over that number; the library's read must not take the program's
+ * "hello". */
 static void
 worker_read_held(const char *workload, const char *const extra[])
 {
 	struct th_probe run;
 	char line[512];
-	th_start_workload(&run, workload, NULL, NULL, (const char *[]){"dupover", NULL}, extra,
-	                  line, sizeof(line));
-	int fifo = fd_ending(run.proc.pid, ".fifo");
-	pid_t worker = th_fd_holder(run.proc.pid);
-	cr_assert_gt(worker, 0, "no thread of the library's");
-	hold_at_call(worker, SYS_read, fifo, kick_fifo, &run);
-	th_write(&run.proc, "go\n");
-	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
-	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
-	cr_assert_eq(ptrace(PTRACE_DETACH, worker, 0, 0), 0);
+	replaced_while_held(&run, workload, (const char *[]){"dupover", NULL}, extra, SYS_read,
+	                    ".fifo");
 	th_write(&run.proc, "read\n");
 	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
 	cr_assert_str_eq(line, "got=hello", "the library read the program's pipe: %s", line);
@@ -844,18 +856,10 @@ Test(stress, keeper_reads_no_descriptor_replaced_after_its_check)
 Test(stress, shared_table_status_write_held_stands_down_in_one_line)
 {
 	struct th_probe run;
-	char line[512], err[8192];
-	th_start_workload(&run, "nokeeper:probe", NULL, NULL,
-	                  (const char *[]){"dupover", "status", NULL},
-	                  (const char *[]){"ROUNDTRIM_SHARED_TABLE=1", NULL}, line, sizeof(line));
-	int status = fd_ending(run.proc.pid, ".status");
-	pid_t worker = th_fd_holder(run.proc.pid);
-	cr_assert_gt(worker, 0, "no thread of the library's");
-	hold_at_call(worker, SYS_pwrite64, status, kick_fifo, &run);
-	th_write(&run.proc, "go\n");
-	cr_assert(th_read_line(&run.proc, line, sizeof(line), TH_TIMEOUT_MS));
-	cr_assert_eq(strncmp(line, "replaced ", 9), 0, "%s", line);
-	cr_assert_eq(ptrace(PTRACE_DETACH, worker, 0, 0), 0);
+	char err[8192];
+	replaced_while_held(&run, "nokeeper:probe", (const char *[]){"dupover", "status", NULL},
+	                    (const char *[]){"ROUNDTRIM_SHARED_TABLE=1", NULL}, SYS_pwrite64,
+	                    ".status");
 	cr_assert(
 	    th_wait_stderr(&run.proc, "status file" STAND_DOWN, err, sizeof(err), TH_TIMEOUT_MS),
 	    "the status file never stood down: %s", err);
