@@ -28,6 +28,7 @@ rt_detect_server_default_params(struct rt_detect_server_params *params)
 	params->min_send_bytes = activity.min_round_sent_bytes;
 	params->send_gap_us = 2000000;
 	params->send_gap_period_permille = 500;
+	params->pause_split_ratio = 3;
 }
 
 /* What the broadcasts were like, and the lock on them: forgotten from a broadcast starting at
@@ -320,6 +321,7 @@ rt_detect_server_first_models(struct rt_detect_server *d, uint64_t before,
 		return;
 	/* The rounds begin here: start-up's rhythm is none of theirs. */
 	d->nintervals = d->next_interval = 0;
+	d->npauses = d->next_pause = 0;
 	d->period_us = 0;
 }
 
@@ -770,11 +772,76 @@ rt_detect_server_is_noise(const struct rt_detect_server *d, uint64_t w)
 	       rt_detect_scale(reference, d->params.min_share_permille, 1);
 }
 
-/* The idle gap that ends an activity: gap_us, or share (permille) of the period once known. */
+/* The largest integer whose square is at most v. */
+static uint64_t
+rt_detect_server_isqrt(uint64_t v)
+{
+	uint64_t low = 0, high = v < UINT32_MAX ? v : UINT32_MAX;
+	while (low < high) {
+		uint64_t mid = low + (high - low + 1) / 2;
+		if (mid * mid <= v)
+			low = mid;
+		else
+			high = mid - 1;
+	}
+	return low;
+}
+
+/* Where the last pauses fall in two groups (see the header): the pause between them, the
+ * geometric mean of the short group's longest and the long group's shortest; 0 where no two
+ * neighbours in order differ by pause_split_ratio, or fewer than two of the long group are
+ * even. The widest such step is taken. */
+static uint64_t
+rt_detect_server_pause_split(const struct rt_detect_server *d)
+{
+	uint64_t sorted[RT_DETECT_SERVER_PAUSES];
+	unsigned n = d->npauses;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = i;
+		for (; j > 0 && sorted[j - 1] > d->pauses_us[i]; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = d->pauses_us[i];
+	}
+	uint64_t split = 0, short_one = 0, long_one = 0;
+	uint32_t spread = d->params.rhythm_spread_permille;
+	for (unsigned i = 1; i < n; i++) {
+		uint64_t below = sorted[i - 1], above = sorted[i];
+		if (!below || above < rt_detect_scale(below, d->params.pause_split_ratio, 1) ||
+		    (long_one && above * short_one <= long_one * below))
+			continue;
+		uint64_t median = sorted[i + (n - i) / 2];
+		unsigned even = 0;
+		for (unsigned k = i; k < n; k++)
+			even += sorted[k] >= rt_detect_scale(median, 1000 - spread, 1000) &&
+			        sorted[k] <= rt_detect_scale(median, 1000 + spread, 1000);
+		if (even < 2)
+			continue;
+		short_one = below;
+		long_one = above;
+		split = rt_detect_server_isqrt(below * above);
+	}
+	return split;
+}
+
+/* The pause before the burst just over, from the end of the last one that was no noise:
+ * capped at UINT32_MAX us (71 minutes), so that two multiply without overflow. */
+static uint64_t
+rt_detect_server_pause(const struct rt_detect_server *d)
+{
+	uint64_t pause = d->burst_start_us - d->last_end_us;
+	return pause < UINT32_MAX ? pause : UINT32_MAX;
+}
+
+/* The idle gap that ends an activity: gap_us, share (permille) of the period, or once the
+ * period is known the pause that parts the last pauses' two groups, whichever is longest. */
 static uint64_t
 rt_detect_server_gap(const struct rt_detect_server *d, uint32_t share)
 {
 	uint64_t gap = rt_detect_scale(d->period_us, share, 1000);
+	uint64_t split =
+	    d->period_us && d->params.pause_split_ratio ? rt_detect_server_pause_split(d) : 0;
+	if (split > gap)
+		gap = split;
 	return gap < d->params.gap_us ? d->params.gap_us : gap;
 }
 
@@ -846,6 +913,9 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
 	                                                             : p->gap_period_permille;
 	uint64_t gap = rt_detect_server_gap(d, share);
+	if (d->last_end_us && d->burst_start_us > d->last_end_us)
+		rt_detect_ring_push(d->pauses_us, RT_DETECT_SERVER_PAUSES, &d->npauses,
+		                    &d->next_pause, rt_detect_server_pause(d));
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
 		if (d->in_round)
 			rt_detect_server_close_round(d);

@@ -41,7 +41,13 @@
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training; while no round ended
  *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
- *    slow client's update, and a pause before that is no idle gap); once it is over, its
+ *    slow client's update, and a pause before that is no idle gap; or, once the period is
+ *    known, the pause between the two groups of the last RT_DETECT_SERVER_PAUSES pauses
+ *    between bursts that were no noise, where they fall in two: two neighbours in order
+ *    pause_split_ratio apart, two of the longer group even (within rhythm_spread_permille of
+ *    its median: the training, recurring; one straggler's wait is not), the gap their
+ *    geometric mean; the widest such step. Updates that arrive further apart than gap_us
+ *    were each a round, and the period learnt from their ends was theirs); once it is over, its
  *    work is the weight of its bursts from its start up to and with its heaviest (the
  *    aggregation: what comes after it, the model sent, is not the round's), each counted only
  *    if it is no noise against that heaviest, as the next rounds will count theirs; the typical
@@ -167,11 +173,12 @@
  *  - training shorter than the aggregation (s2): the right count at best, in the wrong phase
  *    (the updates' onset), and s2_sends' parent still locks on half rounds now and then;
  *  - an onset costs up to ~3 us at the 99th percentile (random equal sends: candidate spans
- *    and re-links); the detector is 6,312 bytes.
+ *    and re-links); the detector is 6,488 bytes.
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
  * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
  * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
- * RT_DETECT_SERVER_CANDIDATES, each with a look over the chains. */
+ * RT_DETECT_SERVER_CANDIDATES, each with a look over the chains; and at a burst's quiet, a sort
+ * of the last RT_DETECT_SERVER_PAUSES pauses. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */
@@ -190,6 +197,7 @@ struct rt_detect_server_params {
 	uint64_t min_send_bytes;           /* 64 KiB, rt_detect's min_round_sent_bytes */
 	uint64_t send_gap_us;              /* 2000000 */
 	uint32_t send_gap_period_permille; /* 500 */
+	uint32_t pause_split_ratio;        /* 3; 0 = the pauses not used */
 };
 
 #define RT_DETECT_SERVER_HISTORY 5
@@ -199,6 +207,7 @@ struct rt_detect_server_params {
 #define RT_DETECT_SERVER_CANDIDATES 32
 #define RT_DETECT_SERVER_CHAINS 8
 #define RT_DETECT_SERVER_LINKS 8
+#define RT_DETECT_SERVER_PAUSES 16
 
 /* A relay's run of sends (see the header): its first and last readings, the relay's bytes and
  * allocation events before its first and after its last. */
@@ -268,6 +277,11 @@ struct rt_detect_server {
 	uint64_t intervals_us[RT_DETECT_SERVER_HISTORY];
 	unsigned nintervals;
 	unsigned next_interval;
+	/* The pauses before the last bursts that were no noise, each from the end of the one
+	 * before (a ring). */
+	uint64_t pauses_us[RT_DETECT_SERVER_PAUSES];
+	unsigned npauses;
+	unsigned next_pause;
 	/* The broadcasts (see the header): the bytes sent at the last reading (RT_TRACE_UNKNOWN
 	 * when not measured), the last reading that sent a model (0: none yet), when the broadcast
 	 * under way or last began, the intervals between their starts (a ring), and whether a

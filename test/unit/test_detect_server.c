@@ -210,6 +210,7 @@ Test(detect_server, documented_defaults)
 	cr_assert_eq(p.min_send_bytes, 64 << 10);
 	cr_assert_eq(p.send_gap_us, 2000000);
 	cr_assert_eq(p.send_gap_period_permille, 500);
+	cr_assert_eq(p.pause_split_ratio, 3);
 }
 
 Test(detect_server, start_up_is_no_round)
@@ -507,14 +508,15 @@ Test(detect_server, a_round_waiting_for_a_slow_client_is_not_split)
 	cr_assert_lt(sgen_slow_client_rounds(&p, 90), 5, "the same pause splits it without");
 }
 
-/* Without a period to scale it, the same 2-s pause splits a round in two: each part is a
- * round's activity of its own, which is what the period is for. */
+/* Without a period or the pauses' two groups to scale it, the same 2-s pause splits a round
+ * in two: each part is a round's activity of its own. */
 Test(detect_server, without_the_period_a_long_pause_splits_a_round)
 {
 	struct sgen g;
 	struct rt_detect_server_params p = sdefaults();
 	p.gap_period_permille = 0;
 	p.open_gap_period_permille = 0;
+	p.pause_split_ratio = 0;
 	sgen_init(&g, &p);
 	sgen_start_up(&g);
 	for (size_t round = 1; round <= 5; round++)
@@ -523,6 +525,68 @@ Test(detect_server, without_the_period_a_long_pause_splits_a_round)
 	for (size_t round = 6; round <= 10; round++)
 		sgen_round(&g, 40, 300);
 	cr_assert_gt(g.boundaries - before, 5, "%zu boundaries in 5 rounds", g.boundaries - before);
+}
+
+/* A round whose clients' updates arrive `apart` steps apart, each its own activity before the
+ * gap knows better: the updates of `clients` clients, the aggregation, a model of 12 KiB to
+ * each (under min_send_bytes: no broadcast marks the rounds), then training for `train` steps.
+ * Returns how many rounds ended in it, and in *at_aggregation whether the last end came from
+ * the aggregation's start to the model's last send. */
+static size_t
+sgen_spread_round(struct sgen *g, int clients, int apart, int train, bool *at_aggregation)
+{
+	size_t was = g->boundaries;
+	for (int c = 0; c < clients; c++) {
+		sgen_burst(g, 3, 1000);
+		sgen_idle(g, apart);
+	}
+	uint64_t from = g->r.t_us;
+	sgen_burst(g, 4, 2000);
+	for (int i = 0; i < 3; i++)
+		sgen_send_step(g, 500, 12);
+	uint64_t to = g->r.t_us;
+	sgen_idle(g, train);
+	*at_aggregation = g->d.boundary_us > from && g->d.boundary_us <= to;
+	return g->boundaries - was;
+}
+
+/* 20 rounds of 4 clients whose updates come 1.5 s apart, 15 s training: counts the rounds from
+ * the third on that ended once, those from the sixth on that ended once at their aggregation,
+ * and all ends. */
+static void
+sgen_spread_rounds(const struct rt_detect_server_params *p, bool sends, size_t *once,
+                   size_t *at_aggregation, size_t *ends)
+{
+	struct sgen g;
+	sgen_init_sent(&g, p, sends);
+	*once = *at_aggregation = 0;
+	for (int round = 1; round <= 20; round++) {
+		bool at;
+		size_t n = sgen_spread_round(&g, 4, 30, 300, &at);
+		*once += round >= 3 && n == 1;
+		*at_aggregation += round >= 6 && n == 1 && at;
+	}
+	*ends = g.boundaries;
+}
+
+/* Updates 1.5 s apart are longer apart than gap_us, and the period learnt from their ends is
+ * theirs, so each update was a round of its own: 98 ends for 20 rounds. The pauses fall in two
+ * groups, the updates' and the training's: once two training pauses and a period are known,
+ * the pause between the groups parts the rounds, and once the rounds' work is learnt again,
+ * each ends at its aggregation. */
+Test(detect_server, updates_spread_over_seconds_are_one_round)
+{
+	struct rt_detect_server_params p = sdefaults();
+	size_t once, at_aggregation, ends;
+	for (int sends = 0; sends <= 1; sends++) {
+		sgen_spread_rounds(&p, sends, &once, &at_aggregation, &ends);
+		cr_assert_eq(once, 18, "sends %d: %zu of 18 rounds ended once", sends, once);
+		cr_assert_eq(at_aggregation, 15, "sends %d: %zu of 15", sends, at_aggregation);
+		cr_assert_leq(ends, 28, "sends %d: %zu ends for 20 rounds", sends, ends);
+	}
+	p.pause_split_ratio = 0;
+	sgen_spread_rounds(&p, true, &once, &at_aggregation, &ends);
+	cr_assert_gt(ends, 80, "without the pauses' groups: %zu ends for 20 rounds", ends);
 }
 
 Test(detect_server, confidence_is_high_for_a_round_in_rhythm)
