@@ -22,8 +22,11 @@
  *  - the process's first burst is its start-up; a burst under min_burst_events, or under
  *    min_share_permille of the typical round's heaviest burst (while fewer than
  *    RT_DETECT_LOCK_ROUNDS rounds make it, or none, of the heaviest of the last
- *    RT_DETECT_SERVER_RECENT bursts when that is lighter) is noise:
- *    heartbeats, polls, a relay of a few messages. A lower
+ *    RT_DETECT_SERVER_RECENT bursts when that is lighter, but no lighter than the burst that
+ *    sent the first models, where one did) is noise:
+ *    heartbeats, polls, a relay of a few messages. The first models stay: polls in the first
+ *    rounds' training (2-6 % of them in NVFlare's s4 relay, 10 s apart in 60 s) pushed them out
+ *    of the last bursts, and were then rounds of their own. A lower
  *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
  *    first round is known, and their work then sets the typical round's;
  *  - the rounds can shrink (start-up's work, a smaller model, fewer clients), and then all their
@@ -334,6 +337,7 @@ struct rt_detect_server {
 	unsigned start_refusals;
 	unsigned models_refusals;
 	bool models_in_start_up; /* at most RT_DETECT_LOCK_ROUNDS ends were reported before them */
+	uint64_t models_weight;  /* the weight of the burst that sent them (0: not yet over) */
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */
