@@ -792,18 +792,22 @@ rt_detect_server_isqrt(uint64_t v)
 
 /* Where the last pauses fall in two groups (see the header): the pause between them, the
  * geometric mean of the short group's longest and the long group's shortest; 0 where no two
- * neighbours in order differ by pause_split_ratio, or fewer than two of the long group are
- * even. The widest such step is taken. */
+ * neighbours in order differ by pause_split_ratio, fewer than two of the long group are even,
+ * or a pause of the short group follows a burst no lighter than one before the long group's,
+ * less the spread. The widest such step is taken. */
 static uint64_t
 rt_detect_server_pause_split(const struct rt_detect_server *d)
 {
-	uint64_t sorted[RT_DETECT_SERVER_PAUSES];
+	uint64_t sorted[RT_DETECT_SERVER_PAUSES], after[RT_DETECT_SERVER_PAUSES];
 	unsigned n = d->npauses;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned j = i;
-		for (; j > 0 && sorted[j - 1] > d->pauses_us[i]; j--)
+		for (; j > 0 && sorted[j - 1] > d->pauses_us[i]; j--) {
 			sorted[j] = sorted[j - 1];
+			after[j] = after[j - 1];
+		}
 		sorted[j] = d->pauses_us[i];
+		after[j] = d->pause_after[i];
 	}
 	uint64_t split = 0, short_one = 0, long_one = 0;
 	uint32_t spread = d->params.rhythm_spread_permille;
@@ -818,6 +822,20 @@ rt_detect_server_pause_split(const struct rt_detect_server *d)
 			even += sorted[k] >= rt_detect_scale(median, 1000 - spread, 1000) &&
 			        sorted[k] <= rt_detect_scale(median, 1000 + spread, 1000);
 		if (even < 2)
+			continue;
+		/* The training follows the round's heaviest burst (the aggregation): where a pause
+		 * of the shorter group follows a burst as heavy as one of the longer's, the longer
+		 * is no training but a checkpoint, an evaluation or a straggler every few rounds.
+		 */
+		uint64_t short_heaviest = 0, long_lightest = UINT64_MAX;
+		for (unsigned k = 0; k < n; k++)
+			if (k < i)
+				short_heaviest =
+				    after[k] > short_heaviest ? after[k] : short_heaviest;
+			else
+				long_lightest = after[k] < long_lightest ? after[k] : long_lightest;
+		if (rt_detect_scale(short_heaviest, 1000, 1) >=
+		    rt_detect_scale(long_lightest, 1000 - spread, 1))
 			continue;
 		short_one = below;
 		long_one = above;
@@ -920,9 +938,12 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
 	                                                             : p->gap_period_permille;
 	uint64_t gap = rt_detect_server_gap(d, share);
-	if (d->last_end_us && d->burst_start_us > d->last_end_us)
+	if (d->last_end_us && d->burst_start_us > d->last_end_us) {
+		d->pause_after[d->next_pause] = d->last_weight;
 		rt_detect_ring_push(d->pauses_us, RT_DETECT_SERVER_PAUSES, &d->npauses,
 		                    &d->next_pause, rt_detect_server_pause(d));
+	}
+	d->last_weight = w;
 	if (d->last_end_us && d->burst_start_us - d->last_end_us >= gap) {
 		if (d->in_round)
 			rt_detect_server_close_round(d);

@@ -48,7 +48,11 @@
  *    known, the pause between the two groups of the last RT_DETECT_SERVER_PAUSES pauses
  *    between bursts that were no noise, where they fall in two: two neighbours in order
  *    pause_split_ratio apart, two of the longer group even (within rhythm_spread_permille of
- *    its median: the training, recurring; one straggler's wait is not), the gap their
+ *    its median: the training, recurring; one straggler's wait is not), and each of the
+ *    longer group after a burst heavier, by the spread, than any before the shorter group's
+ *    (the training follows the aggregation, an update's wait an update: where whole rounds
+ *    come before both, the longer are a checkpoint or a straggler every few rounds, and
+ *    taken for the gap they fused the rounds between them: 6 of 30 found), the gap their
  *    geometric mean; the widest such step. Updates that arrive further apart than gap_us
  *    were each a round, and the period learnt from their ends was theirs); once it is over, its
  *    work is the weight of its bursts from its start up to and with its heaviest (the
@@ -176,7 +180,7 @@
  *  - training shorter than the aggregation (s2): the right count at best, in the wrong phase
  *    (the updates' onset), and s2_sends' parent still locks on half rounds now and then;
  *  - an onset costs up to ~3 us at the 99th percentile (random equal sends: candidate spans
- *    and re-links); the detector is 6,488 bytes.
+ *    and re-links); the detector is 6,632 bytes.
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
  * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
  * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
@@ -283,6 +287,8 @@ struct rt_detect_server {
 	/* The pauses before the last bursts that were no noise, each from the end of the one
 	 * before (a ring). */
 	uint64_t pauses_us[RT_DETECT_SERVER_PAUSES];
+	uint64_t pause_after[RT_DETECT_SERVER_PAUSES]; /* the weight of the burst before each */
+	uint64_t last_weight;                          /* the last burst that was no noise */
 	unsigned npauses;
 	unsigned next_pause;
 	/* The broadcasts (see the header): the bytes sent at the last reading (RT_TRACE_UNKNOWN
