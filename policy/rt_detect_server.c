@@ -910,6 +910,25 @@ rt_detect_server_noise_recurs(struct rt_detect_server *d, uint64_t w)
 	return true;
 }
 
+/* Whether the burst just over, of weight w, shows that the rounds came faster (see the header):
+ * the activity under way, whose round ended two periods ago, gathered a whole round's work
+ * again after a pause of gap_us or more that parted nothing only because the period's share of
+ * it, `gap`, is longer (a split between the pauses' groups would have kept it too). */
+static bool
+rt_detect_server_came_faster(const struct rt_detect_server *d, uint64_t w, uint64_t gap)
+{
+	const struct rt_detect_server_params *p = &d->params;
+	uint64_t pause = d->burst_start_us - d->last_end_us;
+	if (!d->in_round || !d->round_ended || !d->period_us || !d->last_end_us ||
+	    d->burst_start_us < d->last_end_us || pause < p->gap_us || pause >= gap ||
+	    d->burst_start_us - d->work_end_us < 2 * d->period_us)
+		return false;
+	if (p->pause_split_ratio && pause < rt_detect_server_pause_split(d))
+		return false;
+	return rt_detect_scale(d->work_since_end + w, 1000, 1) >=
+	       rt_detect_scale(rt_detect_median(d->works, d->nworks), p->round_permille, 1);
+}
+
 /* A confirmed quiet period after a burst of at least min_burst_events (see the header). */
 static enum rt_detect_result
 rt_detect_server_decide(struct rt_detect_server *d)
@@ -938,6 +957,12 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
 	                                                             : p->gap_period_permille;
 	uint64_t gap = rt_detect_server_gap(d, share);
+	if (rt_detect_server_came_faster(d, w, gap)) {
+		d->nintervals = d->next_interval = 0;
+		d->period_us = 0;
+		d->npauses = d->next_pause = 0;
+		gap = rt_detect_server_gap(d, share);
+	}
 	if (d->last_end_us && d->burst_start_us > d->last_end_us) {
 		d->pause_after[d->next_pause] = d->last_weight;
 		rt_detect_ring_push(d->pauses_us, RT_DETECT_SERVER_PAUSES, &d->npauses,
@@ -951,11 +976,14 @@ rt_detect_server_decide(struct rt_detect_server *d)
 		d->round_work = 0;
 		d->nround_bursts = 0;
 		d->round_ended = false;
+		d->work_since_end = 0;
 	}
 	d->last_end_us = t;
 	if (!d->in_round)
 		return RT_DETECT_NOTHING;
 	d->round_work += w;
+	if (d->round_ended)
+		d->work_since_end += w;
 	if (d->nround_bursts < RT_DETECT_SERVER_BURSTS)
 		d->round_bursts[d->nround_bursts++] = w;
 	else

@@ -41,6 +41,13 @@
  *    the next. Polls recur sooner than rounds, and a straggler's wait is one pause with
  *    polls in it, not activities a period apart; rounds that shrank more than sixteenfold
  *    stay noise;
+ *  - the rounds can come faster too (fewer clients, shorter training): the period learnt
+ *    from the slow ones then scales the idle gap over the new training, and the activity
+ *    under way never closes again (1 end in the 30 rounds after a fivefold speed-up). So
+ *    where the activity whose round ended two periods ago gathers round_permille of the
+ *    typical round's work again, in bursts after that end, the last after a pause of gap_us
+ *    or more that is no idle gap only by the period's share (nor by the pauses' split
+ *    below), the period and the pauses are forgotten, and that pause parts a new activity;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training; while no round ended
  *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
@@ -261,6 +268,7 @@ struct rt_detect_server {
 	uint64_t round_bursts[RT_DETECT_SERVER_BURSTS]; /* the last one takes any more */
 	unsigned nround_bursts;
 	bool round_ended;
+	uint64_t work_since_end; /* the weight of its bursts since its round ended */
 	uint64_t last_end_us;
 	/* The activity of bursts judged noise under way (see the header): when it began (0: none
 	 * since the last burst that was no noise), when its last burst ended, the interval from the

@@ -675,6 +675,46 @@ Test(detect_server, a_recurring_straggler_fuses_no_rounds)
 	cr_assert_geq(once, 28, "%zu of 30 rounds ended once", once);
 }
 
+/* 10 rounds of one shape, then 30 of a faster one (fewer clients, shorter training): counts the
+ * rounds from the 11th on that ended once, and all ends. */
+static size_t
+sgen_speedup(const int before[3], const int after[3], bool sends, size_t *ends)
+{
+	struct rt_detect_server_params p = sdefaults();
+	struct sgen g;
+	sgen_init_sent(&g, &p, sends);
+	size_t once = 0;
+	for (int round = 1; round <= 40; round++) {
+		const int *s = round <= 10 ? before : after;
+		once += sgen_plain_round(&g, s[0], s[1], s[2]) == 1 && round > 10;
+	}
+	*ends = g.boundaries;
+	return once;
+}
+
+/* Rounds that come faster mid-job: the period learnt from the slow ones scaled the idle gap over
+ * the new training, so their activity never closed again: 1 end in the 30 rounds after. Two
+ * periods after its round ended, a whole round's work again in it forgets the period. */
+Test(detect_server, rounds_that_come_faster_are_found_again)
+{
+	static const struct {
+		int before[3], after[3]; /* clients, steps apart, steps of training */
+	} shapes[] = {
+	    {{8, 30, 300}, {2, 4, 80}},   /* spread updates, 15 s training -> 2 clients, 4 s */
+	    {{2, 4, 300}, {2, 4, 40}},    /* 15 s -> 2 s */
+	    {{4, 12, 600}, {4, 12, 100}}, /* 30 s -> 5 s */
+	};
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		for (int sends = 0; sends <= 1; sends++) {
+			size_t ends,
+			    once = sgen_speedup(shapes[k].before, shapes[k].after, sends, &ends);
+			cr_assert_geq(once, 15, "shape %zu sends %d: %zu of 30 ended once", k,
+			              sends, once);
+			cr_assert_leq(ends, 45, "shape %zu sends %d: %zu ends for 40", k, sends,
+			              ends);
+		}
+}
+
 Test(detect_server, confidence_is_high_for_a_round_in_rhythm)
 {
 	struct sgen g;
