@@ -187,7 +187,7 @@
  *  - training shorter than the aggregation (s2): the right count at best, in the wrong phase
  *    (the updates' onset), and s2_sends' parent still locks on half rounds now and then;
  *  - an onset costs up to ~3 us at the 99th percentile (random equal sends: candidate spans
- *    and re-links); the detector is 6,632 bytes.
+ *    and re-links); the detector is 6,640 bytes.
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
  * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
  * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
