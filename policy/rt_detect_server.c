@@ -756,9 +756,8 @@ rt_detect_server_close_round(struct rt_detect_server *d)
 
 /* Whether a burst of weight w is noise. It is judged against the typical round's heaviest
  * burst; while fewer rounds than RT_DETECT_LOCK_ROUNDS make it, against no more than the
- * heaviest of the last bursts or the first models' burst: a first round that was an outlier
- * (start-up's end, a checkpoint read) would otherwise make every later burst noise, and no
- * round would close again; polls in the first training would push the first models out. */
+ * heaviest of the last bursts: a first round that was an outlier (start-up's end, a checkpoint
+ * read) would otherwise make every later burst noise, and no round would close again. */
 static bool
 rt_detect_server_is_noise(const struct rt_detect_server *d, uint64_t w)
 {
@@ -766,8 +765,6 @@ rt_detect_server_is_noise(const struct rt_detect_server *d, uint64_t w)
 	for (unsigned i = 0; d->nheavies < RT_DETECT_LOCK_ROUNDS && i < d->nrecent; i++)
 		if (d->recent[i] > reference)
 			reference = d->recent[i];
-	if (d->nheavies < RT_DETECT_LOCK_ROUNDS && d->models_weight > reference)
-		reference = d->models_weight;
 	uint64_t typical_heaviest = rt_detect_median(d->heavies, d->nheavies);
 	if (d->nheavies && (d->nheavies >= RT_DETECT_LOCK_ROUNDS || typical_heaviest < reference))
 		reference = typical_heaviest;
@@ -940,10 +937,6 @@ rt_detect_server_decide(struct rt_detect_server *d)
 		d->last_end_us = t;
 		return RT_DETECT_NOTHING;
 	}
-	/* The burst that sent the first models: they went out in it or in its quiet. */
-	if (d->first_models_us && !d->models_weight && d->burst_start_us <= d->first_models_us &&
-	    d->first_models_us <= t + p->quiet_us)
-		d->models_weight = w;
 	bool noise = rt_detect_server_is_noise(d, w);
 	rt_detect_ring_push(d->recent, RT_DETECT_SERVER_RECENT, &d->nrecent, &d->next_recent, w);
 	if (noise && (!rt_detect_server_noise_recurs(d, w) || rt_detect_server_is_noise(d, w)))

@@ -22,11 +22,8 @@
  *  - the process's first burst is its start-up; a burst under min_burst_events, or under
  *    min_share_permille of the typical round's heaviest burst (while fewer than
  *    RT_DETECT_LOCK_ROUNDS rounds make it, or none, of the heaviest of the last
- *    RT_DETECT_SERVER_RECENT bursts when that is lighter, but no lighter than the burst that
- *    sent the first models, where one did) is noise:
- *    heartbeats, polls, a relay of a few messages. The first models stay: polls in the first
- *    rounds' training (2-6 % of them in NVFlare's s4 relay, 10 s apart in 60 s) pushed them out
- *    of the last bursts, and were then rounds of their own. A lower
+ *    RT_DETECT_SERVER_RECENT bursts when that is lighter) is noise:
+ *    heartbeats, polls, a relay of a few messages. A lower
  *    share lets a relay's polls (a twentieth of a round) open rounds of their own before the
  *    first round is known, and their work then sets the typical round's;
  *  - the rounds can shrink (start-up's work, a smaller model, fewer clients), and then all their
@@ -187,7 +184,7 @@
  *  - training shorter than the aggregation (s2): the right count at best, in the wrong phase
  *    (the updates' onset), and s2_sends' parent still locks on half rounds now and then;
  *  - an onset costs up to ~3 us at the 99th percentile (random equal sends: candidate spans
- *    and re-links); the detector is 6,640 bytes.
+ *    and re-links); the detector is 6,632 bytes.
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
  * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
  * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
@@ -351,7 +348,6 @@ struct rt_detect_server {
 	unsigned start_refusals;
 	unsigned models_refusals;
 	bool models_in_start_up; /* at most RT_DETECT_LOCK_ROUNDS ends were reported before them */
-	uint64_t models_weight;  /* the weight of the burst that sent them (0: not yet over) */
 	/* Outputs, as rt_detect's */
 	uint64_t boundaries;
 	uint64_t boundary_us; /* the last round's end: when its quiet began */

@@ -592,39 +592,6 @@ Test(detect_server, updates_spread_over_seconds_are_one_round)
 	cr_assert_gt(ends, 80, "without the pauses' groups: %zu ends for 20 rounds", ends);
 }
 
-/* The clients' polls while they train 60 s, 10 s apart, each a burst of `poll_events` events
- * (the first models' burst is 12,000): before the first models' burst was kept as noise's
- * measure, five polls pushed it out of the last bursts, and from then on each poll was a
- * round: 51 ends for 8 rounds (NVFlare's s4 relay: 16 for 8). Returns the ends in 8 rounds. */
-static size_t
-sgen_polls_in_long_trainings(uint64_t poll_events)
-{
-	struct rt_detect_server_params p = sdefaults();
-	struct sgen g;
-	sgen_init_sent(&g, &p, true);
-	for (int i = 0; i < 3; i++)
-		sgen_send_step(&g, 4000, 400);
-	size_t before = g.boundaries;
-	for (int round = 1; round <= 8; round++) {
-		for (int poll = 0; poll < 6; poll++) {
-			sgen_idle(&g, 200);
-			sgen_burst(&g, 2, poll_events / 2);
-		}
-		sgen_idle(&g, 100);
-		sgen_round_sent(&g, 2000);
-	}
-	return g.boundaries - before;
-}
-
-Test(detect_server, polls_in_the_first_long_trainings_are_no_rounds)
-{
-	for (uint64_t poll_events = 1000; poll_events <= 2000; poll_events += 500) {
-		size_t ends = sgen_polls_in_long_trainings(poll_events);
-		cr_assert_eq(ends, 8, "polls of %lu events: %zu ends for 8 rounds",
-		             (unsigned long)poll_events, ends);
-	}
-}
-
 /* A round of clients' updates (each 3 steps of 1,000 events, `apart` steps apart), the
  * aggregation and a model of 12 KiB to each, then `train` steps of training. Returns how many
  * rounds ended in it. */
@@ -1306,10 +1273,9 @@ struct sshape {
  *   and with start-up's ends not reported, s1, s5 and s6 (and loaded s1 and s5) count at most
  *   one a round: held (27, 17, 16, 27 and 18 for 25, 15, 15, 25 and 15 before), as are the s2
  *   relays, whose counts stay under their rounds though their halves pair the wrong way (the
- *   clients train for less than the aggregation takes), and s4's since the first models' burst
- *   keeps its polls noise until three rounds are known (8 for 8, 7 matched; 16 before: until a
- *   chain locked, the work took the relay's polls in its 60-s rounds for rounds). Not s3's
- *   (10 for 8, none in phase).
+ *   clients train for less than the aggregation takes). Not s3's (10 for 8, none in phase) nor
+ *   s4's (16 for 8: until a chain locks, the work takes the relay's polls in its 60-s rounds
+ *   for rounds).
  * - s2 server job (4.5-s rounds): 0.96 with the shipped settings, but the settings chosen
  *   without it (a round's share of 800) give 0.885: a round's work there varies by a third, as
  *   the first update merges with the aggregation or not, and under a load of 16-18 its pauses
@@ -1345,7 +1311,7 @@ static const struct sshape sshapes[] = {
     {"nvflare_s1_sends_server_parent", SSHAPE_RELAY, true},
     {"nvflare_s2_sends_server_parent", SSHAPE_RELAY, true},
     {"nvflare_s3_sends_server_parent", SSHAPE_RELAY, false},
-    {"nvflare_s4_sends_server_parent", SSHAPE_RELAY, true},
+    {"nvflare_s4_sends_server_parent", SSHAPE_RELAY, false},
     {"nvflare_s5_sends_server_parent", SSHAPE_RELAY, true},
     {"nvflare_s6_sends_server_parent", SSHAPE_RELAY, true},
     {"nvflare_s1_loaded_server_job", SSHAPE_ROUNDS, true},
