@@ -44,7 +44,11 @@
  *    where the activity whose round ended two periods ago gathers round_permille of the
  *    typical round's work again, in bursts after that end, the last after a pause of gap_us
  *    or more that is no idle gap only by the period's share (nor by the pauses' split
- *    below), the period and the pauses are forgotten, and that pause parts a new activity;
+ *    below), the period and the pauses are forgotten, and that pause parts a new activity.
+ *    Round-sized bursts 1 s to a fifth of a period apart for more than two periods look the
+ *    same: a long evaluation every fifth round (30 bursts of a round's work 1.5 s apart) is
+ *    taken for rounds that came faster, each burst a round (174 ends for 30 rounds, 9 in
+ *    place; 30 before), and the rounds after it are learnt again;
  *  - a round's activity is the bursts between two idle gaps (no burst for gap_us, or
  *    gap_period_permille of the period once known: the clients training; while no round ended
  *    in it yet and a round's work is known, open_gap_period_permille: it still waits for a
