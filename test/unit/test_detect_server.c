@@ -592,22 +592,12 @@ Test(detect_server, updates_spread_over_seconds_are_one_round)
 	cr_assert_gt(ends, 80, "without the pauses' groups: %zu ends for 20 rounds", ends);
 }
 
-/* A round of clients' updates (each 3 steps of 1,000 events, `apart` steps apart), the
- * aggregation and a model of 12 KiB to each, then `train` steps of training. Returns how many
- * rounds ended in it. */
+/* As sgen_spread_round, where only the count matters. */
 static size_t
 sgen_plain_round(struct sgen *g, int clients, int apart, int train)
 {
-	size_t was = g->boundaries;
-	for (int c = 0; c < clients; c++) {
-		sgen_burst(g, 3, 1000);
-		sgen_idle(g, apart);
-	}
-	sgen_burst(g, 4, 2000);
-	for (int i = 0; i < 3; i++)
-		sgen_send_step(g, 500, 12);
-	sgen_idle(g, train);
-	return g->boundaries - was;
+	bool at_aggregation;
+	return sgen_spread_round(g, clients, apart, train, &at_aggregation);
 }
 
 /* 2 clients' updates and the aggregation in one burst, 4 s training, and every fifth round a
