@@ -918,6 +918,7 @@ rt_detect_server_came_faster(const struct rt_detect_server *d, uint64_t w, uint6
 	uint64_t pause = d->burst_start_us - d->last_end_us;
 	if (!d->in_round || !d->round_ended || !d->period_us || !d->last_end_us ||
 	    d->burst_start_us < d->last_end_us || pause < p->gap_us || pause >= gap ||
+	    d->burst_start_us < d->work_end_us ||
 	    d->burst_start_us - d->work_end_us < 2 * d->period_us)
 		return false;
 	if (p->pause_split_ratio && pause < rt_detect_server_pause_split(d))
