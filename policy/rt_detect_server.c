@@ -850,14 +850,19 @@ rt_detect_server_pause(const struct rt_detect_server *d)
 	return pause < UINT32_MAX ? pause : UINT32_MAX;
 }
 
-/* The idle gap that ends an activity: gap_us, share (permille) of the period, or once the
- * period is known the pause that parts the last pauses' two groups, whichever is longest. */
+/* The pause that parts the last pauses' two groups, once the period is known; 0 otherwise. */
 static uint64_t
-rt_detect_server_gap(const struct rt_detect_server *d, uint32_t share)
+rt_detect_server_split(const struct rt_detect_server *d)
+{
+	return d->period_us && d->params.pause_split_ratio ? rt_detect_server_pause_split(d) : 0;
+}
+
+/* The idle gap that ends an activity: gap_us, share (permille) of the period, or the pauses'
+ * split (rt_detect_server_split), whichever is longest. */
+static uint64_t
+rt_detect_server_gap(const struct rt_detect_server *d, uint32_t share, uint64_t split)
 {
 	uint64_t gap = rt_detect_scale(d->period_us, share, 1000);
-	uint64_t split =
-	    d->period_us && d->params.pause_split_ratio ? rt_detect_server_pause_split(d) : 0;
 	if (split > gap)
 		gap = split;
 	return gap < d->params.gap_us ? d->params.gap_us : gap;
@@ -878,7 +883,8 @@ rt_detect_server_noise_recurs(struct rt_detect_server *d, uint64_t w)
 	uint64_t start = d->burst_start_us, last_end = d->noise_end_us;
 	d->noise_end_us = d->quiet_since_us;
 	if (d->noise_start_us &&
-	    start - last_end < rt_detect_server_gap(d, p->open_gap_period_permille))
+	    start - last_end <
+	        rt_detect_server_gap(d, p->open_gap_period_permille, rt_detect_server_split(d)))
 		return false;
 	/* Evenly spaced, each interval within the spread of the one before, and none shorter than
 	 * a round by the period learnt so far (the median of the intervals between round ends,
@@ -910,18 +916,17 @@ rt_detect_server_noise_recurs(struct rt_detect_server *d, uint64_t w)
 /* Whether the burst just over, of weight w, shows that the rounds came faster (see the header):
  * the activity under way, whose round ended two periods ago, gathered a whole round's work
  * again after a pause of gap_us or more that parted nothing only because the period's share of
- * it, `gap`, is longer (a split between the pauses' groups would have kept it too). */
+ * it, `gap`, is longer (not the pauses' `split`, which would have kept it too). */
 static bool
-rt_detect_server_came_faster(const struct rt_detect_server *d, uint64_t w, uint64_t gap)
+rt_detect_server_came_faster(const struct rt_detect_server *d, uint64_t w, uint64_t gap,
+                             uint64_t split)
 {
 	const struct rt_detect_server_params *p = &d->params;
 	uint64_t pause = d->burst_start_us - d->last_end_us;
 	if (!d->in_round || !d->round_ended || !d->period_us || !d->last_end_us ||
-	    d->burst_start_us < d->last_end_us || pause < p->gap_us || pause >= gap ||
-	    d->burst_start_us < d->work_end_us ||
+	    !d->work_end_us || d->burst_start_us < d->last_end_us || pause < p->gap_us ||
+	    pause >= gap || pause < split || d->burst_start_us < d->work_end_us ||
 	    d->burst_start_us - d->work_end_us < 2 * d->period_us)
-		return false;
-	if (p->pause_split_ratio && pause < rt_detect_server_pause_split(d))
 		return false;
 	return rt_detect_scale(d->work_since_end + w, 1000, 1) >=
 	       rt_detect_scale(rt_detect_median(d->works, d->nworks), p->round_permille, 1);
@@ -950,12 +955,13 @@ rt_detect_server_decide(struct rt_detect_server *d)
 	 * (a slow client) closes it only when it is a longer share of the period. */
 	uint32_t share = d->in_round && !d->round_ended && d->nworks ? p->open_gap_period_permille
 	                                                             : p->gap_period_permille;
-	uint64_t gap = rt_detect_server_gap(d, share);
-	if (rt_detect_server_came_faster(d, w, gap)) {
+	uint64_t split = rt_detect_server_split(d);
+	uint64_t gap = rt_detect_server_gap(d, share, split);
+	if (rt_detect_server_came_faster(d, w, gap, split)) {
 		d->nintervals = d->next_interval = 0;
 		d->period_us = 0;
 		d->npauses = d->next_pause = 0;
-		gap = rt_detect_server_gap(d, share);
+		gap = rt_detect_server_gap(d, share, 0);
 	}
 	if (d->last_end_us && d->burst_start_us > d->last_end_us) {
 		d->pause_after[d->next_pause] = d->last_weight;

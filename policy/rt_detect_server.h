@@ -56,8 +56,9 @@
  *    known, the pause between the two groups of the last RT_DETECT_SERVER_PAUSES pauses
  *    between bursts that were no noise, where they fall in two: two neighbours in order
  *    pause_split_ratio apart, two of the longer group even (within rhythm_spread_permille of
- *    its median: the training, recurring; one straggler's wait is not), and each of the
- *    longer group after a burst heavier, by the spread, than any before the shorter group's
+ *    its median: the training, recurring; one straggler's wait is not), and the heaviest
+ *    burst before a pause of the shorter group under (1000 - rhythm_spread_permille) permille
+ *    of the lightest before one of the longer group
  *    (the training follows the aggregation, an update's wait an update: where whole rounds
  *    come before both, the longer are a checkpoint or a straggler every few rounds, and
  *    taken for the gap they fused the rounds between them: 6 of 30 found), the gap their
@@ -192,8 +193,9 @@
  * Work per reading: none but a few counts except at an onset; there, while locked, one span
  * tried (two passes over at most RT_DETECT_SERVER_RUNS runs), and past one and a quarter
  * periods at most RT_DETECT_SERVER_CANDIDATES more; otherwise at most
- * RT_DETECT_SERVER_CANDIDATES, each with a look over the chains; and at a burst's quiet, a sort
- * of the last RT_DETECT_SERVER_PAUSES pauses. */
+ * RT_DETECT_SERVER_CANDIDATES, each with a look over the chains; and at a burst's quiet, one
+ * sort of the last RT_DETECT_SERVER_PAUSES pauses, two where a burst judged noise turns out to
+ * be the rounds that shrank. */
 struct rt_detect_server_params {
 	uint64_t min_interval_us;     /* 10000: a reading sooner after the last one is skipped */
 	uint64_t quiet_us;            /* 400000 */

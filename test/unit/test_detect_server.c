@@ -531,8 +531,9 @@ Test(detect_server, without_the_period_a_long_pause_splits_a_round)
 }
 
 /* A round whose clients' updates arrive `apart` steps apart, each its own activity before the
- * gap knows better: the updates of `clients` clients, the aggregation, a model of 12 KiB to
- * each (under min_send_bytes: no broadcast marks the rounds), then training for `train` steps.
+ * gap knows better: the updates of `clients` clients, the aggregation, the model in three sends
+ * of 12 KiB (under min_send_bytes: no broadcast marks the rounds), then `train` steps of
+ * training.
  * Returns how many rounds ended in it, and in *at_aggregation whether the last end came from
  * the aggregation's start to the model's last send. */
 static size_t
@@ -573,7 +574,7 @@ sgen_spread_rounds(const struct rt_detect_server_params *p, bool sends, size_t *
 }
 
 /* Updates 1.5 s apart are longer apart than gap_us, and the period learnt from their ends is
- * theirs, so each update was a round of its own: 98 ends for 20 rounds. The pauses fall in two
+ * theirs, so each update was a round of its own: 100 ends for 20 rounds. The pauses fall in two
  * groups, the updates' and the training's: once two training pauses and a period are known,
  * the pause between the groups parts the rounds, and once the rounds' work is learnt again,
  * each ends at its aggregation. */
@@ -602,7 +603,7 @@ sgen_plain_round(struct sgen *g, int clients, int apart, int train)
 
 /* 2 clients' updates and the aggregation in one burst, 4 s training, and every fifth round a
  * 60 s checkpoint or evaluation: the pauses fall in two groups, the training's and the
- * checkpoint's (two in the last 16), but whole rounds come before both, so the checkpoint's is
+ * checkpoint's (three or four of the last 16), but whole rounds come before both, so theirs is
  * no idle gap (taken for one, it fused the five rounds between two: 6 of 30 ended once). */
 Test(detect_server, a_checkpoint_every_fifth_round_fuses_no_rounds)
 {
@@ -632,7 +633,7 @@ Test(detect_server, a_recurring_straggler_fuses_no_rounds)
 	cr_assert_geq(once, 28, "%zu of 30 rounds ended once", once);
 }
 
-/* 10 rounds of one shape, then 30 of a faster one (fewer clients, shorter training): counts the
+/* 10 rounds of one shape, then 30 of a faster one (fewer clients or a shorter training): counts the
  * rounds from the 11th on that ended once, and all ends. */
 static size_t
 sgen_speedup(const int before[3], const int after[3], bool sends, size_t *ends)
@@ -691,14 +692,15 @@ sgen_scaled_round(struct sgen *g, uint64_t times, uint64_t kib, int train)
 
 /* The first models are a checkpoint loaded and sent (5 to 100 times a round's heaviest burst),
  * then rounds whose models are 12 KiB (no broadcast) or 400 KiB. Keeping that burst as noise's
- * measure until three rounds were known made every round's burst noise for good: 0 of 30 rounds
- * found (a hostile review of a rule tried and reverted). */
+ * measure until three rounds were known (ebf612a, reverted in b9d37ba) made every round's burst
+ * noise for good: 0 of 30 rounds found. */
 Test(detect_server, a_checkpoint_sent_as_the_first_models_leaves_the_rounds_found)
 {
 	struct rt_detect_server_params p = sdefaults();
-	static const uint64_t loads[] = {2300, 4750, 47500};
+	static const uint64_t loads[] = {2300, 4750, 47500}, models_kib[] = {12, 400};
 	for (size_t k = 0; k < sizeof(loads) / sizeof(loads[0]); k++)
-		for (uint64_t kib = 12; kib <= 400; kib += 388) {
+		for (size_t m = 0; m < sizeof(models_kib) / sizeof(models_kib[0]); m++) {
+			uint64_t kib = models_kib[m];
 			struct sgen g;
 			sgen_init_sent(&g, &p, true);
 			for (int i = 0; i < 20; i++)
@@ -716,8 +718,8 @@ Test(detect_server, a_checkpoint_sent_as_the_first_models_leaves_the_rounds_foun
 }
 
 /* Ten rounds 5 or 10 times heavier, then rounds that shrank, with models of 400 KiB: the rounds
- * are learnt again where the readings carry the bytes sent too (the same rule reverted above
- * made the first models' burst the measure again: 1 of 30). */
+ * are learnt again where the readings carry the bytes sent too (ebf612a, reverted
+ * in b9d37ba, made the first models' burst the measure again: 1 of 30). */
 Test(detect_server, rounds_that_shrank_are_learnt_again_where_the_readings_carry_the_bytes)
 {
 	struct rt_detect_server_params p = sdefaults();
