@@ -923,7 +923,7 @@ rt_detect_server_came_faster(const struct rt_detect_server *d, uint64_t w, uint6
 {
 	const struct rt_detect_server_params *p = &d->params;
 	uint64_t pause = d->burst_start_us - d->last_end_us;
-	if (!d->in_round || !d->round_ended || !d->period_us || !d->last_end_us ||
+	if (!d->in_round || !d->round_ended || !d->period_us || !d->nworks || !d->last_end_us ||
 	    !d->work_end_us || d->burst_start_us < d->last_end_us || pause < p->gap_us ||
 	    pause >= gap || pause < split || d->burst_start_us < d->work_end_us ||
 	    d->burst_start_us - d->work_end_us < 2 * d->period_us)
