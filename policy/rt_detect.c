@@ -199,12 +199,9 @@ rt_detect_released_since(const struct rt_detect_params *p, const struct rt_readi
 	                              allocations, p->max_kept_count_permille);
 }
 
-uint64_t
-rt_detect_median(const uint64_t *values, unsigned n)
+void
+rt_detect_sort(const uint64_t *values, unsigned n, uint64_t *sorted)
 {
-	uint64_t sorted[RT_DETECT_MEDIAN_MAX];
-	if (n > sizeof(sorted) / sizeof(sorted[0]))
-		n = sizeof(sorted) / sizeof(sorted[0]);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t v = values[i];
 		unsigned j = i;
@@ -212,6 +209,15 @@ rt_detect_median(const uint64_t *values, unsigned n)
 			sorted[j] = sorted[j - 1];
 		sorted[j] = v;
 	}
+}
+
+uint64_t
+rt_detect_median(const uint64_t *values, unsigned n)
+{
+	uint64_t sorted[RT_DETECT_MEDIAN_MAX];
+	if (n > sizeof(sorted) / sizeof(sorted[0]))
+		n = sizeof(sorted) / sizeof(sorted[0]);
+	rt_detect_sort(values, n, sorted);
 	return n ? sorted[(n - 1) / 2] : 0;
 }
 

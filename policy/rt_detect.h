@@ -239,6 +239,9 @@ void rt_detect_ring_push(uint64_t *ring, unsigned size, unsigned *n, unsigned *n
  * at compile time, since a longer one would have its median taken over its first values only. */
 #define RT_DETECT_MEDIAN_MAX 8
 
+/* values[0..n) into sorted[0..n), in ascending order (an insertion sort: n is a ring's). */
+void rt_detect_sort(const uint64_t *values, unsigned n, uint64_t *sorted);
+
 /* The median of n values, n at most RT_DETECT_MEDIAN_MAX (the lower middle of an even count); 0
  * when n is 0. */
 uint64_t rt_detect_median(const uint64_t *values, unsigned n);

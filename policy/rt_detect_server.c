@@ -795,17 +795,9 @@ rt_detect_server_isqrt(uint64_t v)
 static uint64_t
 rt_detect_server_pause_split(const struct rt_detect_server *d)
 {
-	uint64_t sorted[RT_DETECT_SERVER_PAUSES], after[RT_DETECT_SERVER_PAUSES];
+	uint64_t sorted[RT_DETECT_SERVER_PAUSES];
 	unsigned n = d->npauses;
-	for (unsigned i = 0; i < n; i++) {
-		unsigned j = i;
-		for (; j > 0 && sorted[j - 1] > d->pauses_us[i]; j--) {
-			sorted[j] = sorted[j - 1];
-			after[j] = after[j - 1];
-		}
-		sorted[j] = d->pauses_us[i];
-		after[j] = d->pause_after[i];
-	}
+	rt_detect_sort(d->pauses_us, n, sorted);
 	uint64_t split = 0, short_one = 0, long_one = 0;
 	uint32_t spread = d->params.rhythm_spread_permille;
 	for (unsigned i = 1; i < n; i++) {
@@ -825,12 +817,13 @@ rt_detect_server_pause_split(const struct rt_detect_server *d)
 		 * is no training but a checkpoint, an evaluation or a straggler every few rounds.
 		 */
 		uint64_t short_heaviest = 0, long_lightest = UINT64_MAX;
-		for (unsigned k = 0; k < n; k++)
-			if (k < i)
-				short_heaviest =
-				    after[k] > short_heaviest ? after[k] : short_heaviest;
+		for (unsigned k = 0; k < n; k++) {
+			uint64_t weight = d->pause_after[k];
+			if (d->pauses_us[k] <= below)
+				short_heaviest = weight > short_heaviest ? weight : short_heaviest;
 			else
-				long_lightest = after[k] < long_lightest ? after[k] : long_lightest;
+				long_lightest = weight < long_lightest ? weight : long_lightest;
+		}
 		if (rt_detect_scale(short_heaviest, 1000, 1) >=
 		    rt_detect_scale(long_lightest, 1000 - spread, 1))
 			continue;
